@@ -1,0 +1,44 @@
+"""dataloader: a data loading library for machine-learning training.
+
+``DataLoader``, ``Dataset`` and the samplers have ``torch.utils.data``'s
+names and meanings; batches are numpy arrays (torch tensors stay tensors).
+
+Examples
+--------
+>>> from dataloader import DataLoader
+>>> for batch in DataLoader(list(range(6)), batch_size=3):
+...     print(batch)
+[0 1 2]
+[3 4 5]
+"""
+
+from dataloader._collate import default_collate, default_convert
+from dataloader._dataset import Dataset, IterableDataset
+from dataloader._loader import DataLoader
+from dataloader._sampler import (
+    BatchSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
+from dataloader._worker import WorkerInfo, get_worker_info
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BatchSampler",
+    "DataLoader",
+    "Dataset",
+    "IterableDataset",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "SubsetRandomSampler",
+    "WeightedRandomSampler",
+    "WorkerInfo",
+    "default_collate",
+    "default_convert",
+    "get_worker_info",
+]

@@ -1,0 +1,1 @@
+"""Native engine and kernels of ``dataloader`` (private: use the public modules)."""

@@ -1,0 +1,3 @@
+import numpy as np
+
+def stack_arrays(arrays: list[np.ndarray]) -> np.ndarray: ...

@@ -1,0 +1,102 @@
+"""Epochs: one pass of the loader's sampler, turned into batches.
+
+``iter(loader)`` returns an epoch iterator. Every kind of epoch shares the
+same semantics (see ``docs/architecture.md``, "Epoch semantics"):
+
+* batches come out in sampler order;
+* ``len(it)`` is the number of batches still to come;
+* an error raised while loading a batch is raised from that batch's
+  ``next()``, and the following ``next()`` returns the following batch;
+* an error of the sampler itself ends the epoch where it is found;
+* after the end, ``next()`` raises ``StopIteration`` every time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from dataloader._fetch import BatchRecipe
+
+if TYPE_CHECKING:
+    from dataloader._loader import DataLoader
+
+__all__ = ["DirectEpoch", "EpochPlan"]
+
+
+@dataclass(slots=True)
+class EpochPlan:
+    """What an epoch needs from its loader, resolved once when it starts.
+
+    Attributes
+    ----------
+    batches : iterator
+        Lists of indices (or single indices when batching is off), in order.
+    total : int or None
+        The number of batches, when the sampler knows its length.
+    check_indices : callable or None
+        Validates (and normalises) what the sampler yielded; ``None`` when
+        the sampler is one of ours and yields valid indices by construction.
+    recipe : BatchRecipe
+        How indices become a batch.
+    """
+
+    batches: Iterator[Any]
+    total: int | None
+    check_indices: Callable[[Any], Any] | None
+    recipe: BatchRecipe
+
+
+def describe_batch(position: int, indices: Any) -> str:
+    """The note attached to an error raised while loading a batch."""
+    if isinstance(indices, list) and len(indices) > 8:
+        shown = f"[{', '.join(map(str, indices[:8]))}, ...] ({len(indices)} indices)"
+    else:
+        shown = repr(indices)
+    return f"dataloader: raised while loading batch {position} (indices {shown})"
+
+
+class DirectEpoch:
+    """An epoch run on the calling thread: no threads, no queues.
+
+    Each ``next()`` takes the sampler's next batch of indices, then fetches,
+    transforms and collates it before returning.
+    """
+
+    __slots__ = ("_loader", "_plan", "_position", "_finished")
+
+    def __init__(self, loader: DataLoader, plan: EpochPlan) -> None:
+        # Holding the loader keeps its dataset alive while the epoch runs.
+        self._loader = loader
+        self._plan = plan
+        self._position = 0
+        self._finished = False
+
+    def __iter__(self) -> DirectEpoch:
+        return self
+
+    def __len__(self) -> int:
+        if self._plan.total is None:
+            raise TypeError("this epoch's length is unknown: its sampler has no __len__")
+        if self._finished:
+            return 0
+        return max(self._plan.total - self._position, 0)
+
+    def __next__(self) -> Any:
+        if self._finished:
+            raise StopIteration
+        try:
+            indices = next(self._plan.batches)
+        except BaseException:
+            # The sampler is exhausted or broken: either way the epoch ends here.
+            self._finished = True
+            raise
+        position = self._position
+        self._position += 1
+        try:
+            if self._plan.check_indices is not None:
+                indices = self._plan.check_indices(indices)
+            return self._plan.recipe.load(indices)
+        except Exception as exc:
+            exc.add_note(describe_batch(position, indices))
+            raise

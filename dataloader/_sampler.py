@@ -1,0 +1,393 @@
+"""Samplers: which indices an epoch visits, and in which order.
+
+The constructors and meanings are ``torch.utils.data``'s, but randomness
+comes from numpy's ``Generator`` and indices are produced in vectorised
+chunks, so an epoch over 10^8 items never builds a Python list of 10^8 ints.
+Samplers defined here share one internal protocol, ``_index_chunks()``, which
+:class:`BatchSampler` uses to cut batches with numpy instead of a Python loop.
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+from typing import Any, Generic, Iterable, Iterator, Sequence, Sized, TypeVar
+
+import numpy as np
+
+T_co = TypeVar("T_co", covariant=True)
+
+__all__ = [
+    "BatchSampler",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "SubsetRandomSampler",
+    "WeightedRandomSampler",
+]
+
+# Indices are generated and converted to Python ints this many at a time.
+_CHUNK = 1 << 16
+
+
+class Sampler(Generic[T_co]):
+    """Base class of samplers: an iterable of dataset indices.
+
+    Subclasses define ``__iter__`` and, when the count is known, ``__len__``.
+    Any iterable works as a sampler; subclassing is optional.
+
+    Examples
+    --------
+    >>> from dataloader import Sampler
+    >>> class EvenIndices(Sampler):
+    ...     def __init__(self, n):
+    ...         self.n = n
+    ...     def __iter__(self):
+    ...         return iter(range(0, self.n, 2))
+    ...     def __len__(self):
+    ...         return (self.n + 1) // 2
+    >>> list(EvenIndices(5))
+    [0, 2, 4]
+    """
+
+    def __init__(self, data_source: Sized | None = None) -> None:
+        # Accepted for torch compatibility; the base class stores nothing.
+        pass
+
+    def __iter__(self) -> Iterator[T_co]:
+        raise NotImplementedError(f"{type(self).__name__} must define __iter__")
+
+
+class _ChunkedSampler(Sampler[int]):
+    """A sampler whose indices come from numpy chunks (see module docstring)."""
+
+    def _index_chunks(self) -> Iterator[np.ndarray]:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[int]:
+        for chunk in self._index_chunks():
+            yield from chunk.tolist()
+
+
+def index_chunks(sampler: Any) -> Iterator[np.ndarray] | None:
+    """The numpy chunks of one of our samplers, or ``None`` for any other iterable.
+
+    A subclass that overrides ``__iter__`` is treated as a foreign sampler, so
+    its own ``__iter__`` is what the loader follows.
+    """
+    if index_chunks_available(sampler):
+        return sampler._index_chunks()
+    return None
+
+
+def check_generator(generator: Any) -> None:
+    """Raise ``TypeError`` unless ``generator`` is None, a numpy or a torch Generator."""
+    if generator is None or isinstance(generator, np.random.Generator):
+        return
+    if _is_torch_generator(generator):
+        return
+    raise TypeError(
+        "generator must be a numpy.random.Generator or a torch.Generator, "
+        f"got {type(generator).__name__}"
+    )
+
+
+def epoch_rng(generator: Any) -> np.random.Generator:
+    """The numpy generator that draws one epoch's randomness.
+
+    A numpy generator is used as it is, so its state advances from epoch to
+    epoch; a torch generator seeds a fresh numpy generator with one draw, as
+    torch's own samplers do; ``None`` gives fresh OS entropy.
+    """
+    if generator is None:
+        return np.random.default_rng()
+    if isinstance(generator, np.random.Generator):
+        return generator
+    import torch
+
+    seed = int(torch.empty((), dtype=torch.int64).random_(generator=generator).item())
+    return np.random.default_rng(seed & (2**63 - 1))
+
+
+def _is_torch_generator(obj: Any) -> bool:
+    torch = __import__("sys").modules.get("torch")
+    return torch is not None and isinstance(obj, torch.Generator)
+
+
+def _check_positive_int(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{name} should be a positive integer value, but got {name}={value!r}")
+
+
+def _check_bool(name: str, value: Any, error: type[Exception] = ValueError) -> None:
+    if not isinstance(value, bool):
+        raise error(f"{name} should be a boolean value, but got {name}={value!r}")
+
+
+def _permutation(n: int, rng: np.random.Generator) -> np.ndarray:
+    # int32 halves the memory of a large epoch's permutation.
+    dtype = np.int32 if n < 2**31 else np.int64
+    order = np.arange(n, dtype=dtype)
+    rng.shuffle(order)
+    return order
+
+
+def _chunks_of(array: np.ndarray) -> Iterator[np.ndarray]:
+    for start in range(0, len(array), _CHUNK):
+        yield array[start : start + _CHUNK]
+
+
+class SequentialSampler(_ChunkedSampler):
+    """Indices ``0, 1, ..., len(data_source) - 1`` in order.
+
+    Examples
+    --------
+    >>> from dataloader import SequentialSampler
+    >>> list(SequentialSampler("abc"))
+    [0, 1, 2]
+    """
+
+    def __init__(self, data_source: Sized) -> None:
+        self.data_source = data_source
+
+    def _index_chunks(self) -> Iterator[np.ndarray]:
+        n = len(self.data_source)
+        for start in range(0, n, _CHUNK):
+            yield np.arange(start, min(start + _CHUNK, n), dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.data_source)
+
+
+class RandomSampler(_ChunkedSampler):
+    """Random indices: a permutation, or draws with replacement.
+
+    Parameters
+    ----------
+    data_source : sized
+        The dataset; only its length is used.
+    replacement : bool, default False
+        Draw ``num_samples`` indices independently instead of permuting.
+    num_samples : int, optional
+        How many indices an epoch yields; defaults to ``len(data_source)``.
+        Without replacement and larger than the dataset, whole permutations
+        follow one another, the last one cut short.
+    generator : numpy.random.Generator or torch.Generator, optional
+        Source of randomness; each epoch draws from it anew.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader import RandomSampler
+    >>> sampler = RandomSampler(range(5), generator=np.random.default_rng(0))
+    >>> sorted(sampler)
+    [0, 1, 2, 3, 4]
+    """
+
+    def __init__(
+        self,
+        data_source: Sized,
+        replacement: bool = False,
+        num_samples: int | None = None,
+        generator: Any = None,
+    ) -> None:
+        _check_bool("replacement", replacement, TypeError)
+        if num_samples is not None:
+            _check_positive_int("num_samples", num_samples)
+        check_generator(generator)
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+
+    @property
+    def num_samples(self) -> int:
+        if self._num_samples is None:
+            return len(self.data_source)
+        return self._num_samples
+
+    def _index_chunks(self) -> Iterator[np.ndarray]:
+        n = len(self.data_source)
+        total = self.num_samples
+        rng = epoch_rng(self.generator)
+        if self.replacement:
+            if n == 0 and total > 0:
+                raise ValueError("cannot draw samples with replacement from an empty dataset")
+            for start in range(0, total, _CHUNK):
+                yield rng.integers(0, n, size=min(_CHUNK, total - start), dtype=np.int64)
+            return
+        if n == 0:
+            return
+        for _ in range(total // n):
+            yield from _chunks_of(_permutation(n, rng))
+        remainder = total % n
+        if remainder:
+            yield from _chunks_of(_permutation(n, rng)[:remainder])
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class SubsetRandomSampler(_ChunkedSampler):
+    """The given indices, in a random order each epoch.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader import SubsetRandomSampler
+    >>> sorted(SubsetRandomSampler([7, 3, 5], generator=np.random.default_rng(0)))
+    [3, 5, 7]
+    """
+
+    def __init__(self, indices: Sequence[int], generator: Any = None) -> None:
+        check_generator(generator)
+        self.indices = indices
+        self.generator = generator
+
+    def _index_chunks(self) -> Iterator[np.ndarray]:
+        indices = np.asarray(self.indices, dtype=np.int64)
+        yield from _chunks_of(indices[_permutation(len(indices), epoch_rng(self.generator))])
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class WeightedRandomSampler(_ChunkedSampler):
+    """Indices drawn with probabilities proportional to ``weights``.
+
+    Parameters
+    ----------
+    weights : sequence of float
+        One non-negative weight per index; they need not sum to one.
+    num_samples : int
+        How many indices an epoch yields.
+    replacement : bool, default True
+        Without replacement an index is drawn at most once per epoch.
+    generator : numpy.random.Generator or torch.Generator, optional
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader import WeightedRandomSampler
+    >>> sampler = WeightedRandomSampler([0.0, 1.0, 0.0], 4, generator=np.random.default_rng(0))
+    >>> list(sampler)
+    [1, 1, 1, 1]
+    """
+
+    def __init__(
+        self,
+        weights: Sequence[float],
+        num_samples: int,
+        replacement: bool = True,
+        generator: Any = None,
+    ) -> None:
+        _check_positive_int("num_samples", num_samples)
+        _check_bool("replacement", replacement)
+        check_generator(generator)
+        weights_array = np.asarray(weights, dtype=np.float64)
+        if weights_array.ndim != 1:
+            raise ValueError(
+                f"weights should be a 1d sequence but given weights have shape {weights_array.shape}"
+            )
+        if not np.all(np.isfinite(weights_array)) or np.any(weights_array < 0):
+            raise ValueError("weights must be finite and non-negative")
+        if weights_array.sum() <= 0:
+            raise ValueError("weights must have a positive sum")
+        if not replacement and num_samples > np.count_nonzero(weights_array):
+            raise ValueError(
+                f"cannot draw num_samples={num_samples} without replacement from "
+                f"{np.count_nonzero(weights_array)} indices of non-zero weight"
+            )
+        self.weights = weights_array
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def _index_chunks(self) -> Iterator[np.ndarray]:
+        rng = epoch_rng(self.generator)
+        probabilities = self.weights / self.weights.sum()
+        if not self.replacement:
+            drawn = rng.choice(len(self.weights), self.num_samples, replace=False, p=probabilities)
+            yield from _chunks_of(drawn.astype(np.int64))
+            return
+        cumulative = np.cumsum(probabilities)
+        cumulative /= cumulative[-1]
+        for start in range(0, self.num_samples, _CHUNK):
+            draws = rng.random(min(_CHUNK, self.num_samples - start))
+            # side="right" never lands on an index of zero weight.
+            yield np.searchsorted(cumulative, draws, side="right").astype(np.int64)
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class BatchSampler(Sampler[list[int]]):
+    """Groups the indices of ``sampler`` into lists of ``batch_size``.
+
+    Parameters
+    ----------
+    sampler : iterable of int
+    batch_size : int
+    drop_last : bool
+        Drop the last batch when it would be shorter than ``batch_size``.
+
+    Examples
+    --------
+    >>> from dataloader import BatchSampler, SequentialSampler
+    >>> list(BatchSampler(SequentialSampler(range(7)), batch_size=3, drop_last=False))
+    [[0, 1, 2], [3, 4, 5], [6]]
+    >>> list(BatchSampler(SequentialSampler(range(7)), batch_size=3, drop_last=True))
+    [[0, 1, 2], [3, 4, 5]]
+    """
+
+    def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool) -> None:
+        _check_positive_int("batch_size", batch_size)
+        _check_bool("drop_last", drop_last)
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def __iter__(self) -> Iterator[list[int]]:
+        chunks = index_chunks(self.sampler)
+        if chunks is None:
+            return self._batches_of_iterable()
+        return self._batches_of_chunks(chunks)
+
+    def _batches_of_iterable(self) -> Iterator[list[int]]:
+        indices = iter(self.sampler)
+        while batch := list(islice(indices, self.batch_size)):
+            if len(batch) < self.batch_size and self.drop_last:
+                return
+            yield batch
+
+    def _batches_of_chunks(self, chunks: Iterator[np.ndarray]) -> Iterator[list[int]]:
+        size = self.batch_size
+        pending = np.empty(0, dtype=np.int64)
+        for chunk in chunks:
+            pending = np.concatenate([pending, chunk]) if len(pending) else chunk
+            whole = len(pending) // size * size
+            if whole:
+                yield from pending[:whole].reshape(-1, size).tolist()
+                pending = pending[whole:]
+        if len(pending) and not self.drop_last:
+            yield pending.tolist()
+
+    def __len__(self) -> int:
+        n = len(self.sampler)  # type: ignore[arg-type]
+        if self.drop_last:
+            return n // self.batch_size
+        return (n + self.batch_size - 1) // self.batch_size
+
+
+def yields_valid_indices(index_sampler: Any) -> bool:
+    """Whether ``index_sampler`` only yields valid indices by construction.
+
+    True for our own samplers, and for our ``BatchSampler`` over one of them;
+    the loader checks what any other sampler yields.
+    """
+    if type(index_sampler) is BatchSampler:
+        index_sampler = index_sampler.sampler
+    return index_chunks_available(index_sampler)
+
+
+def index_chunks_available(sampler: Any) -> bool:
+    return isinstance(sampler, _ChunkedSampler) and type(sampler).__iter__ is _ChunkedSampler.__iter__
