@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from dataloader._core.collate import stack_arrays
+from dataloader._core.collate import collate_numbers, stack_arrays
 
 __all__ = ["default_collate", "default_convert"]
 
@@ -92,15 +92,18 @@ def _collate_numpy_scalars(batch: list[Any]) -> np.ndarray:
 
 
 def _collate_bools(batch: list[Any]) -> np.ndarray:
-    return _checked_numbers(batch, np.bool_)
+    fast = collate_numbers(batch, bool) if type(batch) is list else None
+    return _checked_numbers(batch, np.bool_) if fast is None else fast
 
 
 def _collate_ints(batch: list[Any]) -> np.ndarray:
-    return _checked_numbers(batch, np.int64)
+    fast = collate_numbers(batch, int) if type(batch) is list else None
+    return _checked_numbers(batch, np.int64) if fast is None else fast
 
 
 def _collate_floats(batch: list[Any]) -> np.ndarray:
-    return _checked_numbers(batch, np.float64)
+    fast = collate_numbers(batch, float) if type(batch) is list else None
+    return _checked_numbers(batch, np.float64) if fast is None else fast
 
 
 def _checked_numbers(batch: list[Any], dtype: type) -> np.ndarray:

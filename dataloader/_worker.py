@@ -29,6 +29,13 @@ class WorkerInfo:
         The worker's seed: the loader's base seed plus ``id``.
     dataset : object
         The loader's dataset (the same object, not a copy: workers are threads).
+
+    Examples
+    --------
+    >>> from dataloader import WorkerInfo
+    >>> info = WorkerInfo(id=1, num_workers=4, seed=1001, dataset=[])
+    >>> info.id, info.num_workers
+    (1, 4)
     """
 
     id: int

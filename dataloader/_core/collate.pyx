@@ -74,3 +74,47 @@ def stack_arrays(list arrays):
     finally:
         free(rows)
     return out
+
+
+def collate_numbers(list batch, type kind):
+    """Convert a list of exact ``int``, ``float`` or ``bool`` objects to a 1-d array.
+
+    Returns ``None`` when an item is not exactly of type ``kind`` (or an int
+    does not fit in int64): the caller then takes numpy's general path.
+    """
+    cdef Py_ssize_t n = len(batch)
+    cdef Py_ssize_t i
+    cdef cnp.int64_t[::1] ints
+    cdef double[::1] floats
+    cdef cnp.npy_bool[::1] bools
+    if kind is int:
+        out = np.empty(n, dtype=np.int64)
+        ints = out
+        for i in range(n):
+            item = batch[i]
+            if type(item) is not int:
+                return None
+            try:
+                ints[i] = item
+            except OverflowError:
+                return None
+        return out
+    if kind is float:
+        out = np.empty(n, dtype=np.float64)
+        floats = out
+        for i in range(n):
+            item = batch[i]
+            if type(item) is not float:
+                return None
+            floats[i] = item
+        return out
+    if kind is bool:
+        out = np.empty(n, dtype=np.bool_)
+        bools = out.view(np.uint8)
+        for i in range(n):
+            item = batch[i]
+            if type(item) is not bool:
+                return None
+            bools[i] = item is True
+        return out
+    raise TypeError(f"collate_numbers takes int, float or bool, not {kind.__name__}")

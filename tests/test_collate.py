@@ -1,0 +1,159 @@
+"""default_collate and default_convert: torch's structure rules, numpy leaves."""
+
+import collections
+
+import numpy as np
+import pytest
+
+from dataloader import default_collate, default_convert
+
+Point = collections.namedtuple("Point", ["x", "y"])
+
+
+def assert_array(actual, expected, dtype):
+    assert isinstance(actual, np.ndarray)
+    assert actual.dtype == dtype
+    np.testing.assert_array_equal(actual, expected)
+
+
+def test_ints_floats_bools():
+    assert_array(default_collate([1, 2, 3]), [1, 2, 3], np.int64)
+    assert_array(default_collate([1.5, 2.0]), [1.5, 2.0], np.float64)
+    assert_array(default_collate([True, False]), [True, False], np.bool_)
+
+
+def test_ints_mixed_with_floats_are_not_truncated():
+    assert_array(default_collate([1, 2.5]), [1.0, 2.5], np.float64)
+
+
+def test_numpy_scalars_keep_their_dtype():
+    assert_array(default_collate([np.float32(1), np.float32(2)]), [1, 2], np.float32)
+    assert_array(default_collate([np.uint8(3), np.uint8(4)]), [3, 4], np.uint8)
+
+
+def test_arrays_are_stacked_with_a_new_leading_axis():
+    items = [np.full((2, 3), i, dtype=np.float32) for i in range(4)]
+    batch = default_collate(items)
+    assert_array(batch, np.stack(items), np.float32)
+    assert batch.shape == (4, 2, 3)
+    assert batch.flags.c_contiguous
+
+
+def test_non_contiguous_arrays_are_stacked_correctly():
+    base = np.arange(60, dtype=np.int16).reshape(3, 4, 5)
+    items = [base[i, :, ::2] for i in range(3)]
+    assert_array(default_collate(items), np.stack(items), np.int16)
+
+
+def test_zero_dimensional_arrays():
+    assert_array(default_collate([np.array(1.0), np.array(2.0)]), [1.0, 2.0], np.float64)
+
+
+def test_arrays_of_mixed_dtypes_are_promoted():
+    batch = default_collate([np.zeros(2, np.uint8), np.ones(2, np.float32)])
+    assert_array(batch, [[0, 0], [1, 1]], np.float32)
+
+
+def test_arrays_of_different_shapes_raise():
+    with pytest.raises(ValueError, match=r"item 1 has shape \(3,\)"):
+        default_collate([np.zeros(2), np.zeros(3)])
+
+
+@pytest.mark.parametrize("dtype", [object, "U3", "S3"])
+def test_object_and_string_arrays_raise(dtype):
+    with pytest.raises(TypeError, match="default_collate: batch must contain"):
+        default_collate([np.array(["a"], dtype=dtype)] * 2)
+
+
+def test_strings_and_bytes_stay_lists():
+    assert default_collate(["a", "b"]) == ["a", "b"]
+    assert default_collate([b"a", b"b"]) == [b"a", b"b"]
+
+
+def test_dicts_are_collated_by_key():
+    batch = default_collate([{"x": 1, "name": "a"}, {"x": 2, "name": "b"}])
+    assert set(batch) == {"x", "name"}
+    assert_array(batch["x"], [1, 2], np.int64)
+    assert batch["name"] == ["a", "b"]
+
+
+def test_mapping_type_is_kept():
+    items = [collections.OrderedDict(a=1), collections.OrderedDict(a=2)]
+    batch = default_collate(items)
+    assert type(batch) is collections.OrderedDict
+    assert_array(batch["a"], [1, 2], np.int64)
+
+
+def test_namedtuples_are_collated_by_field():
+    batch = default_collate([Point(1, 2.0), Point(3, 4.0)])
+    assert type(batch) is Point
+    assert_array(batch.x, [1, 3], np.int64)
+    assert_array(batch.y, [2.0, 4.0], np.float64)
+
+
+def test_tuples_become_lists_position_by_position():
+    batch = default_collate([(1, "a"), (2, "b")])
+    assert type(batch) is list
+    assert_array(batch[0], [1, 2], np.int64)
+    assert batch[1] == ["a", "b"]
+
+
+def test_lists_position_by_position():
+    batch = default_collate([[1, 2], [3, 4], [5, 6]])
+    assert type(batch) is list
+    assert_array(batch[0], [1, 3, 5], np.int64)
+    assert_array(batch[1], [2, 4, 6], np.int64)
+
+
+def test_sequences_of_unequal_length_raise_torchs_error():
+    with pytest.raises(RuntimeError, match="each element in list of batch should be of equal size"):
+        default_collate([[1, 2], [3]])
+
+
+def test_nested_structures():
+    items = [{"img": np.zeros((2, 2)), "meta": (i, {"id": str(i)})} for i in range(3)]
+    batch = default_collate(items)
+    assert batch["img"].shape == (3, 2, 2)
+    assert_array(batch["meta"][0], [0, 1, 2], np.int64)
+    assert batch["meta"][1] == {"id": ["0", "1", "2"]}
+
+
+def test_unsupported_type_raises_naming_it():
+    class Thing:
+        pass
+
+    with pytest.raises(TypeError, match="Thing"):
+        default_collate([Thing(), Thing()])
+    with pytest.raises(TypeError, match="NoneType"):
+        default_collate([None])
+
+
+def test_torch_tensors_are_stacked_with_torch():
+    torch = pytest.importorskip("torch")
+    batch = default_collate([torch.ones(2), torch.zeros(2)])
+    assert isinstance(batch, torch.Tensor)
+    assert batch.tolist() == [[1.0, 1.0], [0.0, 0.0]]
+
+
+def test_default_convert():
+    converted = default_convert({"a": np.int64(3), "b": (np.float32(1.5), "s"), "c": [1]})
+    assert isinstance(converted["a"], np.ndarray) and converted["a"].shape == ()
+    assert type(converted["b"]) is list and converted["b"][1] == "s"
+    assert converted["c"] == [1]
+    assert default_convert(Point(1, 2)) == Point(1, 2)
+    array = np.zeros(3)
+    assert default_convert(array) is array
+
+
+def test_ints_too_large_for_any_integer_dtype_raise():
+    with pytest.raises(TypeError, match="default_collate"):
+        default_collate([2**70, 1])
+
+
+def test_int_subclasses_and_numbers_after_the_first_take_the_general_path():
+    class Label(int):
+        pass
+
+    assert_array(default_collate([1, Label(2)]), [1, 2], np.int64)
+    assert_array(default_collate([1.0, 2]), [1.0, 2.0], np.float64)
+    assert_array(default_collate([True, 1]), [1, 1], np.int64)

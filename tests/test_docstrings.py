@@ -1,0 +1,30 @@
+"""Every public docstring example runs and shows what it claims."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "dataloader",
+    "dataloader._collate",
+    "dataloader._dataset",
+    "dataloader._loader",
+    "dataloader._sampler",
+    "dataloader._worker",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0
+
+
+def test_every_public_name_has_an_example():
+    import dataloader
+
+    for name in dataloader.__all__:
+        obj = getattr(dataloader, name)
+        assert obj.__doc__ and ">>>" in obj.__doc__, f"{name} has no example"

@@ -1,0 +1,128 @@
+"""DataLoader's arguments: validation, defaults, frozen attributes."""
+
+import pytest
+
+from dataloader import (
+    BatchSampler,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    RandomSampler,
+    SequentialSampler,
+    default_collate,
+    default_convert,
+)
+
+DATA = list(range(10))
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"batch_size": 0}, ValueError, "batch_size"),
+        ({"batch_size": -3}, ValueError, "batch_size"),
+        ({"batch_size": 2.0}, ValueError, "batch_size"),
+        ({"num_workers": -1}, ValueError, "num_workers"),
+        ({"prefetch_factor": -1}, ValueError, "prefetch_factor"),
+        ({"prefetch_factor": 0}, ValueError, "prefetch_factor"),
+        ({"timeout": -0.5}, ValueError, "timeout"),
+        ({"item_concurrency": 0}, ValueError, "item_concurrency"),
+        ({"shuffle": True, "sampler": [0, 1]}, ValueError, "sampler option is mutually exclusive"),
+        ({"batch_sampler": [[0]], "batch_size": 2}, ValueError, "batch_sampler option"),
+        ({"batch_sampler": [[0]], "shuffle": True}, ValueError, "batch_sampler option"),
+        ({"batch_sampler": [[0]], "sampler": [0]}, ValueError, "batch_sampler option"),
+        ({"batch_sampler": [[0]], "drop_last": True}, ValueError, "batch_sampler option"),
+        ({"batch_size": None, "drop_last": True}, ValueError, "drop_last"),
+        ({"seed": 3}, ValueError, "seed"),
+        ({"shuffle": True, "seed": "3"}, TypeError, "seed"),
+        ({"shuffle": True, "seed": 1, "generator": __import__("numpy").random.default_rng()},
+         ValueError, "seed or generator"),
+        ({"generator": 42}, TypeError, "generator"),
+        ({"sampler": 5}, TypeError, "sampler"),
+        ({"batch_sampler": 5, "batch_size": 1}, TypeError, "batch_sampler"),
+    ],
+)
+def test_invalid_arguments_are_rejected_naming_the_argument(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        DataLoader(DATA, **kwargs)
+
+
+def test_dataset_without_getitem_or_iter_is_a_type_error():
+    with pytest.raises(TypeError, match="dataset should be map-style"):
+        DataLoader(42)
+
+
+def test_iterable_dataset_is_not_implemented_yet():
+    class Stream(IterableDataset):
+        def __iter__(self):
+            return iter(range(3))
+
+    with pytest.raises(NotImplementedError, match="iterable-style"):
+        DataLoader(Stream())
+
+
+@pytest.mark.parametrize("name", ["batch_size", "sampler", "batch_sampler", "drop_last", "dataset"])
+def test_epoch_defining_attributes_are_frozen(name):
+    loader = DataLoader(DATA, batch_size=2)
+    with pytest.raises(ValueError, match=f"{name} attribute should not be set"):
+        setattr(loader, name, None)
+
+
+def test_other_attributes_can_be_set():
+    loader = DataLoader(DATA, batch_size=5)
+    loader.collate_fn = list
+    assert next(iter(loader)) == [0, 1, 2, 3, 4]
+
+
+def test_defaults_build_torchs_samplers():
+    loader = DataLoader(DATA)
+    assert loader.batch_size == 1
+    assert isinstance(loader.sampler, SequentialSampler)
+    assert isinstance(loader.batch_sampler, BatchSampler)
+    assert loader.collate_fn is default_collate
+    assert loader.prefetch_factor == 2
+    assert isinstance(DataLoader(DATA, shuffle=True).sampler, RandomSampler)
+
+
+def test_batch_size_none_has_no_batch_sampler_and_converts():
+    loader = DataLoader(DATA, batch_size=None)
+    assert loader.batch_sampler is None
+    assert loader.collate_fn is default_convert
+    assert len(loader) == len(DATA)
+
+
+def test_batch_sampler_resets_batch_size_and_drop_last():
+    loader = DataLoader(DATA, batch_sampler=[[0, 1], [2]])
+    assert loader.batch_size is None
+    assert loader.drop_last is False
+    assert len(loader) == 2
+
+
+def test_process_only_options_are_accepted():
+    loader = DataLoader(
+        DATA, batch_size=5, multiprocessing_context="spawn", persistent_workers=True, pin_memory=True
+    )
+    assert [batch.tolist() for batch in loader] == [DATA[:5], DATA[5:]]
+
+
+def test_subclassing_dataset_is_optional():
+    class Plain:
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, index):
+            return index
+
+    assert [b.tolist() for b in DataLoader(Plain(), batch_size=2)] == [[0, 1]]
+    assert not isinstance(Plain(), Dataset)
+
+
+def test_dataset_base_class_requires_getitem():
+    with pytest.raises(NotImplementedError, match="__getitem__"):
+        Dataset()[0]
+
+
+def test_positional_arguments_follow_torchs_order():
+    loader = DataLoader(DATA, 4, False, None, None, 0, list)
+    assert loader.batch_size == 4
+    assert next(iter(loader)) == [0, 1, 2, 3]

@@ -1,0 +1,165 @@
+"""Samplers: torch's constructors and meanings, numpy randomness."""
+
+import numpy as np
+import pytest
+
+from dataloader import (
+    BatchSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
+
+
+def rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def test_sequential_sampler():
+    assert list(SequentialSampler(range(4))) == [0, 1, 2, 3]
+    assert len(SequentialSampler(range(4))) == 4
+    assert list(SequentialSampler([])) == []
+
+
+def test_sampler_yields_python_ints():
+    assert {type(i) for i in RandomSampler(range(10), generator=rng())} == {int}
+
+
+def test_random_sampler_permutes_and_reproduces():
+    first = list(RandomSampler(range(100), generator=rng(1)))
+    assert sorted(first) == list(range(100))
+    assert first != list(range(100))
+    assert first == list(RandomSampler(range(100), generator=rng(1)))
+
+
+def test_random_sampler_epochs_differ_with_one_generator():
+    sampler = RandomSampler(range(50), generator=rng(2))
+    assert list(sampler) != list(sampler)
+
+
+def test_random_sampler_num_samples_larger_than_dataset_without_replacement():
+    values = list(RandomSampler(range(4), num_samples=10, generator=rng()))
+    assert len(values) == 10
+    assert sorted(values[:4]) == sorted(values[4:8]) == [0, 1, 2, 3]
+    assert len(set(values[8:])) == 2
+
+
+def test_random_sampler_with_replacement():
+    sampler = RandomSampler(range(3), replacement=True, num_samples=1000, generator=rng())
+    values = list(sampler)
+    assert len(sampler) == len(values) == 1000
+    assert set(values) == {0, 1, 2}
+
+
+def test_random_sampler_validation():
+    with pytest.raises(TypeError, match="replacement"):
+        RandomSampler(range(3), replacement=1)
+    with pytest.raises(ValueError, match="num_samples"):
+        RandomSampler(range(3), num_samples=0)
+    with pytest.raises(TypeError, match="generator"):
+        RandomSampler(range(3), generator=np.random.RandomState(0))
+
+
+def test_random_sampler_length_follows_the_data_source():
+    data = [1, 2]
+    sampler = RandomSampler(data)
+    data.append(3)
+    assert len(sampler) == 3
+
+
+def test_torch_generator_is_accepted():
+    torch = pytest.importorskip("torch")
+    first = list(RandomSampler(range(20), generator=torch.Generator().manual_seed(5)))
+    second = list(RandomSampler(range(20), generator=torch.Generator().manual_seed(5)))
+    assert first == second and sorted(first) == list(range(20))
+
+
+def test_large_permutation_is_produced_in_chunks():
+    sampler = RandomSampler(range(10**8), generator=rng())
+    it = iter(sampler)
+    head = [next(it) for _ in range(1000)]
+    assert len(set(head)) == 1000
+    assert all(0 <= i < 10**8 for i in head)
+
+
+def test_large_batches_come_out_of_numpy_chunks():
+    batches = iter(BatchSampler(SequentialSampler(range(10**8)), 4096, False))
+    first = next(batches)
+    assert first == list(range(4096))
+    assert len(BatchSampler(SequentialSampler(range(10**8)), 4096, False)) == -(-(10**8) // 4096)
+
+
+def test_subset_random_sampler():
+    sampler = SubsetRandomSampler([10, 20, 30, 40], generator=rng())
+    values = list(sampler)
+    assert sorted(values) == [10, 20, 30, 40]
+    assert len(sampler) == 4
+    assert list(SubsetRandomSampler([])) == []
+
+
+def test_weighted_random_sampler_never_draws_zero_weights():
+    sampler = WeightedRandomSampler([0.0, 3.0, 0.0, 1.0], 4000, generator=rng())
+    values = np.array(list(sampler))
+    assert set(values.tolist()) == {1, 3}
+    assert 0.7 < np.mean(values == 1) < 0.8
+
+
+def test_weighted_random_sampler_without_replacement():
+    values = list(WeightedRandomSampler([1, 1, 1, 0], 3, replacement=False, generator=rng()))
+    assert sorted(values) == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    "weights, num_samples, replacement, match",
+    [
+        ([1.0, 2.0], 0, True, "num_samples"),
+        ([[1.0]], 1, True, "1d sequence"),
+        ([1.0, -1.0], 1, True, "non-negative"),
+        ([1.0, float("nan")], 1, True, "finite"),
+        ([0.0, 0.0], 1, True, "positive sum"),
+        ([1.0, 0.0], 2, False, "without replacement"),
+        ([1.0], 1, "yes", "replacement"),
+    ],
+)
+def test_weighted_random_sampler_validation(weights, num_samples, replacement, match):
+    with pytest.raises(ValueError, match=match):
+        WeightedRandomSampler(weights, num_samples, replacement)
+
+
+@pytest.mark.parametrize("n, size, drop_last", [(10, 3, False), (10, 3, True), (9, 3, False), (0, 2, False)])
+def test_batch_sampler_over_our_sampler_matches_a_generic_iterable(n, size, drop_last):
+    fast = list(BatchSampler(SequentialSampler(range(n)), size, drop_last))
+    generic = list(BatchSampler(list(range(n)), size, drop_last))
+    assert fast == generic
+    assert len(BatchSampler(SequentialSampler(range(n)), size, drop_last)) == len(fast)
+
+
+def test_batch_sampler_respects_an_overridden_iter():
+    class Reversed(SequentialSampler):
+        def __iter__(self):
+            return iter(range(len(self.data_source) - 1, -1, -1))
+
+    assert list(BatchSampler(Reversed(range(5)), 2, False)) == [[4, 3], [2, 1], [0]]
+
+
+@pytest.mark.parametrize("size", [0, -1, True, 1.5])
+def test_batch_sampler_rejects_bad_batch_size(size):
+    with pytest.raises(ValueError, match="batch_size"):
+        BatchSampler(range(3), size, False)
+
+
+def test_batch_sampler_rejects_non_bool_drop_last():
+    with pytest.raises(ValueError, match="drop_last"):
+        BatchSampler(range(3), 2, 0)
+
+
+def test_sampler_base_class():
+    class Evens(Sampler):
+        def __iter__(self):
+            return iter([0, 2])
+
+    assert list(Evens()) == [0, 2]
+    with pytest.raises(NotImplementedError):
+        iter(Sampler())
