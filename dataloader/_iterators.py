@@ -16,12 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from dataloader._core.epoch import Epoch
+from dataloader._core.pool import Pool
 from dataloader._fetch import BatchRecipe
+from dataloader._worker import WorkerSetup
 
 if TYPE_CHECKING:
     from dataloader._loader import DataLoader
 
-__all__ = ["DirectEpoch", "EpochPlan"]
+__all__ = ["DirectEpoch", "EpochPlan", "ThreadedEpoch"]
 
 
 @dataclass(slots=True)
@@ -100,3 +103,49 @@ class DirectEpoch:
         except Exception as exc:
             exc.add_note(describe_batch(position, indices))
             raise
+
+
+class ThreadedEpoch:
+    """An epoch loaded by the loader's worker threads (``dataloader._core.epoch``).
+
+    Dropping the iterator (``break``, ``del``, garbage collection) cancels
+    the epoch at once: batches in flight finish in the background and are
+    discarded.
+    """
+
+    __slots__ = ("_loader", "_engine", "_total")
+
+    def __init__(
+        self, loader: DataLoader, plan: EpochPlan, pool: Pool, worker_setup: WorkerSetup
+    ) -> None:
+        # Holding the loader keeps its pool and dataset alive while the epoch runs.
+        self._loader = loader
+        self._total = plan.total
+        self._engine = Epoch(
+            pool,
+            plan.recipe,
+            plan.batches,
+            plan.check_indices,
+            window=max(loader.num_workers, 1) * loader.prefetch_factor,
+            item_concurrency=loader.item_concurrency,
+            in_order=loader.in_order,
+            timeout=float(loader.timeout),
+            worker_setup=worker_setup,
+        )
+        self._engine.start()
+
+    def __iter__(self) -> ThreadedEpoch:
+        return self
+
+    def __next__(self) -> Any:
+        return self._engine.next()
+
+    def __len__(self) -> int:
+        if self._total is None:
+            raise TypeError("this epoch's length is unknown: its sampler has no __len__")
+        return max(self._total - self._engine.delivered, 0)
+
+    def __del__(self) -> None:
+        engine = getattr(self, "_engine", None)
+        if engine is not None:
+            engine.cancel()

@@ -6,6 +6,7 @@ included; the arguments this library adds are keyword-only.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, Generic, Iterable, TypeVar
 
 import numpy as np
@@ -13,7 +14,9 @@ import numpy as np
 from dataloader._collate import default_collate, default_convert
 from dataloader._dataset import is_iterable_style, is_map_style
 from dataloader._fetch import BatchRecipe, check_batch_indices, check_index
-from dataloader._iterators import DirectEpoch, EpochPlan
+from dataloader._core.pool import Pool
+from dataloader._iterators import DirectEpoch, EpochPlan, ThreadedEpoch
+from dataloader._worker import WorkerSetup
 from dataloader._sampler import (
     BatchSampler,
     RandomSampler,
@@ -28,6 +31,9 @@ __all__ = ["DataLoader"]
 
 # Attributes that define what an epoch is; like torch, they are fixed once built.
 _FROZEN_ATTRIBUTES = frozenset({"batch_size", "sampler", "batch_sampler", "drop_last", "dataset"})
+
+# How long closing a loader waits for a worker busy in user code.
+_JOIN_TIMEOUT_SECONDS = 30.0
 
 
 class DataLoader(Generic[T_co]):
@@ -158,6 +164,10 @@ class DataLoader(Generic[T_co]):
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
+        self._pool: Pool | None = None
+        self._pool_finalizer: weakref.finalize | None = None
+        self._worker_setup: WorkerSetup | None = None
+        self._base_seed = int(np.random.default_rng(seed).integers(2**62))
         self._initialized = True
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -179,8 +189,56 @@ class DataLoader(Generic[T_co]):
         """The number of batches in one epoch."""
         return len(self._index_sampler)  # type: ignore[arg-type]
 
-    def __iter__(self) -> DirectEpoch:
-        return DirectEpoch(self, self._plan_epoch())
+    @property
+    def _threaded(self) -> bool:
+        return self.num_workers > 0 or self.item_concurrency > 1
+
+    def __iter__(self) -> DirectEpoch | ThreadedEpoch:
+        plan = self._plan_epoch()
+        if not self._threaded:
+            return DirectEpoch(self, plan)
+        return ThreadedEpoch(self, plan, self._live_pool(), self._worker_setup)
+
+    def _live_pool(self) -> Pool:
+        """The loader's pool, created on the first threaded epoch and kept after it."""
+        size = max(self.num_workers, 1) * self.item_concurrency
+        pool = self._pool
+        if pool is not None and pool.alive and pool.size == size:
+            return pool
+        self._shutdown_pool()
+        pool = Pool(size)
+        self._pool = pool
+        self._worker_setup = WorkerSetup(size, self._base_seed, self.dataset, self.worker_init_fn)
+        # The finalizer holds the pool, not the loader; it also runs at exit,
+        # before the interpreter finalizes, so no worker outlives Python.
+        self._pool_finalizer = weakref.finalize(self, pool.shutdown, _JOIN_TIMEOUT_SECONDS)
+        return pool
+
+    def _shutdown_pool(self) -> None:
+        if self._pool_finalizer is not None:
+            self._pool_finalizer()
+        self._pool = None
+        self._pool_finalizer = None
+
+    def close(self) -> None:
+        """Stop the worker threads; epochs still running raise on their next batch.
+
+        The loader stays usable: its next threaded epoch starts a new pool.
+
+        Examples
+        --------
+        >>> from dataloader import DataLoader
+        >>> with DataLoader(list(range(4)), batch_size=2, num_workers=2) as loader:
+        ...     [batch.tolist() for batch in loader]
+        [[0, 1], [2, 3]]
+        """
+        self._shutdown_pool()
+
+    def __enter__(self) -> DataLoader[T_co]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def _plan_epoch(self) -> EpochPlan:
         try:

@@ -59,3 +59,34 @@ def get_worker_info() -> WorkerInfo | None:
 def set_worker_info(info: WorkerInfo | None) -> None:
     """Record ``info`` as the calling thread's worker information."""
     _local.info = info
+
+
+class WorkerSetup:
+    """Prepares each pool thread of one loader before its first item.
+
+    Called by every task with the thread's index; the first call on a thread
+    records its :class:`WorkerInfo` and runs ``worker_init_fn(worker_id)``,
+    later calls return at once. A failing ``worker_init_fn`` is raised as
+    the error of the batch that triggered it and retried by the next one.
+    """
+
+    __slots__ = ("num_workers", "base_seed", "dataset", "init_fn")
+
+    def __init__(self, num_workers: int, base_seed: int, dataset: Any, init_fn: Any) -> None:
+        self.num_workers = num_workers
+        self.base_seed = base_seed
+        self.dataset = dataset
+        self.init_fn = init_fn
+
+    def __call__(self, thread_index: int) -> None:
+        if getattr(_local, "setup", None) is self:
+            return
+        _local.info = WorkerInfo(
+            id=thread_index,
+            num_workers=self.num_workers,
+            seed=self.base_seed + thread_index,
+            dataset=self.dataset,
+        )
+        if self.init_fn is not None:
+            self.init_fn(thread_index)
+        _local.setup = self

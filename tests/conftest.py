@@ -6,7 +6,12 @@ from dataloader import DataLoader
 
 # (num_workers, item_concurrency): the direct path first; every other mode
 # must give the same batches in the same order.
-MODES = [pytest.param((0, 1), id="direct")]
+MODES = [
+    pytest.param((0, 1), id="direct"),
+    pytest.param((0, 4), id="lanes"),
+    pytest.param((2, 1), id="workers"),
+    pytest.param((2, 4), id="workers+lanes"),
+]
 
 
 @pytest.fixture(params=MODES)

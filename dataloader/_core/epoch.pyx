@@ -1,0 +1,466 @@
+"""The threaded epoch engine: a window of batches loaded on the pool.
+
+Data flow (see ``docs/architecture.md``, "The threaded epoch"):
+
+* The consumer thread pulls batches of indices from the sampler, at most
+  ``window`` ahead of the batch it delivers, and submits one task per batch
+  (or ``item_concurrency`` lane tasks per batch) to the pool.
+* A batch task attaches to the interpreter once, loads the whole batch
+  (fetch, transform, collate) and publishes the result in its slot.
+* Lanes share a batch: each claims the batch's next item, attaching once
+  per item; the last lane to finish collates and publishes.
+* The consumer delivers slots in sampler order (``in_order``) or in
+  completion order, waiting without the interpreter in slices of at most
+  100 ms so that signal handlers (Ctrl-C) run between slices.
+
+Locking rule: ``mutex`` guards every field of ``slots`` and the counters
+below; it is held only for a few instructions and no thread ever waits to
+attach to the interpreter while holding it, so holding the interpreter
+while taking it cannot deadlock. Python objects of a slot (its indices,
+items and result) live in Python lists that the collector can see; slot
+``s`` is written only by the tasks of the batch that occupies it.
+"""
+from cpython.exc cimport PyErr_CheckSignals
+from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF
+from libc.stdlib cimport calloc, free, malloc
+
+from dataloader._core._sync cimport (
+    dl_cond_init_monotonic, dl_deadline_after, dl_monotonic_seconds,
+    pthread_cond_broadcast, pthread_cond_destroy, pthread_cond_t, pthread_cond_timedwait,
+    pthread_mutex_destroy, pthread_mutex_init, pthread_mutex_lock, pthread_mutex_t,
+    pthread_mutex_unlock,
+)
+from dataloader._core.pool cimport Pool, current_thread_index, fork_generation
+from posix.time cimport timespec
+
+# Longest wait without running signal handlers.
+cdef double WAIT_SLICE_SECONDS = 0.1
+
+cdef enum SlotState:
+    SLOT_FREE
+    SLOT_PENDING
+    SLOT_DONE
+
+
+cdef struct Slot:
+    SlotState state
+    Py_ssize_t position     # the batch's place in the epoch
+    # Item lanes (item_concurrency > 1):
+    Py_ssize_t n_items
+    Py_ssize_t next_item    # the next item a lane claims
+    Py_ssize_t failed_item  # lowest failing item position, or -1
+    int lanes
+    int lanes_done
+
+
+cdef struct Task:
+    PyObject* epoch         # a reference owned by the task
+    Py_ssize_t slot
+    bint lane
+
+
+class EpochClosedError(RuntimeError):
+    """The loader was closed while this batch was loading."""
+
+
+cdef class Epoch:
+    """One threaded epoch: the consumer's side and the workers' side.
+
+    Parameters
+    ----------
+    pool : Pool
+    recipe : BatchRecipe
+        ``load(indices)`` for whole batches; ``getitem``, ``transform`` and
+        ``collate`` for lanes.
+    batches : iterator
+        The sampler's batches of indices (or single indices).
+    check_indices : callable or None
+        Validates what the sampler yielded, on the consumer thread.
+    window : int
+        Batches in flight or waiting to be delivered, at most.
+    item_concurrency : int
+        Lanes per batch; 1 loads a batch in one task.
+    in_order : bool
+    timeout : float
+        Seconds to wait for one batch before ``TimeoutError``; 0 is forever.
+    worker_setup : callable
+        Called as ``worker_setup(thread_index)`` by a task before it loads;
+        prepares the thread once (worker info, ``worker_init_fn``).
+    """
+
+    cdef pthread_mutex_t mutex
+    cdef pthread_cond_t batch_done
+    cdef Slot* slots
+    cdef Py_ssize_t* completed     # slots in completion order (in_order=False)
+    cdef Py_ssize_t completed_head, completed_count
+    cdef Py_ssize_t window, submitted, delivered, end_position
+    cdef int item_concurrency
+    cdef bint in_order, cancelled, consuming, finished, sync_ready
+    cdef double timeout
+    cdef long generation
+    cdef Pool pool
+    cdef object recipe, batches, check_indices, worker_setup, sampler_error
+    cdef list slot_indices, slot_items, slot_results, slot_failed
+
+    def __cinit__(self, Pool pool not None, recipe, batches, check_indices,
+                  Py_ssize_t window, int item_concurrency, bint in_order,
+                  double timeout, worker_setup):
+        self.slots = <Slot*> calloc(window, sizeof(Slot))
+        self.completed = <Py_ssize_t*> calloc(window, sizeof(Py_ssize_t))
+        if self.slots == NULL or self.completed == NULL:
+            raise MemoryError()
+        pthread_mutex_init(&self.mutex, NULL)
+        dl_cond_init_monotonic(&self.batch_done)
+        self.sync_ready = True
+        self.generation = fork_generation()
+        self.pool = pool
+        self.recipe = recipe
+        self.batches = batches
+        self.check_indices = check_indices
+        self.worker_setup = worker_setup
+        self.window = window
+        self.item_concurrency = item_concurrency
+        self.in_order = in_order
+        self.timeout = timeout
+        self.end_position = -1
+        self.slot_indices = [None] * window
+        self.slot_items = [None] * window
+        self.slot_results = [None] * window
+        self.slot_failed = [False] * window
+
+    def __dealloc__(self):
+        # Tasks own references to the epoch, so none is running now. After
+        # fork() the mutex may have been locked by a thread that is gone.
+        if self.sync_ready and self.generation == fork_generation():
+            pthread_mutex_destroy(&self.mutex)
+            pthread_cond_destroy(&self.batch_done)
+        free(self.slots)
+        free(self.completed)
+
+    @property
+    def delivered(self):
+        """The number of batches delivered (or raised) so far."""
+        return self.delivered
+
+    # -- the consumer's side ------------------------------------------------
+
+    def start(self):
+        """Fill the window: called once by ``iter(loader)``."""
+        self._check_same_process()
+        self._refill()
+
+    def cancel(self):
+        """Stop the epoch: queued tasks skip their work, results are discarded."""
+        if self.generation != fork_generation():
+            return
+        pthread_mutex_lock(&self.mutex)
+        self.cancelled = True
+        self.finished = True
+        pthread_mutex_unlock(&self.mutex)
+
+    def next(self):
+        """Deliver the next batch (or raise its error, or ``StopIteration``)."""
+        self._check_same_process()
+        pthread_mutex_lock(&self.mutex)
+        if self.consuming:
+            pthread_mutex_unlock(&self.mutex)
+            raise RuntimeError("another thread is already calling next() on this DataLoader iterator")
+        self.consuming = True
+        pthread_mutex_unlock(&self.mutex)
+        try:
+            return self._next()
+        finally:
+            pthread_mutex_lock(&self.mutex)
+            self.consuming = False
+            pthread_mutex_unlock(&self.mutex)
+
+    cdef _check_same_process(self):
+        if self.generation != fork_generation():
+            raise RuntimeError(
+                "this DataLoader epoch was started before os.fork(); its workers do not "
+                "exist in the child process: start a new epoch with iter(loader)"
+            )
+
+    cdef _next(self):
+        cdef Py_ssize_t slot
+        if self.finished:
+            raise StopIteration
+        if self.end_position == self.delivered:
+            self.finished = True
+            error, self.sampler_error = self.sampler_error, None
+            if error is not None:
+                raise error
+            raise StopIteration
+        slot = self._wait_for_slot()
+        result = self.slot_results[slot]
+        failed = self.slot_failed[slot]
+        self.slot_results[slot] = None
+        self.slot_indices[slot] = None
+        self.slot_items[slot] = None
+        pthread_mutex_lock(&self.mutex)
+        self.slots[slot].state = SLOT_FREE
+        self.delivered += 1
+        pthread_mutex_unlock(&self.mutex)
+        self._refill()
+        if failed:
+            raise result
+        return result
+
+    cdef Py_ssize_t _ready_slot(self) noexcept nogil:
+        """The slot to deliver next if its batch is done, else -1 (mutex held)."""
+        cdef Py_ssize_t slot
+        if self.in_order:
+            slot = self.delivered % self.window
+            return slot if self.slots[slot].state == SLOT_DONE else -1
+        if self.completed_count == 0:
+            return -1
+        slot = self.completed[self.completed_head]
+        self.completed_head = (self.completed_head + 1) % self.window
+        self.completed_count -= 1
+        return slot
+
+    cdef Py_ssize_t _wait_for_slot(self) except -1:
+        cdef Py_ssize_t slot
+        cdef double started, waited
+        cdef double slice_seconds
+        cdef timespec deadline
+        # A batch that has already arrived is returned without detaching.
+        pthread_mutex_lock(&self.mutex)
+        slot = self._ready_slot()
+        pthread_mutex_unlock(&self.mutex)
+        started = dl_monotonic_seconds()
+        while slot < 0:
+            slice_seconds = WAIT_SLICE_SECONDS
+            if self.timeout > 0:
+                waited = dl_monotonic_seconds() - started
+                if waited >= self.timeout:
+                    raise TimeoutError(
+                        f"DataLoader timed out after {self.timeout} seconds waiting for "
+                        f"batch {self.delivered} (timeout={self.timeout})"
+                    )
+                slice_seconds = min(slice_seconds, self.timeout - waited)
+            with nogil:
+                dl_deadline_after(&deadline, slice_seconds)
+                pthread_mutex_lock(&self.mutex)
+                slot = self._ready_slot()
+                if slot < 0:
+                    pthread_cond_timedwait(&self.batch_done, &self.mutex, &deadline)
+                    slot = self._ready_slot()
+                pthread_mutex_unlock(&self.mutex)
+            if slot < 0:
+                PyErr_CheckSignals()
+                self._check_same_process()
+        return slot
+
+    cdef Py_ssize_t _free_slot(self) noexcept nogil:
+        """A slot for the next batch, or -1 when the window is full (mutex held)."""
+        cdef Py_ssize_t slot
+        if self.in_order:
+            slot = self.submitted % self.window
+            return slot if self.slots[slot].state == SLOT_FREE else -1
+        for slot in range(self.window):
+            if self.slots[slot].state == SLOT_FREE:
+                return slot
+        return -1
+
+    cdef _refill(self):
+        """Submit batches from the sampler until the window is full or it ends."""
+        cdef Py_ssize_t slot
+        while self.end_position < 0 and not self.finished:
+            pthread_mutex_lock(&self.mutex)
+            slot = self._free_slot()
+            pthread_mutex_unlock(&self.mutex)
+            if slot < 0:
+                return
+            try:
+                indices = next(self.batches)
+            except StopIteration:
+                self.end_position = self.submitted
+                return
+            except Exception as exc:
+                # Raised at its own position, after the batches before it.
+                self.end_position = self.submitted
+                self.sampler_error = exc
+                return
+            except BaseException:
+                # KeyboardInterrupt or SystemExit: raised now, and the epoch ends.
+                self.cancel()
+                raise
+            self._submit(slot, indices)
+
+    cdef _submit(self, Py_ssize_t slot, indices):
+        cdef Py_ssize_t position = self.submitted
+        cdef int lanes = 1
+        self.submitted += 1
+        pthread_mutex_lock(&self.mutex)
+        self.slots[slot].state = SLOT_PENDING
+        self.slots[slot].position = position
+        pthread_mutex_unlock(&self.mutex)
+        if self.check_indices is not None:
+            try:
+                indices = self.check_indices(indices)
+            except Exception as exc:
+                exc.add_note(f"dataloader: raised while checking batch {position}")
+                self._publish(slot, exc, True)
+                return
+        self.slot_indices[slot] = indices
+        use_lanes = self.item_concurrency > 1 and self.recipe.batched
+        if use_lanes:
+            lanes = max(1, min(self.item_concurrency, len(indices)))
+            self.slot_items[slot] = [None] * len(indices)
+            pthread_mutex_lock(&self.mutex)
+            self.slots[slot].n_items = len(indices)
+            self.slots[slot].next_item = 0
+            self.slots[slot].failed_item = -1
+            self.slots[slot].lanes = lanes
+            self.slots[slot].lanes_done = 0
+            pthread_mutex_unlock(&self.mutex)
+        for _ in range(lanes):
+            if not self._submit_task(slot, use_lanes):
+                self._publish(slot, EpochClosedError("the DataLoader was closed"), True)
+                return
+
+    cdef bint _submit_task(self, Py_ssize_t slot, bint lane):
+        cdef Task* task = <Task*> malloc(sizeof(Task))
+        if task == NULL:
+            raise MemoryError()
+        task.epoch = <PyObject*> self
+        task.slot = slot
+        task.lane = lane
+        Py_INCREF(self)
+        if self.pool.submit(_run_task, task) != 0:
+            Py_DECREF(self)
+            free(task)
+            return False
+        return True
+
+    # -- the workers' side (interpreter attached) ---------------------------
+
+    cdef _publish(self, Py_ssize_t slot, result, bint failed):
+        """Store a batch's result and wake the consumer. Called at most once per batch."""
+        cdef bint discard
+        pthread_mutex_lock(&self.mutex)
+        discard = self.cancelled
+        pthread_mutex_unlock(&self.mutex)
+        if not discard:
+            self.slot_results[slot] = result
+            self.slot_failed[slot] = failed
+        pthread_mutex_lock(&self.mutex)
+        self.slots[slot].state = SLOT_DONE
+        if not self.in_order:
+            self.completed[(self.completed_head + self.completed_count) % self.window] = slot
+            self.completed_count += 1
+        pthread_cond_broadcast(&self.batch_done)
+        pthread_mutex_unlock(&self.mutex)
+
+    cdef bint _skipping(self, bint pool_cancelled) noexcept:
+        cdef bint skip
+        pthread_mutex_lock(&self.mutex)
+        skip = self.cancelled or pool_cancelled
+        pthread_mutex_unlock(&self.mutex)
+        return skip
+
+    cdef _note(self, BaseException exc, Py_ssize_t slot, str what):
+        if isinstance(exc, Exception):
+            exc.add_note(
+                f"dataloader: raised on worker {current_thread_index()} while loading "
+                f"{what} of batch {self.slots[slot].position}"
+            )
+
+    cdef void _run_batch(self, Py_ssize_t slot, bint pool_cancelled) noexcept:
+        if self._skipping(pool_cancelled):
+            self._publish(slot, EpochClosedError("the DataLoader was closed"), True)
+            return
+        indices = self.slot_indices[slot]
+        try:
+            self.worker_setup(current_thread_index())
+            result = self.recipe.load(indices)
+        except BaseException as exc:
+            self._note(exc, slot, f"indices {_shorten(indices)}")
+            self._publish(slot, exc, True)
+        else:
+            self._publish(slot, result, False)
+
+    cdef Py_ssize_t _claim_item(self, Py_ssize_t slot, bint pool_cancelled) noexcept nogil:
+        """The next item of the slot's batch for a lane, or -1 when the lane is done."""
+        cdef Py_ssize_t item = -1
+        cdef Slot* state = &self.slots[slot]
+        pthread_mutex_lock(&self.mutex)
+        if (not self.cancelled and not pool_cancelled and state.failed_item < 0
+                and state.next_item < state.n_items):
+            item = state.next_item
+            state.next_item += 1
+        pthread_mutex_unlock(&self.mutex)
+        return item
+
+    cdef void _load_item(self, Py_ssize_t slot, Py_ssize_t item) noexcept:
+        index = self.slot_indices[slot][item]
+        recipe = self.recipe
+        try:
+            self.worker_setup(current_thread_index())
+            value = recipe.getitem(index)
+            if recipe.transform is not None:
+                value = recipe.transform(index, value)
+            self.slot_items[slot][item] = value
+        except BaseException as exc:
+            self._note(exc, slot, f"index {index!r}")
+            pthread_mutex_lock(&self.mutex)
+            lowest = self.slots[slot].failed_item < 0 or item < self.slots[slot].failed_item
+            if lowest:
+                self.slots[slot].failed_item = item
+            pthread_mutex_unlock(&self.mutex)
+            if lowest:
+                self.slot_items[slot][item] = exc
+
+    cdef void _finish_lane(self, Py_ssize_t slot, bint pool_cancelled) noexcept:
+        """Count a lane out; the last lane of a batch collates and publishes it."""
+        cdef bint last
+        cdef Py_ssize_t failed
+        pthread_mutex_lock(&self.mutex)
+        self.slots[slot].lanes_done += 1
+        last = self.slots[slot].lanes_done == self.slots[slot].lanes
+        failed = self.slots[slot].failed_item
+        pthread_mutex_unlock(&self.mutex)
+        if not last:
+            return
+        if failed >= 0:
+            self._publish(slot, self.slot_items[slot][failed], True)
+        elif self._skipping(pool_cancelled):
+            self._publish(slot, EpochClosedError("the DataLoader was closed"), True)
+        else:
+            try:
+                result = self.recipe.collate(self.slot_items[slot])
+            except BaseException as exc:
+                self._note(exc, slot, "the collation")
+                self._publish(slot, exc, True)
+            else:
+                self._publish(slot, result, False)
+
+
+def _shorten(indices):
+    if isinstance(indices, list) and len(indices) > 8:
+        return f"[{', '.join(map(str, indices[:8]))}, ...] ({len(indices)} indices)"
+    return repr(indices)
+
+
+cdef void _run_task(void* arg, int pool_cancelled) noexcept nogil:
+    """A pool task: load a whole batch, or run one lane of a batch."""
+    cdef Task* task = <Task*> arg
+    cdef Py_ssize_t item
+    if not task.lane:
+        with gil:
+            (<Epoch> task.epoch)._run_batch(task.slot, pool_cancelled)
+            Py_DECREF(<object> task.epoch)
+        free(task)
+        return
+    while True:
+        # Claiming needs no interpreter; each item attaches once.
+        item = (<Epoch> task.epoch)._claim_item(task.slot, pool_cancelled)
+        if item < 0:
+            break
+        with gil:
+            (<Epoch> task.epoch)._load_item(task.slot, item)
+    with gil:
+        (<Epoch> task.epoch)._finish_lane(task.slot, pool_cancelled)
+        Py_DECREF(<object> task.epoch)
+    free(task)

@@ -1,0 +1,26 @@
+# The C thread pool (src/dl_pool.c) and its Python-facing owner, `Pool`.
+
+cdef extern from "dl_pool.h" nogil:
+    ctypedef void (*dl_task_fn)(void* arg, int cancelled) noexcept nogil
+    ctypedef struct dl_pool_t:
+        pass
+    ctypedef struct dl_pool_hooks_t:
+        void (*thread_start)(void* ctx, int thread_index) noexcept nogil
+        void (*thread_stop)(void* ctx, int thread_index) noexcept nogil
+        void* ctx
+    dl_pool_t* dl_pool_create(int n_threads, size_t stack_bytes, const char* name_prefix,
+                              dl_pool_hooks_t hooks)
+    int dl_pool_submit(dl_pool_t* pool, dl_task_fn fn, void* arg)
+    int dl_pool_shutdown(dl_pool_t* pool, int join, double timeout_seconds)
+    int dl_pool_owns_current_thread(const dl_pool_t* pool)
+
+
+cdef class Pool:
+    cdef dl_pool_t* _pool
+    cdef readonly int size
+    cdef readonly long generation
+    cdef int submit(self, dl_task_fn fn, void* arg) noexcept
+
+
+cdef long fork_generation() noexcept nogil
+cdef int current_thread_index() noexcept nogil
