@@ -7,6 +7,7 @@ Workers are threads, so the information is thread-local: the consumer thread
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,16 +50,19 @@ def get_worker_info() -> WorkerInfo | None:
 
     Examples
     --------
-    >>> from dataloader import get_worker_info
+    >>> from dataloader import DataLoader, get_worker_info
     >>> get_worker_info() is None  # the main thread is not a worker
     True
+    >>> loader = DataLoader(["a", "b"], batch_size=None, num_workers=2,
+    ...                     transform=lambda index, item: get_worker_info().num_workers)
+    >>> list(loader)
+    [2, 2]
     """
-    return getattr(_local, "info", None)
-
-
-def set_worker_info(info: WorkerInfo | None) -> None:
-    """Record ``info`` as the calling thread's worker information."""
-    _local.info = info
+    setup_ref = getattr(_local, "setup", None)
+    setup = setup_ref() if setup_ref is not None else None
+    if setup is None:
+        return None
+    return setup.infos.get(_local.id)
 
 
 class WorkerSetup:
@@ -70,23 +74,27 @@ class WorkerSetup:
     the error of the batch that triggered it and retried by the next one.
     """
 
-    __slots__ = ("num_workers", "base_seed", "dataset", "init_fn")
+    # A thread-local keeps only a weak reference to its setup: a strong one
+    # (to the dataset, through the setup) would keep the loader alive for as
+    # long as its own pool threads, and the loader owns the pool.
+    __slots__ = ("infos", "init_fn", "__weakref__")
 
     def __init__(self, num_workers: int, base_seed: int, dataset: Any, init_fn: Any) -> None:
-        self.num_workers = num_workers
-        self.base_seed = base_seed
-        self.dataset = dataset
+        self.infos = {
+            worker_id: WorkerInfo(worker_id, num_workers, base_seed + worker_id, dataset)
+            for worker_id in range(num_workers)
+        }
         self.init_fn = init_fn
 
     def __call__(self, thread_index: int) -> None:
-        if getattr(_local, "setup", None) is self:
+        setup_ref = getattr(_local, "setup", None)
+        if setup_ref is not None and setup_ref() is self:
             return
-        _local.info = WorkerInfo(
-            id=thread_index,
-            num_workers=self.num_workers,
-            seed=self.base_seed + thread_index,
-            dataset=self.dataset,
-        )
+        _local.id = thread_index
+        _local.setup = weakref.ref(self)
         if self.init_fn is not None:
-            self.init_fn(thread_index)
-        _local.setup = self
+            try:
+                self.init_fn(thread_index)
+            except BaseException:
+                _local.setup = None
+                raise

@@ -100,6 +100,7 @@ cdef class Epoch:
     cdef long generation
     cdef Pool pool
     cdef object recipe, batches, check_indices, worker_setup, sampler_error
+    cdef object interrupted_indices
     cdef list slot_indices, slot_items, slot_results, slot_failed
 
     def __cinit__(self, Pool pool not None, recipe, batches, check_indices,
@@ -185,6 +186,9 @@ cdef class Epoch:
         cdef Py_ssize_t slot
         if self.finished:
             raise StopIteration
+        # Refilling first means an interrupt raised by the sampler (Ctrl-C)
+        # can never lose a batch already taken from its slot.
+        self._refill()
         if self.end_position == self.delivered:
             self.finished = True
             error, self.sampler_error = self.sampler_error, None
@@ -201,7 +205,6 @@ cdef class Epoch:
         self.slots[slot].state = SLOT_FREE
         self.delivered += 1
         pthread_mutex_unlock(&self.mutex)
-        self._refill()
         if failed:
             raise result
         return result
@@ -272,44 +275,57 @@ cdef class Epoch:
             pthread_mutex_unlock(&self.mutex)
             if slot < 0:
                 return
-            try:
-                indices = next(self.batches)
-            except StopIteration:
-                self.end_position = self.submitted
-                return
-            except Exception as exc:
-                # Raised at its own position, after the batches before it.
-                self.end_position = self.submitted
-                self.sampler_error = exc
-                return
-            except BaseException:
-                # KeyboardInterrupt or SystemExit: raised now, and the epoch ends.
-                self.cancel()
-                raise
+            if self.interrupted_indices is not None:
+                indices, self.interrupted_indices = self.interrupted_indices, None
+            else:
+                try:
+                    indices = next(self.batches)
+                except StopIteration:
+                    self.end_position = self.submitted
+                    return
+                except Exception as exc:
+                    # Raised at its own position, after the batches before it.
+                    self.end_position = self.submitted
+                    self.sampler_error = exc
+                    return
+                except BaseException:
+                    # Ctrl-C inside the sampler: raised now; a Python generator
+                    # that raised cannot go on, so the epoch ends here.
+                    self.cancel()
+                    raise
             self._submit(slot, indices)
 
     cdef _submit(self, Py_ssize_t slot, indices):
         cdef Py_ssize_t position = self.submitted
         cdef int lanes = 1
+        cdef bint use_lanes
+        checked = indices
+        error = None
+        if self.check_indices is not None:
+            try:
+                checked = self.check_indices(indices)
+            except Exception as exc:
+                exc.add_note(f"dataloader: raised while checking batch {position}")
+                error = exc
+            except BaseException:
+                # Ctrl-C: these indices are submitted by the next refill.
+                self.interrupted_indices = indices
+                raise
         self.submitted += 1
         pthread_mutex_lock(&self.mutex)
         self.slots[slot].state = SLOT_PENDING
         self.slots[slot].position = position
         pthread_mutex_unlock(&self.mutex)
-        if self.check_indices is not None:
-            try:
-                indices = self.check_indices(indices)
-            except Exception as exc:
-                exc.add_note(f"dataloader: raised while checking batch {position}")
-                self._publish(slot, exc, True)
-                return
-        self.slot_indices[slot] = indices
+        if error is not None:
+            self._publish(slot, error, True)
+            return
+        self.slot_indices[slot] = checked
         use_lanes = self.item_concurrency > 1 and self.recipe.batched
         if use_lanes:
-            lanes = max(1, min(self.item_concurrency, len(indices)))
-            self.slot_items[slot] = [None] * len(indices)
+            lanes = max(1, min(self.item_concurrency, len(checked)))
+            self.slot_items[slot] = [None] * len(checked)
             pthread_mutex_lock(&self.mutex)
-            self.slots[slot].n_items = len(indices)
+            self.slots[slot].n_items = len(checked)
             self.slots[slot].next_item = 0
             self.slots[slot].failed_item = -1
             self.slots[slot].lanes = lanes
