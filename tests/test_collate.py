@@ -157,3 +157,9 @@ def test_int_subclasses_and_numbers_after_the_first_take_the_general_path():
     assert_array(default_collate([1, Label(2)]), [1, 2], np.int64)
     assert_array(default_collate([1.0, 2]), [1.0, 2.0], np.float64)
     assert_array(default_collate([True, 1]), [1, 1], np.int64)
+
+
+def test_contiguous_and_strided_arrays_mixed_in_one_batch():
+    base = np.arange(2 * 4 * 3, dtype=np.float32).reshape(2, 4, 3)
+    items = [base[0], base[1].T.copy().T, np.ascontiguousarray(base[1]), base[0][::-1]]
+    assert_array(default_collate(items), np.stack(items), np.float32)

@@ -15,10 +15,11 @@ cnp.import_array()
 
 cdef void _copy_rows(char* out, const char** rows, Py_ssize_t n_rows,
                      Py_ssize_t row_bytes) noexcept nogil:
-    """Copy ``n_rows`` rows of ``row_bytes`` each into consecutive slots of ``out``."""
+    """Copy each non-NULL row into its slot of ``out`` (``row_bytes`` per slot)."""
     cdef Py_ssize_t i
     for i in range(n_rows):
-        memcpy(out + i * row_bytes, rows[i], row_bytes)
+        if rows[i] != NULL:
+            memcpy(out + i * row_bytes, rows[i], row_bytes)
 
 
 cdef bint _same_shape(cnp.ndarray a, cnp.ndarray b):
@@ -59,18 +60,25 @@ def stack_arrays(list arrays):
         return np.stack(arrays)
 
     out = np.empty((n,) + (<object> first).shape, dtype=first_dtype)
-    # Non-contiguous items are made contiguous first; `contiguous` keeps them
-    # alive until the copy below has read them.
-    contiguous = [a if cnp.PyArray_IS_C_CONTIGUOUS(a) else np.ascontiguousarray(a)
-                  for a in arrays]
     rows = <const char**> malloc(max(n, 1) * sizeof(char*))
     if rows == NULL:
         raise MemoryError()
+    cdef Py_ssize_t n_contiguous = 0
+    cdef char* out_data = <char*> cnp.PyArray_DATA(out)
     try:
         for i in range(n):
-            rows[i] = <const char*> cnp.PyArray_DATA(<cnp.ndarray> contiguous[i])
-        with nogil:
-            _copy_rows(<char*> cnp.PyArray_DATA(out), rows, n, row_bytes)
+            item = arrays[i]
+            if cnp.PyArray_IS_C_CONTIGUOUS(item):
+                rows[i] = <const char*> cnp.PyArray_DATA(item)
+                n_contiguous += 1
+            else:
+                # A strided item (a transposed view, say) is copied straight
+                # into its row by numpy: one copy, not a contiguous copy first.
+                rows[i] = NULL
+                out[i] = item
+        if n_contiguous:
+            with nogil:
+                _copy_rows(out_data, rows, n, row_bytes)
     finally:
         free(rows)
     return out
