@@ -15,8 +15,14 @@ cdef extern from "dl_pool.h" nogil:
     int dl_pool_owns_current_thread(const dl_pool_t* pool)
 
 
+from dataloader._core._sync cimport pthread_mutex_t
+
+
 cdef class Pool:
     cdef dl_pool_t* _pool
+    # Guards `_pool` between submit() and shutdown() called from different
+    # threads (needed without the GIL); held only around those two calls.
+    cdef pthread_mutex_t _lock
     cdef readonly int size
     cdef readonly long generation
     cdef int submit(self, dl_task_fn fn, void* arg) noexcept

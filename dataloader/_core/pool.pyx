@@ -16,6 +16,10 @@ import threading
 
 from cpython.exc cimport PyErr_SetFromErrno
 
+from dataloader._core._sync cimport (
+    pthread_mutex_destroy, pthread_mutex_init, pthread_mutex_lock, pthread_mutex_unlock,
+)
+
 cdef extern from "dl_python.h" nogil:
     void dl_thread_enter_interpreter(int index)
     int dl_thread_may_leave_interpreter()
@@ -87,6 +91,7 @@ cdef class Pool:
         hooks.ctx = NULL
         self.size = size
         self.generation = _fork_generation
+        pthread_mutex_init(&self._lock, NULL)
         with nogil:
             self._pool = dl_pool_create(size, STACK_BYTES, b"dataloader-", hooks)
         if self._pool == NULL:
@@ -99,9 +104,14 @@ cdef class Pool:
 
     cdef int submit(self, dl_task_fn fn, void* arg) noexcept:
         """Queue a task; -1 when the pool is shut down (``arg`` stays the caller's)."""
-        if not self.alive:
+        cdef int status = -1
+        if self.generation != _fork_generation:
             return -1
-        return dl_pool_submit(self._pool, fn, arg)
+        pthread_mutex_lock(&self._lock)
+        if self._pool != NULL:
+            status = dl_pool_submit(self._pool, fn, arg)
+        pthread_mutex_unlock(&self._lock)
+        return status
 
     def shutdown(self, timeout=None):
         """Stop the threads once their current task ends; queued tasks are cancelled.
@@ -110,13 +120,19 @@ cdef class Pool:
         for the threads to exit, unless called from one of them. Returns
         ``True`` when every thread has exited. Calling it again does nothing.
         """
-        cdef dl_pool_t* pool = self._pool
+        cdef dl_pool_t* pool
         cdef double seconds = -1.0 if timeout is None else timeout
         cdef int timed_out
+        if self.generation != _fork_generation:
+            # Inherited through fork(): the lock may be held by a parent's
+            # thread, the pool's threads belong to the parent.
+            self._pool = NULL
+            return True
+        pthread_mutex_lock(&self._lock)
+        pool = self._pool
         self._pool = NULL
-        if pool == NULL or self.generation != _fork_generation:
-            # Shut down already, or inherited through fork(): the threads
-            # belong to the parent, and the pool's memory is left alone.
+        pthread_mutex_unlock(&self._lock)
+        if pool == NULL:
             return True
         if dl_pool_owns_current_thread(pool):
             dl_pool_shutdown(pool, 0, 0.0)
@@ -128,5 +144,8 @@ cdef class Pool:
     def __dealloc__(self):
         # Never block here: the owner shuts the pool down and waits; this
         # only makes sure the threads stop if the owner did not.
-        if self._pool != NULL and self.generation == _fork_generation:
+        if self.generation != _fork_generation:
+            return
+        if self._pool != NULL:
             dl_pool_shutdown(self._pool, 0, 0.0)
+        pthread_mutex_destroy(&self._lock)
