@@ -12,6 +12,11 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from dataloader._stats import (
+    COLLATE_COUNT, COLLATE_NS, FETCH_COUNT, FETCH_NS, TRANSFORM_COUNT, TRANSFORM_NS,
+    perf_counter_ns,
+)
+
 __all__ = ["BatchRecipe", "check_batch_indices", "check_index"]
 
 
@@ -85,14 +90,35 @@ class BatchRecipe:
             batched=batched,
         )
 
-    def load(self, indices: Any) -> Any:
-        """Fetch, transform and collate one batch (or one item when not batched)."""
+    def load(self, indices: Any, row: list[int]) -> Any:
+        """Fetch, transform and collate one batch (or one item when not batched).
+
+        Each stage's count and time are added to ``row``, the calling
+        thread's row of the loader's ``Stats``.
+        """
+        started = perf_counter_ns()
         if not self.batched:
-            item = self.getitem(indices)
-            if self.transform is not None:
-                item = self.transform(indices, item)
-            return self.collate(item)
-        return self.collate(self.transform_items(indices, self.fetch_items(indices)))
+            items = self.getitem(indices)
+            count = 1
+        else:
+            items = self.fetch_items(indices)
+            count = len(indices)
+        fetched = perf_counter_ns()
+        row[FETCH_COUNT] += count
+        row[FETCH_NS] += fetched - started
+        if self.transform is not None:
+            if self.batched:
+                items = list(map(self.transform, indices, items))
+            else:
+                items = self.transform(indices, items)
+            transformed = perf_counter_ns()
+            row[TRANSFORM_COUNT] += count
+            row[TRANSFORM_NS] += transformed - fetched
+            fetched = transformed
+        batch = self.collate(items)
+        row[COLLATE_COUNT] += 1
+        row[COLLATE_NS] += perf_counter_ns() - fetched
+        return batch
 
     def fetch_items(self, indices: list[int]) -> list[Any]:
         """The items of ``indices``, by one ``__getitems__`` call or one ``__getitem__`` each."""
@@ -104,8 +130,3 @@ class BatchRecipe:
                 f"__getitems__ returned {len(items)} items for {len(indices)} indices"
             )
         return items
-
-    def transform_items(self, indices: list[int], items: Sequence[Any]) -> Sequence[Any]:
-        if self.transform is None:
-            return items
-        return list(map(self.transform, indices, items))

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from dataloader._core.epoch import Epoch
 from dataloader._core.pool import Pool
 from dataloader._fetch import BatchRecipe
+from dataloader._state import EpochProgress
+from dataloader._stats import WAIT_COUNT, WAIT_NS, Stats, perf_counter_ns
 from dataloader._worker import WorkerSetup
 
 if TYPE_CHECKING:
@@ -42,12 +44,25 @@ class EpochPlan:
         the sampler is one of ours and yields valid indices by construction.
     recipe : BatchRecipe
         How indices become a batch.
+    progress : EpochProgress
+        The loader's record of this epoch, kept up to date by the iterator.
+    stats : Stats
+        The loader's counters.
     """
 
     batches: Iterator[Any]
     total: int | None
     check_indices: Callable[[Any], Any] | None
     recipe: BatchRecipe
+    progress: EpochProgress
+    stats: Stats
+
+
+def count_wait(stats: Stats, started: int) -> None:
+    """Add one ``next()`` that began at ``started`` to the consumer's wait figures."""
+    row = stats.rows[0]
+    row[WAIT_COUNT] += 1
+    row[WAIT_NS] += perf_counter_ns() - started
 
 
 def describe_batch(position: int, indices: Any) -> str:
@@ -88,21 +103,27 @@ class DirectEpoch:
     def __next__(self) -> Any:
         if self._finished:
             raise StopIteration
+        plan = self._plan
+        started = perf_counter_ns()
         try:
-            indices = next(self._plan.batches)
+            indices = next(plan.batches)
         except BaseException:
             # The sampler is exhausted or broken: either way the epoch ends here.
             self._finished = True
+            plan.progress.finished = True
             raise
         position = self._position
         self._position += 1
+        plan.progress.delivered += 1
         try:
-            if self._plan.check_indices is not None:
-                indices = self._plan.check_indices(indices)
-            return self._plan.recipe.load(indices)
+            if plan.check_indices is not None:
+                indices = plan.check_indices(indices)
+            return plan.recipe.load(indices, plan.stats.rows[0])
         except Exception as exc:
             exc.add_note(describe_batch(position, indices))
             raise
+        finally:
+            count_wait(plan.stats, started)
 
 
 class ThreadedEpoch:
@@ -113,7 +134,7 @@ class ThreadedEpoch:
     discarded.
     """
 
-    __slots__ = ("_loader", "_engine", "_total")
+    __slots__ = ("_loader", "_engine", "_total", "_progress", "_skipped", "_stats")
 
     def __init__(
         self, loader: DataLoader, plan: EpochPlan, pool: Pool, worker_setup: WorkerSetup
@@ -121,6 +142,9 @@ class ThreadedEpoch:
         # Holding the loader keeps its pool and dataset alive while the epoch runs.
         self._loader = loader
         self._total = plan.total
+        self._progress = plan.progress
+        self._skipped = plan.progress.delivered
+        self._stats = plan.stats
         self._engine = Epoch(
             pool,
             plan.recipe,
@@ -131,6 +155,7 @@ class ThreadedEpoch:
             in_order=loader.in_order,
             timeout=float(loader.timeout),
             worker_setup=worker_setup,
+            stats=plan.stats,
         )
         self._engine.start()
 
@@ -138,7 +163,15 @@ class ThreadedEpoch:
         return self
 
     def __next__(self) -> Any:
-        return self._engine.next()
+        started = perf_counter_ns()
+        try:
+            return self._engine.next()
+        except StopIteration:
+            self._progress.finished = True
+            raise
+        finally:
+            self._progress.delivered = self._skipped + self._engine.delivered
+            count_wait(self._stats, started)
 
     def __len__(self) -> int:
         if self._total is None:

@@ -33,6 +33,8 @@ from dataloader._core._sync cimport (
 from dataloader._core.pool cimport Pool, current_thread_index, fork_generation
 from posix.time cimport timespec
 
+from time import perf_counter_ns
+
 # Longest wait without running signal handlers.
 cdef double WAIT_SLICE_SECONDS = 0.1
 
@@ -86,6 +88,8 @@ cdef class Epoch:
     worker_setup : callable
         Called as ``worker_setup(thread_index)`` by a task before it loads;
         prepares the thread once (worker info, ``worker_init_fn``).
+    stats : Stats
+        The loader's counters; a task adds to its own thread's row only.
     """
 
     cdef pthread_mutex_t mutex
@@ -100,12 +104,12 @@ cdef class Epoch:
     cdef long generation
     cdef Pool pool
     cdef object recipe, batches, check_indices, worker_setup, sampler_error
-    cdef object interrupted_indices
+    cdef object interrupted_indices, stats
     cdef list slot_indices, slot_items, slot_results, slot_failed
 
     def __cinit__(self, Pool pool not None, recipe, batches, check_indices,
                   Py_ssize_t window, int item_concurrency, bint in_order,
-                  double timeout, worker_setup):
+                  double timeout, worker_setup, stats):
         self.slots = <Slot*> calloc(window, sizeof(Slot))
         self.completed = <Py_ssize_t*> calloc(window, sizeof(Py_ssize_t))
         if self.slots == NULL or self.completed == NULL:
@@ -119,6 +123,7 @@ cdef class Epoch:
         self.batches = batches
         self.check_indices = check_indices
         self.worker_setup = worker_setup
+        self.stats = stats
         self.window = window
         self.item_concurrency = item_concurrency
         self.in_order = in_order
@@ -390,12 +395,15 @@ cdef class Epoch:
         indices = self.slot_indices[slot]
         try:
             self.worker_setup(current_thread_index())
-            result = self.recipe.load(indices)
+            result = self.recipe.load(indices, self._row())
         except BaseException as exc:
             self._note(exc, slot, f"indices {_shorten(indices)}")
             self._publish(slot, exc, True)
         else:
             self._publish(slot, result, False)
+
+    cdef list _row(self):
+        return self.stats.rows[current_thread_index() + 1]
 
     cdef Py_ssize_t _claim_item(self, Py_ssize_t slot, bint pool_cancelled) noexcept nogil:
         """The next item of the slot's batch for a lane, or -1 when the lane is done."""
@@ -414,9 +422,14 @@ cdef class Epoch:
         recipe = self.recipe
         try:
             self.worker_setup(current_thread_index())
+            row = self._row()
+            started = perf_counter_ns()
             value = recipe.getitem(index)
+            fetched = perf_counter_ns()
+            row[0] += 1; row[1] += fetched - started  # fetch count, ns (see _stats.py)
             if recipe.transform is not None:
                 value = recipe.transform(index, value)
+                row[2] += 1; row[3] += perf_counter_ns() - fetched
             self.slot_items[slot][item] = value
         except BaseException as exc:
             self._note(exc, slot, f"index {index!r}")
@@ -445,7 +458,10 @@ cdef class Epoch:
             self._publish(slot, EpochClosedError("the DataLoader was closed"), True)
         else:
             try:
+                started = perf_counter_ns()
                 result = self.recipe.collate(self.slot_items[slot])
+                row = self._row()
+                row[4] += 1; row[5] += perf_counter_ns() - started
             except BaseException as exc:
                 self._note(exc, slot, "the collation")
                 self._publish(slot, exc, True)
