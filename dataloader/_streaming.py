@@ -296,8 +296,10 @@ class _Cursor:
         try:
             for item in islice(self.iterator, size):  # type: ignore[arg-type]
                 items.append(item)
-        except BaseException:
+        except BaseException as exc:
             self.ended = True
+            if isinstance(exc, Exception):
+                exc.add_note(f"dataloader: raised by the iterator of stream {self.stream}")
             raise
         finally:
             row[FETCH_COUNT] += len(items)
@@ -317,7 +319,6 @@ class _Cursor:
         try:
             pending = self.fetch(row)
         except Exception as exc:
-            exc.add_note(f"dataloader: raised by the iterator of stream {self.stream}")
             return exc, True, self.stream, _KEEP_STATE
         if pending is None:
             return None
