@@ -12,10 +12,7 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from dataloader._stats import (
-    COLLATE_COUNT, COLLATE_NS, FETCH_COUNT, FETCH_NS, TRANSFORM_COUNT, TRANSFORM_NS,
-    perf_counter_ns,
-)
+from dataloader._core.stats import Row, load_batch
 
 __all__ = ["BatchRecipe", "check_batch_indices", "check_index"]
 
@@ -90,35 +87,13 @@ class BatchRecipe:
             batched=batched,
         )
 
-    def load(self, indices: Any, row: list[int]) -> Any:
+    def load(self, indices: Any, row: Row | None = None) -> Any:
         """Fetch, transform and collate one batch (or one item when not batched).
 
-        Each stage's count and time are added to ``row``, the calling
-        thread's row of the loader's ``Stats``.
+        Each stage is timed into ``row``, the calling thread's counters
+        (``dataloader._stats``), when one is given.
         """
-        started = perf_counter_ns()
-        if not self.batched:
-            items = self.getitem(indices)
-            count = 1
-        else:
-            items = self.fetch_items(indices)
-            count = len(indices)
-        fetched = perf_counter_ns()
-        row[FETCH_COUNT] += count
-        row[FETCH_NS] += fetched - started
-        if self.transform is not None:
-            if self.batched:
-                items = list(map(self.transform, indices, items))
-            else:
-                items = self.transform(indices, items)
-            transformed = perf_counter_ns()
-            row[TRANSFORM_COUNT] += count
-            row[TRANSFORM_NS] += transformed - fetched
-            fetched = transformed
-        batch = self.collate(items)
-        row[COLLATE_COUNT] += 1
-        row[COLLATE_NS] += perf_counter_ns() - fetched
-        return batch
+        return load_batch(self, indices, row if row is not None else Row(), False)
 
     def fetch_items(self, indices: list[int]) -> list[Any]:
         """The items of ``indices``, by one ``__getitems__`` call or one ``__getitem__`` each."""

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from dataloader._core.epoch import Epoch
 from dataloader._core.pool import Pool
 from dataloader._fetch import BatchRecipe
+from dataloader._core.stats import load_batch
 from dataloader._state import EpochProgress
-from dataloader._stats import WAIT_COUNT, WAIT_NS, Stats, perf_counter_ns
+from dataloader._stats import Stats
 from dataloader._worker import WorkerSetup
 
 if TYPE_CHECKING:
@@ -58,13 +59,6 @@ class EpochPlan:
     stats: Stats
 
 
-def count_wait(stats: Stats, started: int) -> None:
-    """Add one ``next()`` that began at ``started`` to the consumer's wait figures."""
-    row = stats.rows[0]
-    row[WAIT_COUNT] += 1
-    row[WAIT_NS] += perf_counter_ns() - started
-
-
 def describe_batch(position: int, indices: Any) -> str:
     """The note attached to an error raised while loading a batch."""
     if isinstance(indices, list) and len(indices) > 8:
@@ -81,13 +75,16 @@ class DirectEpoch:
     transforms and collates it before returning.
     """
 
-    __slots__ = ("_loader", "_plan", "_position", "_finished")
+    __slots__ = ("_loader", "_plan", "_progress", "_skipped", "_row", "_finished")
 
     def __init__(self, loader: DataLoader, plan: EpochPlan) -> None:
         # Holding the loader keeps its dataset alive while the epoch runs.
         self._loader = loader
         self._plan = plan
-        self._position = 0
+        # The batch position lives in the loader's progress record alone.
+        self._progress = plan.progress
+        self._skipped = plan.progress.delivered
+        self._row = plan.stats.rows[0]  # the consumer's counters
         self._finished = False
 
     def __iter__(self) -> DirectEpoch:
@@ -98,32 +95,28 @@ class DirectEpoch:
             raise TypeError("this epoch's length is unknown: its sampler has no __len__")
         if self._finished:
             return 0
-        return max(self._plan.total - self._position, 0)
+        return max(self._plan.total - (self._progress.delivered - self._skipped), 0)
 
     def __next__(self) -> Any:
         if self._finished:
             raise StopIteration
         plan = self._plan
-        started = perf_counter_ns()
+        progress = self._progress
         try:
             indices = next(plan.batches)
         except BaseException:
             # The sampler is exhausted or broken: either way the epoch ends here.
             self._finished = True
-            plan.progress.finished = True
+            progress.finished = True
             raise
-        position = self._position
-        self._position += 1
-        plan.progress.delivered += 1
+        progress.delivered += 1
         try:
             if plan.check_indices is not None:
                 indices = plan.check_indices(indices)
-            return plan.recipe.load(indices, plan.stats.rows[0])
+            return load_batch(plan.recipe, indices, self._row, True)
         except Exception as exc:
-            exc.add_note(describe_batch(position, indices))
+            exc.add_note(describe_batch(progress.delivered - 1 - self._skipped, indices))
             raise
-        finally:
-            count_wait(plan.stats, started)
 
 
 class ThreadedEpoch:
@@ -134,7 +127,7 @@ class ThreadedEpoch:
     discarded.
     """
 
-    __slots__ = ("_loader", "_engine", "_total", "_progress", "_skipped", "_stats")
+    __slots__ = ("_loader", "_engine", "_total", "_progress", "_skipped")
 
     def __init__(
         self, loader: DataLoader, plan: EpochPlan, pool: Pool, worker_setup: WorkerSetup
@@ -144,7 +137,6 @@ class ThreadedEpoch:
         self._total = plan.total
         self._progress = plan.progress
         self._skipped = plan.progress.delivered
-        self._stats = plan.stats
         self._engine = Epoch(
             pool,
             plan.recipe,
@@ -163,7 +155,6 @@ class ThreadedEpoch:
         return self
 
     def __next__(self) -> Any:
-        started = perf_counter_ns()
         try:
             return self._engine.next()
         except StopIteration:
@@ -171,7 +162,6 @@ class ThreadedEpoch:
             raise
         finally:
             self._progress.delivered = self._skipped + self._engine.delivered
-            count_wait(self._stats, started)
 
     def __len__(self) -> int:
         if self._total is None:

@@ -32,11 +32,8 @@ from dataloader._core.epoch import Epoch, EpochClosedError
 from dataloader._core.stream import Stream
 from dataloader._dataset import IterableDataset
 from dataloader._distributed import _torch_distributed, all_ranks_min
-from dataloader._iterators import count_wait
-from dataloader._stats import (
-    COLLATE_COUNT, COLLATE_NS, FETCH_COUNT, FETCH_NS, TRANSFORM_COUNT, TRANSFORM_NS,
-    perf_counter_ns,
-)
+from dataloader._core.stats import Row
+from dataloader._stats import COLLATE, FETCH, TRANSFORM, WAIT, monotonic_ns
 from dataloader._worker import WorkerInfo, set_stream_worker
 
 if TYPE_CHECKING:
@@ -235,20 +232,18 @@ class _Recipe:
     # The map-style engine reads this: a stream batch is never split into lanes.
     batched: bool = False
 
-    def load(self, pending: tuple[int, int, list[Any], Any], row: list[int]) -> tuple:
+    def load(self, pending: tuple[int, int, list[Any], Any], row: Row) -> tuple:
         """Transform and collate a batch of fetched items into a delivered entry."""
         stream, start, items, state = pending
-        started = perf_counter_ns()
+        started = monotonic_ns()
         try:
             if self.transform is not None:
                 items = [self.transform(start + i, item) for i, item in enumerate(items)]
-                transformed = perf_counter_ns()
-                row[TRANSFORM_COUNT] += len(items)
-                row[TRANSFORM_NS] += transformed - started
+                transformed = monotonic_ns()
+                row.add(TRANSFORM, len(items), transformed - started)
                 started = transformed
             batch = self.collate(items if self.batch_size is not None else items[0])
-            row[COLLATE_COUNT] += 1
-            row[COLLATE_NS] += perf_counter_ns() - started
+            row.add(COLLATE, 1, monotonic_ns() - started)
         except Exception as exc:
             exc.add_note(
                 f"dataloader: raised while loading the batch of stream {stream} starting "
@@ -288,11 +283,11 @@ class _Cursor:
         if self.info is not None:
             set_stream_worker(None)
 
-    def fetch(self, row: list[int]) -> tuple[int, int, list[Any], Any] | None:
+    def fetch(self, row: Row) -> tuple[int, int, list[Any], Any] | None:
         """The next batch's items (``None`` at the end); an iterator error ends the stream."""
         size = self.recipe.batch_size or 1
         items: list[Any] = []
-        started = perf_counter_ns()
+        started = monotonic_ns()
         try:
             for item in islice(self.iterator, size):  # type: ignore[arg-type]
                 items.append(item)
@@ -302,8 +297,7 @@ class _Cursor:
                 exc.add_note(f"dataloader: raised by the iterator of stream {self.stream}")
             raise
         finally:
-            row[FETCH_COUNT] += len(items)
-            row[FETCH_NS] += perf_counter_ns() - started
+            row.add(FETCH, len(items), monotonic_ns() - started)
         if len(items) < size:
             self.ended = True
             if not items or (self.recipe.drop_last and self.recipe.batch_size is not None):
@@ -314,7 +308,7 @@ class _Cursor:
         state = save() if save is not None else _NO_STATE
         return self.stream, start, items, state
 
-    def produce(self, row: list[int]) -> tuple | None:
+    def produce(self, row: Row) -> tuple | None:
         """Fetch, transform and collate the next batch on a worker: a delivered entry."""
         try:
             pending = self.fetch(row)
@@ -325,7 +319,7 @@ class _Cursor:
         return self.recipe.load(pending, row)
 
 
-def _consumer_batches(cursor: _Cursor, row: list[int]) -> Iterator[tuple]:
+def _consumer_batches(cursor: _Cursor, row: Row) -> Iterator[tuple]:
     """The batches of a consumer-side stream, for the map-style engine."""
     cursor.open()
     while not cursor.ended:
@@ -339,7 +333,7 @@ class _DirectEngine:
 
     __slots__ = ("_cursor", "_row", "delivered", "_finished")
 
-    def __init__(self, cursor: _Cursor, row: list[int]) -> None:
+    def __init__(self, cursor: _Cursor, row: Row) -> None:
         self._cursor = cursor
         self._row = row
         self.delivered = 0
@@ -349,6 +343,7 @@ class _DirectEngine:
     def next(self) -> tuple:
         if self._finished or self._cursor.ended:
             raise StopIteration
+        started = monotonic_ns()
         try:
             pending = self._cursor.fetch(self._row)
         except BaseException:
@@ -358,7 +353,9 @@ class _DirectEngine:
             self._finished = True
             raise StopIteration
         self.delivered += 1
-        return self._cursor.recipe.load(pending, self._row)
+        entry = self._cursor.recipe.load(pending, self._row)
+        self._row.add(WAIT, 1, monotonic_ns() - started)
+        return entry
 
     def cancel(self) -> None:
         self._finished = True
@@ -438,15 +435,13 @@ class StreamEpoch:
     are needed by the new one.
     """
 
-    __slots__ = ("_loader", "engine", "_progress", "_limit", "_stats", "_done", "_replaced",
-                 "__weakref__")
+    __slots__ = ("_loader", "engine", "_progress", "_limit", "_done", "_replaced", "__weakref__")
 
     def __init__(self, loader: DataLoader, progress: EpochProgress, limit: int | None) -> None:
         # Holding the loader keeps its pool and dataset alive while the epoch runs.
         self._loader = loader
         self._progress = progress
         self._limit = limit
-        self._stats = loader._stats
         self._done = False
         self._replaced = False
         self.engine: Any = None
@@ -462,13 +457,6 @@ class StreamEpoch:
             if self._replaced:
                 raise EpochClosedError("a newer epoch of this DataLoader replaced this one")
             raise StopIteration
-        started = perf_counter_ns()
-        try:
-            return self._next()
-        finally:
-            count_wait(self._stats, started)
-
-    def _next(self) -> Any:
         progress, limit = self._progress, self._limit
         if limit is not None and limit >= 0 and progress.delivered >= limit:
             self._end()

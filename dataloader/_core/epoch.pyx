@@ -31,9 +31,11 @@ from dataloader._core._sync cimport (
     pthread_mutex_unlock,
 )
 from dataloader._core.pool cimport Pool, current_thread_index, fork_generation
+from dataloader._core._typedefs cimport int64_t
+from dataloader._core.stats cimport (
+    COLLATE_COUNT, FETCH_COUNT, Row, TRANSFORM_COUNT, WAIT_COUNT, now_ns, record,
+)
 from posix.time cimport timespec
-
-from time import perf_counter_ns
 
 # Longest wait without running signal handlers.
 cdef double WAIT_SLICE_SECONDS = 0.1
@@ -105,6 +107,7 @@ cdef class Epoch:
     cdef Pool pool
     cdef object recipe, batches, check_indices, worker_setup, sampler_error
     cdef object interrupted_indices, stats
+    cdef Row consumer_row
     cdef list slot_indices, slot_items, slot_results, slot_failed
 
     def __cinit__(self, Pool pool not None, recipe, batches, check_indices,
@@ -124,6 +127,7 @@ cdef class Epoch:
         self.check_indices = check_indices
         self.worker_setup = worker_setup
         self.stats = stats
+        self.consumer_row = stats.rows[0]
         self.window = window
         self.item_concurrency = item_concurrency
         self.in_order = in_order
@@ -166,6 +170,7 @@ cdef class Epoch:
 
     def next(self):
         """Deliver the next batch (or raise its error, or ``StopIteration``)."""
+        cdef int64_t started
         self._check_same_process()
         pthread_mutex_lock(&self.mutex)
         if self.consuming:
@@ -173,9 +178,11 @@ cdef class Epoch:
             raise RuntimeError("another thread is already calling next() on this DataLoader iterator")
         self.consuming = True
         pthread_mutex_unlock(&self.mutex)
+        started = now_ns()
         try:
             return self._next()
         finally:
+            record(self.consumer_row, WAIT_COUNT, 1, started)
             pthread_mutex_lock(&self.mutex)
             self.consuming = False
             pthread_mutex_unlock(&self.mutex)
@@ -402,7 +409,7 @@ cdef class Epoch:
         else:
             self._publish(slot, result, False)
 
-    cdef list _row(self):
+    cdef Row _row(self):
         return self.stats.rows[current_thread_index() + 1]
 
     cdef Py_ssize_t _claim_item(self, Py_ssize_t slot, bint pool_cancelled) noexcept nogil:
@@ -418,18 +425,19 @@ cdef class Epoch:
         return item
 
     cdef void _load_item(self, Py_ssize_t slot, Py_ssize_t item) noexcept:
+        cdef Row row
+        cdef int64_t started, fetched
         index = self.slot_indices[slot][item]
         recipe = self.recipe
         try:
             self.worker_setup(current_thread_index())
             row = self._row()
-            started = perf_counter_ns()
+            started = now_ns()
             value = recipe.getitem(index)
-            fetched = perf_counter_ns()
-            row[0] += 1; row[1] += fetched - started  # fetch count, ns (see _stats.py)
+            fetched = record(row, FETCH_COUNT, 1, started)
             if recipe.transform is not None:
                 value = recipe.transform(index, value)
-                row[2] += 1; row[3] += perf_counter_ns() - fetched
+                record(row, TRANSFORM_COUNT, 1, fetched)
             self.slot_items[slot][item] = value
         except BaseException as exc:
             self._note(exc, slot, f"index {index!r}")
@@ -445,6 +453,7 @@ cdef class Epoch:
         """Count a lane out; the last lane of a batch collates and publishes it."""
         cdef bint last
         cdef Py_ssize_t failed
+        cdef int64_t started
         pthread_mutex_lock(&self.mutex)
         self.slots[slot].lanes_done += 1
         last = self.slots[slot].lanes_done == self.slots[slot].lanes
@@ -458,10 +467,9 @@ cdef class Epoch:
             self._publish(slot, EpochClosedError("the DataLoader was closed"), True)
         else:
             try:
-                started = perf_counter_ns()
+                started = now_ns()
                 result = self.recipe.collate(self.slot_items[slot])
-                row = self._row()
-                row[4] += 1; row[5] += perf_counter_ns() - started
+                record(self._row(), COLLATE_COUNT, 1, started)
             except BaseException as exc:
                 self._note(exc, slot, "the collation")
                 self._publish(slot, exc, True)

@@ -32,6 +32,8 @@ from dataloader._core._sync cimport (
     pthread_mutex_unlock,
 )
 from dataloader._core.pool cimport Pool, current_thread_index, fork_generation
+from dataloader._core._typedefs cimport int64_t
+from dataloader._core.stats cimport Row, WAIT_COUNT, now_ns, record
 from posix.time cimport timespec
 
 from dataloader._core.epoch import EpochClosedError
@@ -80,6 +82,7 @@ cdef class Stream:
     cdef Pool pool
     cdef list cursors
     cdef object results, worker_setup, stats
+    cdef Row consumer_row
 
     def __cinit__(self, Pool pool not None, list cursors not None, Py_ssize_t window,
                   double timeout, worker_setup, stats):
@@ -94,6 +97,7 @@ cdef class Stream:
         self.timeout = timeout
         self.worker_setup = worker_setup
         self.stats = stats
+        self.consumer_row = stats.rows[0]
         self.results = deque()
 
     def __dealloc__(self):
@@ -148,6 +152,7 @@ cdef class Stream:
 
     def next(self):
         """Take the next entry in arrival order, or raise ``StopIteration``."""
+        cdef int64_t started
         if self.generation != fork_generation():
             raise RuntimeError(
                 "this DataLoader epoch was started before os.fork(); its workers do not "
@@ -159,6 +164,7 @@ cdef class Stream:
             raise RuntimeError("another thread is already calling next() on this DataLoader iterator")
         self.consuming = True
         pthread_mutex_unlock(&self.mutex)
+        started = now_ns()
         try:
             if self._wait_for_entry() == 0:
                 self.finished = True
@@ -166,6 +172,7 @@ cdef class Stream:
             self.delivered_count += 1
             return self.results.popleft()
         finally:
+            record(self.consumer_row, WAIT_COUNT, 1, started)
             pthread_mutex_lock(&self.mutex)
             self.consuming = False
             pthread_mutex_unlock(&self.mutex)
