@@ -2,6 +2,9 @@
 
 import gc
 import itertools
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -185,9 +188,8 @@ def test_error_in_iter_of_the_dataset_is_raised():
 
     for num_workers in (0, 2):
         with DataLoader(Broken(), batch_size=2, num_workers=num_workers) as loader:
-            it = iter(loader) if num_workers else None
             with pytest.raises(OSError, match="no such bucket"):
-                next(it if it is not None else iter(loader))
+                next(iter(loader))
 
 
 def test_window_bounds_batches_loaded_ahead():
@@ -292,3 +294,52 @@ def test_equal_batches_without_counts_or_torch_distributed_is_a_value_error():
     loader = DataLoader(Unsized(range(10)), batch_size=2, equal_batches=True)
     with pytest.raises(ValueError, match="equal_batches=True needs"):
         iter(loader)
+
+
+def run_script(code, timeout=60):
+    """Run ``code`` in a fresh interpreter; a hang fails the test instead of blocking it."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_fork_child_refuses_an_inherited_streaming_epoch():
+    result = run_script("""
+        import os
+        from dataloader import DataLoader, shard
+        loader = DataLoader(shard(range(6), 0, 1), batch_size=2, num_workers=2)
+        it = iter(loader)
+        next(it)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                next(it)
+                code = 3
+            except RuntimeError as exc:
+                code = 0 if "fork()" in str(exc) else 4
+            batches = sorted(sum((b.tolist() for b in loader), []))
+            os._exit(code if batches == list(range(6)) else 5)
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status))
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "child 0"
+
+
+def test_interpreter_exit_with_a_running_endless_stream():
+    result = run_script("""
+        import itertools
+        from dataloader import DataLoader, IterableDataset
+
+        class Endless(IterableDataset):
+            def __iter__(self):
+                return itertools.count()
+
+        loaders = [DataLoader(Endless(), batch_size=2, num_workers=2) for _ in range(2)]
+        iterators = [iter(loader) for loader in loaders]
+        for it in iterators:
+            next(it)
+        print("exiting")
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "Fatal Python error" not in result.stderr
+    assert result.stdout.strip() == "exiting"
