@@ -13,8 +13,9 @@ Two machines with 4 processes each: run on every machine, with its own
         examples/distributed_train.py --epochs 3 --checkpoint /shared/ckpt.json
 
 Interrupt it (Ctrl-C) and run the same command again: it resumes from the
-last checkpoint at the batch after the last one trained on, with the same
-batches an uninterrupted run would have seen. ``--stream`` trains from a
+last checkpoint (written every ``--checkpoint-every`` batches and at the
+end of each epoch) at the batch after the last one trained on before it,
+with the same batches an uninterrupted run would have seen from there. ``--stream`` trains from a
 streaming dataset split with ``shard`` instead of a map-style dataset.
 """
 
