@@ -126,9 +126,9 @@ class DistributedSampler(_ChunkedSampler, EpochSeeded):
 
     Notes
     -----
-    Call ``set_epoch(e)`` before each epoch, as with torch; a loader that
-    owns the sampler also advances the epoch itself on every
-    ``iter(loader)`` when ``set_epoch`` was not called since its last epoch.
+    Call ``set_epoch(e)`` before each epoch, as with torch; a loader using
+    the sampler also advances the epoch itself on every ``iter(loader)``
+    when ``set_epoch`` was not called since the loader's last epoch.
 
     Examples
     --------
