@@ -14,6 +14,7 @@ Examples
 
 from dataloader._collate import default_collate, default_convert
 from dataloader._dataset import Dataset, IterableDataset
+from dataloader._distributed import DistributedSampler
 from dataloader._loader import DataLoader
 from dataloader._sampler import (
     BatchSampler,
@@ -23,6 +24,8 @@ from dataloader._sampler import (
     SubsetRandomSampler,
     WeightedRandomSampler,
 )
+from dataloader._seeding import item_seed
+from dataloader._streaming import shard
 from dataloader._worker import WorkerInfo, get_worker_info
 
 __version__ = "0.1.0"
@@ -31,6 +34,7 @@ __all__ = [
     "BatchSampler",
     "DataLoader",
     "Dataset",
+    "DistributedSampler",
     "IterableDataset",
     "RandomSampler",
     "Sampler",
@@ -41,4 +45,6 @@ __all__ = [
     "default_collate",
     "default_convert",
     "get_worker_info",
+    "item_seed",
+    "shard",
 ]

@@ -56,6 +56,28 @@ class IterableDataset(Generic[T_co]):
     def __iter__(self) -> Iterator[T_co]:
         raise NotImplementedError(f"{type(self).__name__} must define __iter__")
 
+    def shard(self, rank: int | None = None, world_size: int | None = None) -> IterableDataset:
+        """This rank's share of the stream, by item position: :func:`dataloader.shard`.
+
+        ``rank`` and ``world_size`` default to torch.distributed's when it is
+        initialised, else to the ``RANK`` and ``WORLD_SIZE`` environment
+        variables.
+
+        Examples
+        --------
+        >>> from dataloader import IterableDataset
+        >>> class Counter(IterableDataset):
+        ...     def __iter__(self):
+        ...         return iter(range(7))
+        >>> list(Counter().shard(rank=1, world_size=2))
+        [1, 3, 5]
+        """
+        from dataloader._distributed import world
+        from dataloader._streaming import shard
+
+        world_size, rank = world(world_size, rank)
+        return shard(self, rank, world_size)
+
 
 def is_map_style(dataset: Any) -> bool:
     """Whether the loader addresses ``dataset`` by index."""

@@ -12,6 +12,8 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from dataloader._core.stats import Row, load_batch
+
 __all__ = ["BatchRecipe", "check_batch_indices", "check_index"]
 
 
@@ -85,14 +87,13 @@ class BatchRecipe:
             batched=batched,
         )
 
-    def load(self, indices: Any) -> Any:
-        """Fetch, transform and collate one batch (or one item when not batched)."""
-        if not self.batched:
-            item = self.getitem(indices)
-            if self.transform is not None:
-                item = self.transform(indices, item)
-            return self.collate(item)
-        return self.collate(self.transform_items(indices, self.fetch_items(indices)))
+    def load(self, indices: Any, row: Row | None = None) -> Any:
+        """Fetch, transform and collate one batch (or one item when not batched).
+
+        Each stage is timed into ``row``, the calling thread's counters
+        (``dataloader._stats``), when one is given.
+        """
+        return load_batch(self, indices, row if row is not None else Row(), False)
 
     def fetch_items(self, indices: list[int]) -> list[Any]:
         """The items of ``indices``, by one ``__getitems__`` call or one ``__getitem__`` each."""
@@ -104,8 +105,3 @@ class BatchRecipe:
                 f"__getitems__ returned {len(items)} items for {len(indices)} indices"
             )
         return items
-
-    def transform_items(self, indices: list[int], items: Sequence[Any]) -> Sequence[Any]:
-        if self.transform is None:
-            return items
-        return list(map(self.transform, indices, items))

@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from dataloader._core.epoch import Epoch
 from dataloader._core.pool import Pool
 from dataloader._fetch import BatchRecipe
+from dataloader._core.stats import load_batch
+from dataloader._state import EpochProgress
+from dataloader._stats import Stats
 from dataloader._worker import WorkerSetup
 
 if TYPE_CHECKING:
@@ -42,12 +45,18 @@ class EpochPlan:
         the sampler is one of ours and yields valid indices by construction.
     recipe : BatchRecipe
         How indices become a batch.
+    progress : EpochProgress
+        The loader's record of this epoch, kept up to date by the iterator.
+    stats : Stats
+        The loader's counters.
     """
 
     batches: Iterator[Any]
     total: int | None
     check_indices: Callable[[Any], Any] | None
     recipe: BatchRecipe
+    progress: EpochProgress
+    stats: Stats
 
 
 def describe_batch(position: int, indices: Any) -> str:
@@ -66,13 +75,16 @@ class DirectEpoch:
     transforms and collates it before returning.
     """
 
-    __slots__ = ("_loader", "_plan", "_position", "_finished")
+    __slots__ = ("_loader", "_plan", "_progress", "_skipped", "_row", "_finished")
 
     def __init__(self, loader: DataLoader, plan: EpochPlan) -> None:
         # Holding the loader keeps its dataset alive while the epoch runs.
         self._loader = loader
         self._plan = plan
-        self._position = 0
+        # The batch position lives in the loader's progress record alone.
+        self._progress = plan.progress
+        self._skipped = plan.progress.delivered
+        self._row = plan.stats.rows[0]  # the consumer's counters
         self._finished = False
 
     def __iter__(self) -> DirectEpoch:
@@ -83,25 +95,27 @@ class DirectEpoch:
             raise TypeError("this epoch's length is unknown: its sampler has no __len__")
         if self._finished:
             return 0
-        return max(self._plan.total - self._position, 0)
+        return max(self._plan.total - (self._progress.delivered - self._skipped), 0)
 
     def __next__(self) -> Any:
         if self._finished:
             raise StopIteration
+        plan = self._plan
+        progress = self._progress
         try:
-            indices = next(self._plan.batches)
+            indices = next(plan.batches)
         except BaseException:
             # The sampler is exhausted or broken: either way the epoch ends here.
             self._finished = True
+            progress.finished = True
             raise
-        position = self._position
-        self._position += 1
+        progress.delivered += 1
         try:
-            if self._plan.check_indices is not None:
-                indices = self._plan.check_indices(indices)
-            return self._plan.recipe.load(indices)
+            if plan.check_indices is not None:
+                indices = plan.check_indices(indices)
+            return load_batch(plan.recipe, indices, self._row, True)
         except Exception as exc:
-            exc.add_note(describe_batch(position, indices))
+            exc.add_note(describe_batch(progress.delivered - 1 - self._skipped, indices))
             raise
 
 
@@ -113,7 +127,7 @@ class ThreadedEpoch:
     discarded.
     """
 
-    __slots__ = ("_loader", "_engine", "_total")
+    __slots__ = ("_loader", "_engine", "_total", "_progress", "_skipped")
 
     def __init__(
         self, loader: DataLoader, plan: EpochPlan, pool: Pool, worker_setup: WorkerSetup
@@ -121,6 +135,8 @@ class ThreadedEpoch:
         # Holding the loader keeps its pool and dataset alive while the epoch runs.
         self._loader = loader
         self._total = plan.total
+        self._progress = plan.progress
+        self._skipped = plan.progress.delivered
         self._engine = Epoch(
             pool,
             plan.recipe,
@@ -131,6 +147,7 @@ class ThreadedEpoch:
             in_order=loader.in_order,
             timeout=float(loader.timeout),
             worker_setup=worker_setup,
+            stats=plan.stats,
         )
         self._engine.start()
 
@@ -138,7 +155,13 @@ class ThreadedEpoch:
         return self
 
     def __next__(self) -> Any:
-        return self._engine.next()
+        try:
+            return self._engine.next()
+        except StopIteration:
+            self._progress.finished = True
+            raise
+        finally:
+            self._progress.delivered = self._skipped + self._engine.delivered
 
     def __len__(self) -> int:
         if self._total is None:

@@ -11,6 +11,7 @@ from typing import Any, Callable, Generic, Iterable, TypeVar
 
 import numpy as np
 
+from dataloader import _streaming
 from dataloader._collate import default_collate, default_convert
 from dataloader._dataset import is_iterable_style, is_map_style
 from dataloader._fetch import BatchRecipe, check_batch_indices, check_index
@@ -22,8 +23,13 @@ from dataloader._sampler import (
     RandomSampler,
     SequentialSampler,
     check_generator,
+    epoch_rng,
+    is_epoch_seeded,
     yields_valid_indices,
 )
+from dataloader._seeding import check_seed, random_seed
+from dataloader._state import LoaderProgress, check_resumable, skip_batches
+from dataloader._stats import Stats
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -41,8 +47,10 @@ class DataLoader(Generic[T_co]):
 
     Parameters
     ----------
-    dataset : map-style dataset
-        Any object with ``__getitem__`` and ``__len__`` (a list works).
+    dataset : map-style or iterable-style dataset
+        Any object with ``__getitem__`` and ``__len__`` (a list works), or
+        a stream: an :class:`IterableDataset` or any object with only
+        ``__iter__`` (see ``docs/distributed.md``, "Streaming").
     batch_size : int or None, default 1
         Items per batch; ``None`` turns batching off (each item goes through
         ``collate_fn`` alone, by default :func:`default_convert`).
@@ -85,8 +93,13 @@ class DataLoader(Generic[T_co]):
     transform : callable, optional
         Called as ``transform(index, item)`` on each item before collation.
     seed : int, optional
-        Makes ``shuffle=True`` reproducible: the same seed gives the same
-        sequence of epoch orders, each epoch still different.
+        Makes ``shuffle=True`` reproducible: the order of epoch ``e`` is a
+        function of ``(seed, e)``. Without it the loader draws one (from
+        ``generator`` when given), readable as ``loader.seed``.
+    equal_batches : bool, default False
+        Streaming datasets only: stop every rank of a distributed job at
+        the same number of batches, the smallest rank's (see
+        ``docs/distributed.md``, "Equal batches").
 
     Examples
     --------
@@ -123,9 +136,18 @@ class DataLoader(Generic[T_co]):
         item_concurrency: int = 1,
         transform: Callable[[int, Any], Any] | None = None,
         seed: int | None = None,
+        equal_batches: bool = False,
     ) -> None:
         _check_dataset(dataset)
         _check_counts(batch_size, num_workers, prefetch_factor, timeout, item_concurrency)
+        iterable = is_iterable_style(dataset)
+        if iterable:
+            _streaming.check_options(shuffle, sampler, batch_sampler)
+        elif equal_batches:
+            raise ValueError(
+                "equal_batches applies to iterable-style datasets; a map-style dataset gets "
+                "equal shares on every rank from DistributedSampler"
+            )
         _check_exclusive_options(batch_size, shuffle, sampler, batch_sampler, drop_last)
         _check_randomness(shuffle, generator, seed)
         for name, value in (("sampler", sampler), ("batch_sampler", batch_sampler)):
@@ -134,16 +156,22 @@ class DataLoader(Generic[T_co]):
                     f"{name} should be an iterable of indices, got {type(value).__name__}"
                 )
 
+        if seed is None:
+            seed = _seed_from(generator) if shuffle and generator is not None else random_seed()
         if batch_sampler is not None:
             batch_size, drop_last = None, False
-        if sampler is None:
+        # The loader owns the sampler it builds: its seed follows the loader's.
+        self._owned_sampler: RandomSampler | None = None
+        if sampler is None and not iterable:
             if shuffle:
-                sampler = RandomSampler(dataset, generator=_shuffle_generator(generator, seed))
+                sampler = self._owned_sampler = RandomSampler(dataset, seed=seed)
             else:
                 sampler = SequentialSampler(dataset)
-        if batch_size is not None and batch_sampler is None:
+        if batch_size is not None and batch_sampler is None and not iterable:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
 
+        self._iterable = iterable
+        self.equal_batches = bool(equal_batches)
         self.dataset = dataset
         self.batch_size = batch_size
         self.drop_last = drop_last
@@ -160,7 +188,7 @@ class DataLoader(Generic[T_co]):
         self.in_order = in_order
         self.item_concurrency = item_concurrency
         self.transform = transform
-        self.seed = seed
+        self._seed = seed
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
@@ -168,6 +196,10 @@ class DataLoader(Generic[T_co]):
         self._pool_finalizer: weakref.finalize | None = None
         self._worker_setup: WorkerSetup | None = None
         self._base_seed = int(np.random.default_rng(seed).integers(2**62))
+        self._progress = LoaderProgress()
+        self._stats = Stats()
+        # Streaming epochs still running, cancelled before the pool stops.
+        self._streams: weakref.WeakSet[Any] = weakref.WeakSet()
         self._initialized = True
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -178,7 +210,30 @@ class DataLoader(Generic[T_co]):
         super().__setattr__(name, value)
 
     @property
+    def seed(self) -> int:
+        """The seed of every random order and of :func:`item_seed`; saved by ``state_dict``."""
+        return self._seed
+
+    @seed.setter
+    def seed(self, value: int) -> None:
+        self._seed = check_seed(value)
+        self._base_seed = int(np.random.default_rng(self._seed).integers(2**62))
+        if self._owned_sampler is not None:
+            self._owned_sampler.seed = self._seed
+
+    @property
+    def epoch(self) -> int:
+        """The number of the epoch started last (before any, of the one to come).
+
+        Each ``iter(loader)`` starts the next epoch, unless ``set_epoch``
+        was called on the sampler since: then the sampler's epoch.
+        """
+        return self._progress.epoch
+
+    @property
     def _auto_collation(self) -> bool:
+        if self._iterable:
+            return self.batch_size is not None
         return self.batch_sampler is not None
 
     @property
@@ -187,13 +242,17 @@ class DataLoader(Generic[T_co]):
 
     def __len__(self) -> int:
         """The number of batches in one epoch."""
+        if self._iterable:
+            return _streaming.loader_length(self)
         return len(self._index_sampler)  # type: ignore[arg-type]
 
     @property
     def _threaded(self) -> bool:
         return self.num_workers > 0 or self.item_concurrency > 1
 
-    def __iter__(self) -> DirectEpoch | ThreadedEpoch:
+    def __iter__(self) -> Any:
+        if self._iterable:
+            return _streaming.start_epoch(self)
         plan = self._plan_epoch()
         if not self._threaded:
             return DirectEpoch(self, plan)
@@ -209,9 +268,10 @@ class DataLoader(Generic[T_co]):
         pool = Pool(size)
         self._pool = pool
         self._worker_setup = WorkerSetup(size, self._base_seed, self.dataset, self.worker_init_fn)
+        self._stats.ensure_threads(size)
         # The finalizer holds the pool, not the loader; it also runs at exit,
         # before the interpreter finalizes, so no worker outlives Python.
-        self._pool_finalizer = weakref.finalize(self, pool.shutdown, _JOIN_TIMEOUT_SECONDS)
+        self._pool_finalizer = weakref.finalize(self, _shutdown, pool, self._streams)
         return pool
 
     def _shutdown_pool(self) -> None:
@@ -240,11 +300,97 @@ class DataLoader(Generic[T_co]):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def stats(self) -> dict[str, dict[str, float]]:
+        """Counts and cumulative seconds of each loading stage, in this process.
+
+        ``fetch`` and ``transform`` count items, ``collate`` counts batches
+        (their seconds add up over all worker threads), and ``wait`` counts
+        the consumer's ``next()`` calls and the time spent in them: waiting
+        for workers, or (with ``num_workers=0``) loading the batch.
+
+        Examples
+        --------
+        >>> from dataloader import DataLoader
+        >>> loader = DataLoader(list(range(10)), batch_size=5)
+        >>> _ = list(loader)
+        >>> figures = loader.stats()
+        >>> figures["fetch"]["count"], figures["collate"]["count"]
+        (10, 2)
+        >>> figures["wait"]["seconds"] >= 0
+        True
+        """
+        return self._stats.snapshot()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where this loader is: a small JSON-serialisable dict for ``load_state_dict``.
+
+        It holds the epoch, the batches delivered in it, the seed, and the
+        sampler's own ``state_dict`` when it has one (streaming: each
+        stream iterator's state). See ``docs/distributed.md``, "Resume".
+
+        Examples
+        --------
+        >>> from dataloader import DataLoader
+        >>> loader = DataLoader(list(range(8)), batch_size=2, shuffle=True, seed=4)
+        >>> it = iter(loader)
+        >>> first = [next(it).tolist() for _ in range(2)]
+        >>> state = loader.state_dict()
+        >>> state["epoch"], state["batches"]
+        (0, 2)
+        >>> resumed = DataLoader(list(range(8)), batch_size=2, shuffle=True)
+        >>> resumed.load_state_dict(state)
+        >>> rest = [batch.tolist() for batch in resumed]
+        >>> rest == [batch.tolist() for batch in it]
+        True
+        """
+        state = self._progress.state_dict(self.seed, self.sampler, self.in_order)
+        if state["batches"]:
+            if self._iterable:
+                _streaming.check_resumable_state(state)
+            else:
+                check_resumable(self.sampler)
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from ``state``: the next ``iter(loader)`` resumes its epoch.
+
+        The resumed epoch gives exactly the batches the interrupted run
+        would have given after the saved point, and later epochs follow as
+        they would have. Raises ``ValueError`` when the state cannot be
+        resumed here (see ``state_dict``).
+
+        Examples
+        --------
+        >>> from dataloader import DataLoader
+        >>> loader = DataLoader(list(range(6)), batch_size=2)
+        >>> loader.load_state_dict({"format": 1, "epoch": 3, "batches": 2, "seed": 0})
+        >>> loader.epoch, [batch.tolist() for batch in loader]
+        (3, [[4, 5]])
+        """
+        if self._iterable and state.get("batches"):
+            _streaming.check_resumable_state(state)
+        if "sampler" in state and hasattr(self.sampler, "load_state_dict"):
+            self.sampler.load_state_dict(state["sampler"])
+        self.seed = self._progress.load_state_dict(state)
+
+    def _epoch_samplers(self) -> list[Any]:
+        """The samplers whose order depends on the epoch number."""
+        found = []
+        for sampler in (self.sampler, getattr(self.batch_sampler, "sampler", None)):
+            if is_epoch_seeded(sampler) and all(sampler is not other for other in found):
+                found.append(sampler)
+        return found
+
     def _plan_epoch(self) -> EpochPlan:
+        progress, resume = self._progress.start_epoch(self._epoch_samplers())
+        skipped = progress.delivered
         try:
             total: int | None = len(self)
         except TypeError:
             total = None
+        progress.total = total
+        if total is not None:
+            total = max(total - skipped, 0)
         index_sampler = self._index_sampler
         if yields_valid_indices(index_sampler):
             check = None
@@ -256,16 +402,19 @@ class DataLoader(Generic[T_co]):
             collate=self.collate_fn,
             batched=self._auto_collation,
         )
-        return EpochPlan(iter(index_sampler), total, check, recipe)
+        batches = skip_batches(index_sampler, self._auto_collation, skipped)
+        return EpochPlan(batches, total, check, recipe, progress, self._stats)
+
+
+def _shutdown(pool: Pool, streams: weakref.WeakSet[Any]) -> None:
+    """Stop a loader's pool: cancel its streaming epochs (their workers wait for room), then join."""
+    for stream in list(streams):
+        stream.cancel()
+    pool.shutdown(_JOIN_TIMEOUT_SECONDS)
 
 
 def _check_dataset(dataset: Any) -> None:
-    if is_iterable_style(dataset):
-        raise NotImplementedError(
-            "DataLoader does not support iterable-style (streaming) datasets yet; "
-            "pass a map-style dataset with __getitem__ and __len__"
-        )
-    if not is_map_style(dataset):
+    if not is_map_style(dataset) and not is_iterable_style(dataset):
         raise TypeError(
             "dataset should be map-style (define __getitem__ and __len__) or "
             f"iterable-style (define __iter__), got {type(dataset).__name__}"
@@ -329,7 +478,6 @@ def _check_randomness(shuffle: Any, generator: Any, seed: Any) -> None:
         raise ValueError("pass either seed or generator, not both")
 
 
-def _shuffle_generator(generator: Any, seed: int | None) -> Any:
-    if seed is not None:
-        return np.random.default_rng(seed)
-    return generator
+def _seed_from(generator: Any) -> int:
+    """One draw from the user's generator: the loader's seed, so orders are reproducible."""
+    return int(epoch_rng(generator).integers(2**63))

@@ -14,6 +14,8 @@ from typing import Any, Generic, Iterable, Iterator, Sequence, Sized, TypeVar
 
 import numpy as np
 
+from dataloader._seeding import EpochSeeded, check_seed, epoch_generator
+
 T_co = TypeVar("T_co", covariant=True)
 
 __all__ = [
@@ -108,6 +110,33 @@ def epoch_rng(generator: Any) -> np.random.Generator:
     return np.random.default_rng(seed & (2**63 - 1))
 
 
+class _SeededChunkedSampler(_ChunkedSampler, EpochSeeded):
+    """A random sampler: its order comes from ``generator``, or from ``(seed, epoch)``.
+
+    With a ``seed``, the order of epoch ``e`` is a function of ``(seed, e)``
+    alone (see ``dataloader._seeding``), so it can be recomputed anywhere.
+    """
+
+    def _init_randomness(self, generator: Any, seed: int | None) -> None:
+        check_generator(generator)
+        if seed is not None:
+            seed = check_seed(seed)
+            if generator is not None:
+                raise ValueError("pass either seed or generator, not both")
+        self.generator = generator
+        self.seed = seed  # type: ignore[assignment]
+
+    def _rng(self) -> np.random.Generator:
+        if self.seed is not None:
+            return epoch_generator(self.seed, self.epoch)
+        return epoch_rng(self.generator)
+
+
+def is_epoch_seeded(sampler: Any) -> bool:
+    """Whether ``sampler``'s order is a function of ``(seed, epoch)``."""
+    return isinstance(sampler, EpochSeeded) and getattr(sampler, "seed", None) is not None
+
+
 def _is_torch_generator(obj: Any) -> bool:
     torch = __import__("sys").modules.get("torch")
     return torch is not None and isinstance(obj, torch.Generator)
@@ -158,7 +187,7 @@ class SequentialSampler(_ChunkedSampler):
         return len(self.data_source)
 
 
-class RandomSampler(_ChunkedSampler):
+class RandomSampler(_SeededChunkedSampler):
     """Random indices: a permutation, or draws with replacement.
 
     Parameters
@@ -173,6 +202,10 @@ class RandomSampler(_ChunkedSampler):
         follow one another, the last one cut short.
     generator : numpy.random.Generator or torch.Generator, optional
         Source of randomness; each epoch draws from it anew.
+    seed : int, optional
+        Instead of ``generator``: the order of epoch ``e`` is a function of
+        ``(seed, e)``; ``set_epoch(e)`` selects the epoch (the loader
+        advances it on every pass when the user does not).
 
     Examples
     --------
@@ -181,6 +214,9 @@ class RandomSampler(_ChunkedSampler):
     >>> sampler = RandomSampler(range(5), generator=np.random.default_rng(0))
     >>> sorted(sampler)
     [0, 1, 2, 3, 4]
+    >>> sampler = RandomSampler(range(5), seed=3)
+    >>> list(sampler) == list(sampler)  # the same epoch, the same order
+    True
     """
 
     def __init__(
@@ -189,15 +225,16 @@ class RandomSampler(_ChunkedSampler):
         replacement: bool = False,
         num_samples: int | None = None,
         generator: Any = None,
+        *,
+        seed: int | None = None,
     ) -> None:
         _check_bool("replacement", replacement, TypeError)
         if num_samples is not None:
             _check_positive_int("num_samples", num_samples)
-        check_generator(generator)
+        self._init_randomness(generator, seed)
         self.data_source = data_source
         self.replacement = replacement
         self._num_samples = num_samples
-        self.generator = generator
 
     @property
     def num_samples(self) -> int:
@@ -208,7 +245,7 @@ class RandomSampler(_ChunkedSampler):
     def _index_chunks(self) -> Iterator[np.ndarray]:
         n = len(self.data_source)
         total = self.num_samples
-        rng = epoch_rng(self.generator)
+        rng = self._rng()
         if self.replacement:
             if n == 0 and total > 0:
                 raise ValueError("cannot draw samples with replacement from an empty dataset")
@@ -227,8 +264,10 @@ class RandomSampler(_ChunkedSampler):
         return self.num_samples
 
 
-class SubsetRandomSampler(_ChunkedSampler):
+class SubsetRandomSampler(_SeededChunkedSampler):
     """The given indices, in a random order each epoch.
+
+    ``generator`` or ``seed`` as for :class:`RandomSampler`.
 
     Examples
     --------
@@ -238,20 +277,21 @@ class SubsetRandomSampler(_ChunkedSampler):
     [3, 5, 7]
     """
 
-    def __init__(self, indices: Sequence[int], generator: Any = None) -> None:
-        check_generator(generator)
+    def __init__(
+        self, indices: Sequence[int], generator: Any = None, *, seed: int | None = None
+    ) -> None:
+        self._init_randomness(generator, seed)
         self.indices = indices
-        self.generator = generator
 
     def _index_chunks(self) -> Iterator[np.ndarray]:
         indices = np.asarray(self.indices, dtype=np.int64)
-        yield from _chunks_of(indices[_permutation(len(indices), epoch_rng(self.generator))])
+        yield from _chunks_of(indices[_permutation(len(indices), self._rng())])
 
     def __len__(self) -> int:
         return len(self.indices)
 
 
-class WeightedRandomSampler(_ChunkedSampler):
+class WeightedRandomSampler(_SeededChunkedSampler):
     """Indices drawn with probabilities proportional to ``weights``.
 
     Parameters
@@ -263,6 +303,8 @@ class WeightedRandomSampler(_ChunkedSampler):
     replacement : bool, default True
         Without replacement an index is drawn at most once per epoch.
     generator : numpy.random.Generator or torch.Generator, optional
+    seed : int, optional
+        Instead of ``generator``, as for :class:`RandomSampler`.
 
     Examples
     --------
@@ -279,10 +321,12 @@ class WeightedRandomSampler(_ChunkedSampler):
         num_samples: int,
         replacement: bool = True,
         generator: Any = None,
+        *,
+        seed: int | None = None,
     ) -> None:
         _check_positive_int("num_samples", num_samples)
         _check_bool("replacement", replacement)
-        check_generator(generator)
+        self._init_randomness(generator, seed)
         weights_array = np.asarray(weights, dtype=np.float64)
         if weights_array.ndim != 1:
             raise ValueError(
@@ -300,10 +344,9 @@ class WeightedRandomSampler(_ChunkedSampler):
         self.weights = weights_array
         self.num_samples = num_samples
         self.replacement = replacement
-        self.generator = generator
 
     def _index_chunks(self) -> Iterator[np.ndarray]:
-        rng = epoch_rng(self.generator)
+        rng = self._rng()
         probabilities = self.weights / self.weights.sum()
         if not self.replacement:
             drawn = rng.choice(len(self.weights), self.num_samples, replace=False, p=probabilities)

@@ -58,11 +58,24 @@ def get_worker_info() -> WorkerInfo | None:
     >>> list(loader)
     [2, 2]
     """
+    stream_info = getattr(_local, "stream_info", None)
+    if stream_info is not None:
+        return stream_info
     setup_ref = getattr(_local, "setup", None)
     setup = setup_ref() if setup_ref is not None else None
     if setup is None:
         return None
     return setup.infos.get(_local.id)
+
+
+def set_stream_worker(info: WorkerInfo | None) -> None:
+    """Make ``get_worker_info()`` on this thread return ``info`` (``None`` undoes it).
+
+    A worker iterating a stream is that stream's worker, whichever pool
+    thread it is: ``id`` is the stream's number, ``num_workers`` the
+    number of streams (see ``dataloader._streaming``).
+    """
+    _local.stream_info = info
 
 
 class WorkerSetup:

@@ -9,8 +9,11 @@ MODULES = [
     "dataloader",
     "dataloader._collate",
     "dataloader._dataset",
+    "dataloader._distributed",
     "dataloader._loader",
     "dataloader._sampler",
+    "dataloader._seeding",
+    "dataloader._streaming",
     "dataloader._worker",
 ]
 

@@ -52,13 +52,24 @@ def test_dataset_without_getitem_or_iter_is_a_type_error():
         DataLoader(42)
 
 
-def test_iterable_dataset_is_not_implemented_yet():
-    class Stream(IterableDataset):
-        def __iter__(self):
-            return iter(range(3))
+class Stream(IterableDataset):
+    def __iter__(self):
+        return iter(range(3))
 
-    with pytest.raises(NotImplementedError, match="iterable-style"):
-        DataLoader(Stream())
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"shuffle": True}, "shuffle"),
+    ({"sampler": [0, 1]}, "sampler"),
+    ({"batch_sampler": [[0]], "batch_size": 1}, "batch_sampler"),
+])
+def test_iterable_dataset_rejects_sampling_options_as_torch_does(kwargs, name):
+    with pytest.raises(ValueError, match=f"expected unspecified {name} option"):
+        DataLoader(Stream(), **kwargs)
+
+
+def test_equal_batches_is_for_iterable_datasets():
+    with pytest.raises(ValueError, match="equal_batches"):
+        DataLoader(DATA, equal_batches=True)
 
 
 @pytest.mark.parametrize("name", ["batch_size", "sampler", "batch_sampler", "drop_last", "dataset"])

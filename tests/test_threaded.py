@@ -369,11 +369,13 @@ def test_loader_in_a_reference_cycle_is_collected_with_its_pool():
     dataset.iterator = it  # the iterator is in the cycle too
     alive = weakref.ref(loader)
     del dataset, loader, it
-    # A batch still in flight holds the epoch until it finishes; then the
-    # collector frees the whole cycle.
+    # A batch still in flight holds the epoch (and through it the cycle)
+    # until it finishes: collect until it has.
     deadline = time.monotonic() + PROMPTLY
-    while gc.collect() >= 0 and alive() is not None and time.monotonic() < deadline:
+    gc.collect()
+    while alive() is not None and time.monotonic() < deadline:
         time.sleep(0.01)
+        gc.collect()
     assert alive() is None
     deadline = time.monotonic() + PROMPTLY
     while thread_count() > baseline and time.monotonic() < deadline:

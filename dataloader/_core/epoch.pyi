@@ -18,6 +18,7 @@ class Epoch:
         in_order: bool,
         timeout: float,
         worker_setup: Callable[[int], None],
+        stats: Any,
     ) -> None: ...
     @property
     def delivered(self) -> int: ...

@@ -31,6 +31,10 @@ from dataloader._core._sync cimport (
     pthread_mutex_unlock,
 )
 from dataloader._core.pool cimport Pool, current_thread_index, fork_generation
+from dataloader._core._typedefs cimport int64_t
+from dataloader._core.stats cimport (
+    COLLATE_COUNT, FETCH_COUNT, Row, TRANSFORM_COUNT, WAIT_COUNT, now_ns, record,
+)
 from posix.time cimport timespec
 
 # Longest wait without running signal handlers.
@@ -86,6 +90,8 @@ cdef class Epoch:
     worker_setup : callable
         Called as ``worker_setup(thread_index)`` by a task before it loads;
         prepares the thread once (worker info, ``worker_init_fn``).
+    stats : Stats
+        The loader's counters; a task adds to its own thread's row only.
     """
 
     cdef pthread_mutex_t mutex
@@ -100,12 +106,13 @@ cdef class Epoch:
     cdef long generation
     cdef Pool pool
     cdef object recipe, batches, check_indices, worker_setup, sampler_error
-    cdef object interrupted_indices
+    cdef object interrupted_indices, stats
+    cdef Row consumer_row
     cdef list slot_indices, slot_items, slot_results, slot_failed
 
     def __cinit__(self, Pool pool not None, recipe, batches, check_indices,
                   Py_ssize_t window, int item_concurrency, bint in_order,
-                  double timeout, worker_setup):
+                  double timeout, worker_setup, stats):
         self.slots = <Slot*> calloc(window, sizeof(Slot))
         self.completed = <Py_ssize_t*> calloc(window, sizeof(Py_ssize_t))
         if self.slots == NULL or self.completed == NULL:
@@ -119,6 +126,8 @@ cdef class Epoch:
         self.batches = batches
         self.check_indices = check_indices
         self.worker_setup = worker_setup
+        self.stats = stats
+        self.consumer_row = stats.rows[0]
         self.window = window
         self.item_concurrency = item_concurrency
         self.in_order = in_order
@@ -161,6 +170,7 @@ cdef class Epoch:
 
     def next(self):
         """Deliver the next batch (or raise its error, or ``StopIteration``)."""
+        cdef int64_t started
         self._check_same_process()
         pthread_mutex_lock(&self.mutex)
         if self.consuming:
@@ -168,9 +178,11 @@ cdef class Epoch:
             raise RuntimeError("another thread is already calling next() on this DataLoader iterator")
         self.consuming = True
         pthread_mutex_unlock(&self.mutex)
+        started = now_ns()
         try:
             return self._next()
         finally:
+            record(self.consumer_row, WAIT_COUNT, 1, started)
             pthread_mutex_lock(&self.mutex)
             self.consuming = False
             pthread_mutex_unlock(&self.mutex)
@@ -390,12 +402,15 @@ cdef class Epoch:
         indices = self.slot_indices[slot]
         try:
             self.worker_setup(current_thread_index())
-            result = self.recipe.load(indices)
+            result = self.recipe.load(indices, self._row())
         except BaseException as exc:
             self._note(exc, slot, f"indices {_shorten(indices)}")
             self._publish(slot, exc, True)
         else:
             self._publish(slot, result, False)
+
+    cdef Row _row(self):
+        return self.stats.rows[current_thread_index() + 1]
 
     cdef Py_ssize_t _claim_item(self, Py_ssize_t slot, bint pool_cancelled) noexcept nogil:
         """The next item of the slot's batch for a lane, or -1 when the lane is done."""
@@ -410,13 +425,19 @@ cdef class Epoch:
         return item
 
     cdef void _load_item(self, Py_ssize_t slot, Py_ssize_t item) noexcept:
+        cdef Row row
+        cdef int64_t started, fetched
         index = self.slot_indices[slot][item]
         recipe = self.recipe
         try:
             self.worker_setup(current_thread_index())
+            row = self._row()
+            started = now_ns()
             value = recipe.getitem(index)
+            fetched = record(row, FETCH_COUNT, 1, started)
             if recipe.transform is not None:
                 value = recipe.transform(index, value)
+                record(row, TRANSFORM_COUNT, 1, fetched)
             self.slot_items[slot][item] = value
         except BaseException as exc:
             self._note(exc, slot, f"index {index!r}")
@@ -432,6 +453,7 @@ cdef class Epoch:
         """Count a lane out; the last lane of a batch collates and publishes it."""
         cdef bint last
         cdef Py_ssize_t failed
+        cdef int64_t started
         pthread_mutex_lock(&self.mutex)
         self.slots[slot].lanes_done += 1
         last = self.slots[slot].lanes_done == self.slots[slot].lanes
@@ -445,7 +467,9 @@ cdef class Epoch:
             self._publish(slot, EpochClosedError("the DataLoader was closed"), True)
         else:
             try:
+                started = now_ns()
                 result = self.recipe.collate(self.slot_items[slot])
+                record(self._row(), COLLATE_COUNT, 1, started)
             except BaseException as exc:
                 self._note(exc, slot, "the collation")
                 self._publish(slot, exc, True)

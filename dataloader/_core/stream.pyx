@@ -1,0 +1,313 @@
+"""The streaming engine: worker threads iterating streams, batches in arrival order.
+
+Data flow (see ``docs/architecture.md``, "The streaming epoch"):
+
+* Each stream (one ``iter(dataset)``) is owned by one producer task, which
+  occupies a pool thread for the whole epoch. Before each batch it reserves
+  room in the window, waiting without the interpreter; then it attaches,
+  lets its cursor fetch, transform and collate the batch
+  (``dataloader._streaming``), appends the entry to ``results`` and wakes
+  the consumer.
+* The consumer takes entries in arrival order, waiting without the
+  interpreter in slices of at most 100 ms so that signal handlers run.
+* The epoch ends when every producer has finished and every entry has
+  been taken.
+
+Locking rule (as in ``epoch.pyx``): ``mutex`` guards the counters below;
+it is held for a few instructions, and no thread waits to attach to the
+interpreter while holding it. ``results`` is a deque touched only with the
+interpreter attached: a producer appends before it counts the entry ready,
+so the consumer always finds as many entries as ``ready`` says.
+"""
+from collections import deque
+
+from cpython.exc cimport PyErr_CheckSignals
+from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF
+from libc.stdlib cimport free, malloc
+
+from dataloader._core._sync cimport (
+    dl_cond_init_monotonic, dl_deadline_after, dl_monotonic_seconds,
+    pthread_cond_broadcast, pthread_cond_destroy, pthread_cond_t, pthread_cond_timedwait,
+    pthread_mutex_destroy, pthread_mutex_init, pthread_mutex_lock, pthread_mutex_t,
+    pthread_mutex_unlock,
+)
+from dataloader._core.pool cimport Pool, current_thread_index, fork_generation
+from dataloader._core._typedefs cimport int64_t
+from dataloader._core.stats cimport Row, WAIT_COUNT, now_ns, record
+from posix.time cimport timespec
+
+from dataloader._core.epoch import EpochClosedError
+
+# The state of an entry that carries an error of the engine itself: the
+# stream's saved state stays as it was.
+_KEEP = None
+
+# Longest wait without running signal handlers.
+cdef double WAIT_SLICE_SECONDS = 0.1
+
+cdef extern from "<pthread.h>" nogil:
+    int pthread_cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex)
+
+
+cdef struct StreamTask:
+    PyObject* engine        # a reference owned by the task
+    Py_ssize_t stream
+
+
+cdef class Stream:
+    """One streaming epoch on a pool: one producer task per stream.
+
+    Parameters
+    ----------
+    pool : Pool
+    cursors : list
+        One cursor per stream: ``open()``, ``produce(row)`` (a delivered
+        entry, or ``None``), ``ended`` and ``close()``.
+    window : int
+        Batches being produced or waiting to be taken, at most.
+    timeout : float
+        Seconds to wait for one batch before ``TimeoutError``; 0 is forever.
+    worker_setup : callable
+        Called as ``worker_setup(thread_index)`` before a stream opens.
+    stats : Stats
+        The loader's counters; a producer adds to its own thread's row only.
+    """
+
+    cdef pthread_mutex_t mutex
+    cdef pthread_cond_t room, ready_cond
+    cdef Py_ssize_t window, reserved, ready, live, delivered_count
+    cdef bint cancelled, consuming, finished, sync_ready
+    cdef double timeout
+    cdef long generation
+    cdef Pool pool
+    cdef list cursors
+    cdef object results, worker_setup, stats
+    cdef Row consumer_row
+
+    def __cinit__(self, Pool pool not None, list cursors not None, Py_ssize_t window,
+                  double timeout, worker_setup, stats):
+        pthread_mutex_init(&self.mutex, NULL)
+        dl_cond_init_monotonic(&self.room)
+        dl_cond_init_monotonic(&self.ready_cond)
+        self.sync_ready = True
+        self.generation = fork_generation()
+        self.pool = pool
+        self.cursors = cursors
+        self.window = max(window, 1)
+        self.timeout = timeout
+        self.worker_setup = worker_setup
+        self.stats = stats
+        self.consumer_row = stats.rows[0]
+        self.results = deque()
+
+    def __dealloc__(self):
+        # Tasks own references to the engine, so none is running now. After
+        # fork() the mutex may have been locked by a thread that is gone.
+        if self.sync_ready and self.generation == fork_generation():
+            pthread_mutex_destroy(&self.mutex)
+            pthread_cond_destroy(&self.room)
+            pthread_cond_destroy(&self.ready_cond)
+
+    @property
+    def delivered(self):
+        """The number of batches taken (or raised) so far."""
+        return self.delivered_count
+
+    # -- the consumer's side ------------------------------------------------
+
+    def start(self):
+        """Submit one producer task per stream."""
+        cdef Py_ssize_t stream
+        cdef StreamTask* task
+        for stream in range(len(self.cursors)):
+            task = <StreamTask*> malloc(sizeof(StreamTask))
+            if task == NULL:
+                self.cancel()
+                raise MemoryError()
+            task.engine = <PyObject*> self
+            task.stream = stream
+            Py_INCREF(self)
+            pthread_mutex_lock(&self.mutex)
+            self.live += 1
+            pthread_mutex_unlock(&self.mutex)
+            if self.pool.submit(_run_producer, task) != 0:
+                Py_DECREF(self)
+                free(task)
+                pthread_mutex_lock(&self.mutex)
+                self.live -= 1
+                pthread_mutex_unlock(&self.mutex)
+                self.cancel()
+                raise EpochClosedError("the DataLoader was closed")
+
+    def cancel(self):
+        """Stop the epoch: producers stop after their current batch, entries are dropped."""
+        if self.generation != fork_generation():
+            return
+        pthread_mutex_lock(&self.mutex)
+        self.cancelled = True
+        self.finished = True
+        pthread_cond_broadcast(&self.room)
+        pthread_cond_broadcast(&self.ready_cond)
+        pthread_mutex_unlock(&self.mutex)
+
+    def next(self):
+        """Take the next entry in arrival order, or raise ``StopIteration``."""
+        cdef int64_t started
+        if self.generation != fork_generation():
+            raise RuntimeError(
+                "this DataLoader epoch was started before os.fork(); its workers do not "
+                "exist in the child process: start a new epoch with iter(loader)"
+            )
+        pthread_mutex_lock(&self.mutex)
+        if self.consuming:
+            pthread_mutex_unlock(&self.mutex)
+            raise RuntimeError("another thread is already calling next() on this DataLoader iterator")
+        self.consuming = True
+        pthread_mutex_unlock(&self.mutex)
+        started = now_ns()
+        try:
+            if self._wait_for_entry() == 0:
+                self.finished = True
+                raise StopIteration
+            self.delivered_count += 1
+            return self.results.popleft()
+        finally:
+            record(self.consumer_row, WAIT_COUNT, 1, started)
+            pthread_mutex_lock(&self.mutex)
+            self.consuming = False
+            pthread_mutex_unlock(&self.mutex)
+
+    cdef int _take(self) noexcept nogil:
+        """1 when an entry was taken, 0 at the end, -1 to keep waiting (mutex held)."""
+        if self.finished:
+            return 0
+        if self.ready > 0:
+            self.ready -= 1
+            self.reserved -= 1
+            pthread_cond_broadcast(&self.room)
+            return 1
+        return 0 if self.live == 0 else -1
+
+    cdef int _wait_for_entry(self) except -2:
+        cdef int taken
+        cdef double started, waited, slice_seconds
+        cdef timespec deadline
+        pthread_mutex_lock(&self.mutex)
+        taken = self._take()
+        pthread_mutex_unlock(&self.mutex)
+        started = dl_monotonic_seconds()
+        while taken < 0:
+            slice_seconds = WAIT_SLICE_SECONDS
+            if self.timeout > 0:
+                waited = dl_monotonic_seconds() - started
+                if waited >= self.timeout:
+                    raise TimeoutError(
+                        f"DataLoader timed out after {self.timeout} seconds waiting for "
+                        f"batch {self.delivered_count} (timeout={self.timeout})"
+                    )
+                slice_seconds = min(slice_seconds, self.timeout - waited)
+            with nogil:
+                dl_deadline_after(&deadline, slice_seconds)
+                pthread_mutex_lock(&self.mutex)
+                taken = self._take()
+                if taken < 0:
+                    pthread_cond_timedwait(&self.ready_cond, &self.mutex, &deadline)
+                    taken = self._take()
+                pthread_mutex_unlock(&self.mutex)
+            if taken < 0:
+                PyErr_CheckSignals()
+        return taken
+
+    # -- the producers' side ------------------------------------------------
+
+    cdef bint _reserve(self) noexcept nogil:
+        """Wait for room in the window and take it; False once the epoch is cancelled."""
+        cdef bint ok
+        pthread_mutex_lock(&self.mutex)
+        while self.reserved >= self.window and not self.cancelled:
+            pthread_cond_wait(&self.room, &self.mutex)
+        ok = not self.cancelled
+        if ok:
+            self.reserved += 1
+        pthread_mutex_unlock(&self.mutex)
+        return ok
+
+    cdef bint _open(self, Py_ssize_t stream, bint pool_cancelled) noexcept:
+        """Prepare the thread and start the stream; False when there is nothing to run."""
+        if pool_cancelled or self._is_cancelled():
+            return False
+        cursor = self.cursors[stream]
+        try:
+            self.worker_setup(current_thread_index())
+            cursor.open()
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                exc.add_note(f"dataloader: raised while starting stream {stream}")
+            # The error takes room like a batch (beyond the window: it is one entry).
+            pthread_mutex_lock(&self.mutex)
+            self.reserved += 1
+            pthread_mutex_unlock(&self.mutex)
+            self._publish((exc, True, stream, _KEEP), True)
+            return False
+        return True
+
+    cdef bint _is_cancelled(self) noexcept:
+        cdef bint cancelled
+        pthread_mutex_lock(&self.mutex)
+        cancelled = self.cancelled
+        pthread_mutex_unlock(&self.mutex)
+        return cancelled
+
+    cdef bint _produce(self, Py_ssize_t stream) noexcept:
+        """Load the stream's next batch into the reserved room; False when the stream ended."""
+        cursor = self.cursors[stream]
+        try:
+            entry = cursor.produce(self.stats.rows[current_thread_index() + 1])
+            ended = cursor.ended
+        except BaseException as exc:
+            entry = (exc, True, stream, _KEEP)
+            ended = True
+        self._publish(entry, entry is not None)
+        return not ended
+
+    cdef void _publish(self, entry, bint has_entry) noexcept:
+        """Hand an entry to the consumer, or give back the room reserved for it."""
+        if has_entry and not self._is_cancelled():
+            self.results.append(entry)
+            pthread_mutex_lock(&self.mutex)
+            self.ready += 1
+            pthread_cond_broadcast(&self.ready_cond)
+            pthread_mutex_unlock(&self.mutex)
+            return
+        pthread_mutex_lock(&self.mutex)
+        self.reserved -= 1
+        pthread_cond_broadcast(&self.room)
+        pthread_mutex_unlock(&self.mutex)
+
+    cdef void _finish(self, Py_ssize_t stream) noexcept:
+        try:
+            self.cursors[stream].close()
+        except BaseException:
+            pass
+        pthread_mutex_lock(&self.mutex)
+        self.live -= 1
+        pthread_cond_broadcast(&self.ready_cond)
+        pthread_mutex_unlock(&self.mutex)
+
+
+cdef void _run_producer(void* arg, int pool_cancelled) noexcept nogil:
+    """A pool task: iterate one stream until it ends or the epoch is cancelled."""
+    cdef StreamTask* task = <StreamTask*> arg
+    cdef bint running
+    with gil:
+        running = (<Stream> task.engine)._open(task.stream, pool_cancelled)
+    while running:
+        # Waiting for room needs no interpreter; each batch attaches once.
+        if not (<Stream> task.engine)._reserve():
+            break
+        with gil:
+            running = (<Stream> task.engine)._produce(task.stream)
+    with gil:
+        (<Stream> task.engine)._finish(task.stream)
+        Py_DECREF(<object> task.engine)
+    free(task)

@@ -1,0 +1,206 @@
+"""Many processes, one epoch: ``DistributedSampler`` and the rank helpers.
+
+A distributed job runs one training process (rank) per accelerator. Each
+rank builds its own loader; for map-style datasets, a
+:class:`DistributedSampler` gives every rank a disjoint, equally long share
+of each epoch, computed from ``(seed, epoch)`` on every rank alone. For
+streaming datasets, ``shard`` (``dataloader._streaming``) splits by item
+position instead. See ``docs/distributed.md``.
+
+``torch.distributed`` is used only when it is already initialised by the
+program: this module never requires torch.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Iterator, Sized
+
+import numpy as np
+
+from dataloader._sampler import _CHUNK, _ChunkedSampler, _permutation
+from dataloader._seeding import EpochSeeded, check_seed, epoch_generator
+
+__all__ = ["DistributedSampler", "all_ranks_min", "world"]
+
+
+def _torch_distributed() -> Any:
+    """``torch.distributed`` when it is initialised in this process, else ``None``."""
+    if "torch" not in sys.modules:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            return None
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return None
+    if dist.is_available() and dist.is_initialized():
+        return dist
+    return None
+
+
+def world(num_replicas: int | None = None, rank: int | None = None) -> tuple[int, int]:
+    """``(world_size, rank)``: the arguments, else torch.distributed's, else the environment.
+
+    Raises ``ValueError`` when neither is given and nothing defines them,
+    and when the rank is outside ``[0, world_size)``.
+    """
+    if num_replicas is None or rank is None:
+        dist = _torch_distributed()
+        if dist is not None:
+            found = dist.get_world_size(), dist.get_rank()
+        else:
+            found = _from_environment()
+        if found is None:
+            raise ValueError(
+                "cannot tell this process's rank: pass num_replicas= and rank=, initialise "
+                "torch.distributed, or set the WORLD_SIZE and RANK environment variables "
+                "(torchrun sets them)"
+            )
+        num_replicas = found[0] if num_replicas is None else num_replicas
+        rank = found[1] if rank is None else rank
+    for name, value in (("num_replicas", num_replicas), ("rank", rank)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+            raise ValueError(f"{name} should be an integer, but got {name}={value!r}")
+    if num_replicas < 1:
+        raise ValueError(f"num_replicas should be at least 1, but got num_replicas={num_replicas}")
+    if not 0 <= rank < num_replicas:
+        raise ValueError(
+            f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]"
+        )
+    return int(num_replicas), int(rank)
+
+
+def _from_environment() -> tuple[int, int] | None:
+    size, rank = os.environ.get("WORLD_SIZE"), os.environ.get("RANK")
+    if size is None or rank is None:
+        return None
+    try:
+        return int(size), int(rank)
+    except ValueError:
+        raise ValueError(
+            f"WORLD_SIZE={size!r} and RANK={rank!r} should be integers"
+        ) from None
+
+
+def all_ranks_min(value: int) -> int | None:
+    """The minimum of ``value`` over all ranks (``all_reduce(MIN)``), or ``None`` without torch.distributed."""
+    dist = _torch_distributed()
+    if dist is None:
+        return None
+    import torch
+
+    tensor = torch.tensor([int(value)], dtype=torch.int64)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MIN)
+    return int(tensor.item())
+
+
+class DistributedSampler(_ChunkedSampler, EpochSeeded):
+    """This rank's share of the dataset: torch's ``DistributedSampler``.
+
+    Every rank gets ``ceil(N / num_replicas)`` indices (the last ones wrap
+    around to the start of the epoch's order to make the shares equal), or
+    ``floor(N / num_replicas)`` with ``drop_last``. Apart from that padding,
+    the ranks' shares are disjoint and together cover the dataset. The
+    order is a function of ``(seed, epoch)``: every rank computes the same
+    partition without communicating.
+
+    Parameters
+    ----------
+    dataset : sized
+        Only its length is used.
+    num_replicas : int, optional
+        The number of ranks; defaults to ``torch.distributed``'s world size
+        when it is initialised, else to the ``WORLD_SIZE`` environment
+        variable.
+    rank : int, optional
+        This process's rank, defaulting likewise (``RANK``).
+    shuffle : bool, default True
+        Visit the dataset in a new order each epoch.
+    seed : int, default 0
+        Must be the same on every rank.
+    drop_last : bool, default False
+        Drop the tail instead of padding.
+
+    Notes
+    -----
+    Call ``set_epoch(e)`` before each epoch, as with torch; a loader using
+    the sampler also advances the epoch itself on every ``iter(loader)``
+    when ``set_epoch`` was not called since the loader's last epoch.
+
+    Examples
+    --------
+    >>> from dataloader import DistributedSampler
+    >>> shares = [list(DistributedSampler(range(10), num_replicas=3, rank=r, shuffle=False))
+    ...           for r in range(3)]
+    >>> shares
+    [[0, 3, 6, 9], [1, 4, 7, 0], [2, 5, 8, 1]]
+    >>> sampler = DistributedSampler(range(10), num_replicas=2, rank=0, seed=1)
+    >>> sampler.set_epoch(1)
+    >>> len(sampler)
+    5
+    """
+
+    def __init__(
+        self,
+        dataset: Sized,
+        num_replicas: int | None = None,
+        rank: int | None = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        drop_last: bool = False,
+    ) -> None:
+        self.num_replicas, self.rank = world(num_replicas, rank)
+        self.dataset = dataset
+        self.shuffle = bool(shuffle)
+        self.seed = check_seed(seed)
+        self.drop_last = bool(drop_last)
+        self.epoch = 0
+
+    @property
+    def num_samples(self) -> int:
+        """How many indices this rank gets per epoch."""
+        n = len(self.dataset)
+        if self.drop_last:
+            return n // self.num_replicas
+        return -(-n // self.num_replicas)
+
+    @property
+    def total_size(self) -> int:
+        return self.num_samples * self.num_replicas
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def _index_chunks(self) -> Iterator[np.ndarray]:
+        n = len(self.dataset)
+        total = self.total_size
+        if total == 0:
+            return
+        if self.shuffle:
+            order = _permutation(n, epoch_generator(self.seed, self.epoch))
+        else:
+            order = np.arange(n, dtype=np.int64)
+        if total > n:
+            # Pad by wrapping around the order, as often as needed.
+            order = np.resize(order, total)
+        mine = order[self.rank : total : self.num_replicas].astype(np.int64)
+        for start in range(0, len(mine), _CHUNK):
+            yield mine[start : start + _CHUNK]
+
+    def state_dict(self) -> dict[str, Any]:
+        """The seed, the epoch and the number of ranks (the same on every rank)."""
+        return {"seed": self.seed, "epoch": self.epoch, "num_replicas": self.num_replicas}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`; the number of ranks must not have changed."""
+        saved = state.get("num_replicas", self.num_replicas)
+        if saved != self.num_replicas:
+            raise ValueError(
+                f"the state was saved with num_replicas={saved}, this sampler has "
+                f"num_replicas={self.num_replicas}: an epoch cannot be resumed on a "
+                "different number of ranks"
+            )
+        super().load_state_dict(state)

@@ -1,0 +1,179 @@
+"""DistributedSampler against torch's partition rules, and real multi-process runs."""
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dataloader import DataLoader, DistributedSampler, RandomSampler
+
+
+def reference_partition(n, num_replicas, rank, order, drop_last):
+    """torch's DistributedSampler.__iter__, written out over a given order."""
+    indices = list(order)
+    if not drop_last:
+        num_samples = math.ceil(n / num_replicas)
+        total = num_samples * num_replicas
+        padding = total - len(indices)
+        if padding <= len(indices):
+            indices += indices[:padding]
+        else:
+            indices += (indices * math.ceil(padding / len(indices)))[:padding]
+    else:
+        num_samples = n // num_replicas
+        total = num_samples * num_replicas
+        indices = indices[:total]
+    return indices[rank:total:num_replicas]
+
+
+CASES = [(10, 3), (9, 3), (2, 5), (1, 4), (17, 4), (100, 7), (0, 2)]
+
+
+@pytest.mark.parametrize("n, replicas", CASES)
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_unshuffled_shares_follow_torchs_rules(n, replicas, drop_last):
+    for rank in range(replicas):
+        sampler = DistributedSampler(range(n), replicas, rank, shuffle=False, drop_last=drop_last)
+        expected = reference_partition(n, replicas, rank, range(n), drop_last) if n else []
+        assert list(sampler) == expected
+        assert len(sampler) == len(expected)
+
+
+@pytest.mark.parametrize("n, replicas", CASES)
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_shuffled_shares_are_equal_disjoint_and_cover(n, replicas, drop_last):
+    shares = [list(DistributedSampler(range(n), replicas, rank, seed=3, drop_last=drop_last))
+              for rank in range(replicas)]
+    expected_len = n // replicas if drop_last else math.ceil(n / replicas)
+    assert all(len(share) == expected_len for share in shares)
+    everything = sum(shares, [])
+    if drop_last:
+        assert len(set(everything)) == len(everything)
+    else:
+        assert set(everything) == set(range(n))
+        # Only the padding repeats: as many repeats as the padding is long.
+        assert len(everything) - len(set(everything)) == expected_len * replicas - n
+    # The shares are one order dealt round-robin, padded by wrapping.
+    order = [share[i] for i in range(expected_len) for share in shares]
+    if n and not drop_last:
+        assert order[:n] == order[:n] and sorted(order[:n]) == list(range(n))
+
+
+def test_same_seed_and_epoch_give_the_same_partition_anywhere():
+    def shares(seed, epoch):
+        result = []
+        for rank in range(3):
+            sampler = DistributedSampler(range(50), 3, rank, seed=seed)
+            sampler.set_epoch(epoch)
+            result.append(list(sampler))
+        return result
+
+    assert shares(1, 4) == shares(1, 4)
+    assert shares(1, 4) != shares(1, 5)
+    assert shares(1, 4) != shares(2, 4)
+
+
+def test_set_epoch_changes_the_order_and_is_repeatable():
+    sampler = DistributedSampler(range(40), 2, 0, seed=0)
+    first = list(sampler)
+    assert list(sampler) == first  # no set_epoch: the same epoch
+    sampler.set_epoch(1)
+    assert list(sampler) != first
+    sampler.set_epoch(0)
+    assert list(sampler) == first
+
+
+def test_indices_are_python_ints_and_vectorised_chunks_are_used():
+    sampler = DistributedSampler(range(10**6), 4, 1, seed=0)
+    chunks = list(sampler._index_chunks())
+    assert sum(len(chunk) for chunk in chunks) == 250_000
+    assert {type(i) for i in list(sampler)[:10]} == {int}
+
+
+@pytest.mark.parametrize("kwargs", [{"num_replicas": 2, "rank": 2}, {"num_replicas": 2, "rank": -1},
+                                    {"num_replicas": 0, "rank": 0}])
+def test_invalid_rank_is_a_value_error(kwargs):
+    with pytest.raises(ValueError, match="rank|num_replicas"):
+        DistributedSampler(range(4), **kwargs)
+
+
+def test_defaults_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setenv("RANK", "3")
+    sampler = DistributedSampler(range(8), shuffle=False)
+    assert (sampler.num_replicas, sampler.rank) == (4, 3)
+    assert list(sampler) == [3, 7]
+
+
+def test_missing_world_is_a_value_error_saying_what_to_pass(monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.delenv("RANK", raising=False)
+    with pytest.raises(ValueError, match="pass num_replicas= and rank="):
+        DistributedSampler(range(8))
+
+
+def epoch_orders(loader, epochs):
+    return [sum((batch.tolist() for batch in loader), []) for _ in range(epochs)]
+
+
+def test_loader_advances_the_epoch_of_its_sampler(make_loader):
+    sampler = DistributedSampler(range(30), 2, 1, seed=5)
+    loader = make_loader(list(range(30)), batch_size=4, sampler=sampler)
+    orders = epoch_orders(loader, 3)
+    assert loader.epoch == 2 and sampler.epoch == 2
+    expected = []
+    for epoch in range(3):
+        reference = DistributedSampler(range(30), 2, 1, seed=5)
+        reference.set_epoch(epoch)
+        expected.append(list(reference))
+    assert orders == expected
+
+
+def test_explicit_set_epoch_wins(make_loader):
+    sampler = DistributedSampler(range(30), 2, 0, seed=5)
+    loader = make_loader(list(range(30)), batch_size=4, sampler=sampler)
+    sampler.set_epoch(7)
+    seven = epoch_orders(loader, 1)[0]
+    assert loader.epoch == 7
+    sampler.set_epoch(7)
+    assert epoch_orders(loader, 1)[0] == seven
+    eight = epoch_orders(loader, 1)[0]  # no set_epoch: the loader goes on to 8
+    assert loader.epoch == 8 and eight != seven
+
+
+def test_shuffled_loader_order_is_a_function_of_seed_and_epoch(make_loader):
+    loader = make_loader(list(range(25)), batch_size=5, shuffle=True, seed=11)
+    orders = epoch_orders(loader, 3)
+    for epoch, order in enumerate(orders):
+        sampler = RandomSampler(range(25), seed=11)
+        sampler.set_epoch(epoch)
+        assert order == list(sampler)
+
+
+def test_loader_draws_a_seed_when_given_none():
+    first = DataLoader(list(range(10)), shuffle=True)
+    second = DataLoader(list(range(10)), shuffle=True)
+    assert isinstance(first.seed, int) and first.seed != second.seed
+
+
+WORKER = Path(__file__).with_name("distributed_worker.py")
+
+
+def torchrun(tmp_path, scenario, nproc=2):
+    pytest.importorskip("torch")
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone",
+         f"--nproc_per_node={nproc}", str(WORKER), scenario, str(tmp_path)],
+        capture_output=True, text=True, timeout=240,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return (tmp_path / "result.txt").read_text()
+
+
+@pytest.mark.parametrize("scenario", ["map", "stream", "stream-unsized"])
+def test_torchrun_ranks_see_disjoint_equal_shares(tmp_path, scenario):
+    assert torchrun(tmp_path, scenario) == "ok"

@@ -1,0 +1,265 @@
+"""Exact mid-epoch resume, epoch numbering, item seeds and stats()."""
+
+import json
+
+import numpy as np
+import pytest
+
+from dataloader import (
+    DataLoader,
+    DistributedSampler,
+    IterableDataset,
+    RandomSampler,
+    WeightedRandomSampler,
+    item_seed,
+    shard,
+)
+
+
+class Arrays:
+    """Item i is a small array holding i, so data and indices are both checked."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        return np.full(2, index, dtype=np.int64)
+
+
+def as_lists(batches):
+    return [batch.tolist() for batch in batches]
+
+
+def uninterrupted(make, epochs):
+    loader = make()
+    return [as_lists(loader) for _ in range(epochs)]
+
+
+def interrupted(make, stop_after, epochs, make_resumed=None):
+    """Run epoch 0 for ``stop_after`` batches, save, resume in a new loader, finish."""
+    loader = make()
+    it = iter(loader)
+    first = [next(it).tolist() for _ in range(stop_after)]
+    state = json.loads(json.dumps(loader.state_dict()))  # survives JSON
+    del it
+    resumed = (make_resumed or make)()
+    resumed.load_state_dict(state)
+    runs = [first + as_lists(resumed)]
+    runs += [as_lists(resumed) for _ in range(epochs - 1)]
+    return runs
+
+
+N, BATCH = 23, 4  # 6 batches, the last one short
+STOPS = [0, 1, 3, 5]  # none, one, the middle, all but the last
+
+
+@pytest.mark.parametrize("stop_after", STOPS)
+@pytest.mark.parametrize("kind", ["sequential", "shuffle", "distributed", "weighted"])
+def test_resume_continues_exactly(make_loader, stop_after, kind):
+    def make():
+        if kind == "shuffle":
+            return make_loader(Arrays(N), batch_size=BATCH, shuffle=True, seed=9)
+        if kind == "distributed":
+            sampler = DistributedSampler(range(2 * N), num_replicas=2, rank=1, seed=9)
+            return make_loader(Arrays(2 * N), batch_size=BATCH, sampler=sampler)
+        if kind == "weighted":
+            sampler = WeightedRandomSampler(np.arange(N) + 1.0, N, seed=9)
+            return make_loader(Arrays(N), batch_size=BATCH, sampler=sampler)
+        return make_loader(Arrays(N), batch_size=BATCH)
+
+    assert interrupted(make, stop_after, 3) == uninterrupted(make, 3)
+
+
+@pytest.mark.parametrize("resume_workers", [0, 1, 3])
+def test_resume_with_a_changed_num_workers(make_loader, resume_workers):
+    def make():
+        return make_loader(Arrays(N), batch_size=BATCH, shuffle=True, seed=2)
+
+    def make_resumed():
+        return DataLoader(Arrays(N), batch_size=BATCH, shuffle=True, num_workers=resume_workers)
+
+    assert interrupted(make, 3, 2, make_resumed) == uninterrupted(make, 2)
+
+
+def test_resume_across_an_epoch_boundary(make_loader):
+    def make():
+        return make_loader(Arrays(N), batch_size=BATCH, shuffle=True, seed=4)
+
+    expected = uninterrupted(make, 3)
+    loader = make()
+    as_lists(loader)  # epoch 0, whole
+    state = loader.state_dict()
+    assert (state["epoch"], state["batches"]) == (1, 0)
+    resumed = make()
+    resumed.seed = 12345  # overwritten by the state
+    resumed.load_state_dict(state)
+    assert [as_lists(resumed) for _ in range(2)] == expected[1:]
+    assert resumed.epoch == 2
+
+
+def test_resume_with_all_batches_delivered_goes_on_to_the_next_epoch(make_loader):
+    def make():
+        return make_loader(Arrays(N), batch_size=BATCH, shuffle=True, seed=4)
+
+    expected = uninterrupted(make, 2)
+    loader = make()
+    it = iter(loader)
+    for _ in range(6):  # every batch, without reaching StopIteration
+        next(it)
+    state = loader.state_dict()
+    assert (state["epoch"], state["batches"]) == (1, 0)
+    resumed = make()
+    resumed.load_state_dict(state)
+    assert as_lists(resumed) == expected[1]
+
+
+def test_state_is_small_and_json_serialisable():
+    loader = DataLoader(list(range(10**6)), batch_size=64, shuffle=True, seed=1)
+    it = iter(loader)
+    next(it)
+    state = loader.state_dict()
+    assert state["epoch"] == 0 and state["batches"] == 1 and state["seed"] == 1
+    assert len(json.dumps(state)) < 200
+
+
+def test_len_of_a_resumed_epoch_counts_what_is_left():
+    loader = DataLoader(list(range(10)), batch_size=2)
+    loader.load_state_dict({"format": 1, "epoch": 0, "batches": 3, "seed": 0})
+    it = iter(loader)
+    assert len(it) == 2
+    assert as_lists(it) == [[6, 7], [8, 9]]
+
+
+def test_user_set_epoch_after_loading_wins():
+    sampler = DistributedSampler(range(20), 2, 0, seed=1)
+    loader = DataLoader(list(range(20)), batch_size=2, sampler=sampler)
+    loader.load_state_dict({"format": 1, "epoch": 3, "batches": 2, "seed": 0,
+                            "sampler": {"seed": 1, "epoch": 3, "num_replicas": 2}})
+    sampler.set_epoch(3)  # as a torch training loop does: the same epoch, still resumed
+    assert len(as_lists(loader)) == 3
+    sampler.set_epoch(5)
+    assert len(as_lists(loader)) == 5
+
+
+def test_a_sampler_drawing_from_a_generator_cannot_save_a_mid_epoch_position():
+    sampler = RandomSampler(range(10), generator=np.random.default_rng(0))
+    loader = DataLoader(list(range(10)), batch_size=2, sampler=sampler)
+    it = iter(loader)
+    next(it)
+    with pytest.raises(ValueError, match="pass seed="):
+        loader.state_dict()
+
+
+def test_distributed_state_refuses_another_world_size():
+    loader = DataLoader(list(range(20)), sampler=DistributedSampler(range(20), 2, 0))
+    state = loader.state_dict()
+    other = DataLoader(list(range(20)), sampler=DistributedSampler(range(20), 4, 0))
+    with pytest.raises(ValueError, match="num_replicas"):
+        other.load_state_dict(state)
+
+
+def test_in_order_false_cannot_save_a_mid_epoch_position():
+    loader = DataLoader(list(range(10)), batch_size=2, num_workers=2, in_order=False)
+    it = iter(loader)
+    next(it)
+    with pytest.raises(ValueError, match="in_order=False"):
+        loader.state_dict()
+    loader.close()
+
+
+@pytest.mark.parametrize("stop_after", [0, 1, 4, 8])
+def test_streaming_resume_through_shard(make_loader, stop_after):
+    def make():
+        return make_loader(shard(range(41), 0, 1), batch_size=3)
+
+    # With workers the arrival order varies: compare what each run delivers as a set.
+    def items(runs):
+        return [sorted(sum(run, [])) for run in runs]
+
+    resumed = interrupted(make, stop_after, 2)
+    assert items(resumed) == items(uninterrupted(make, 2))
+    assert all(len(run) == len(set(run)) for run in items(resumed))
+
+
+def test_streaming_resume_in_direct_mode_is_exact():
+    def make():
+        return DataLoader(shard(range(41), 0, 1), batch_size=3)
+
+    for stop_after in (0, 1, 7, 13):
+        assert interrupted(make, stop_after, 2) == uninterrupted(make, 2)
+
+
+def test_streaming_without_iterator_state_refuses_a_mid_epoch_position():
+    class Plain(IterableDataset):
+        def __iter__(self):
+            return iter(range(10))
+
+    loader = DataLoader(Plain(), batch_size=2)
+    it = iter(loader)
+    next(it)
+    with pytest.raises(ValueError, match="no state_dict/load_state_dict"):
+        loader.state_dict()
+    with pytest.raises(ValueError, match="no state_dict/load_state_dict"):
+        DataLoader(Plain()).load_state_dict({"format": 1, "epoch": 0, "batches": 1, "seed": 0})
+    as_lists(it)
+    state = loader.state_dict()  # at an epoch boundary there is nothing to restore
+    assert (state["epoch"], state["batches"]) == (1, 0)
+
+
+def test_streaming_resume_needs_the_same_num_workers():
+    loader = DataLoader(shard(range(20), 0, 1), batch_size=2, num_workers=2)
+    it = iter(loader)
+    next(it)
+    state = loader.state_dict()
+    del it
+    loader.close()
+    other = DataLoader(shard(range(20), 0, 1), batch_size=2, num_workers=3)
+    other.load_state_dict(state)
+    with pytest.raises(ValueError, match="same num_workers"):
+        iter(other)
+
+
+def test_item_seed_is_stable_and_distinct():
+    assert item_seed(3, 1, 7) == item_seed(3, 1, 7)
+    seeds = {item_seed(3, epoch, index) for epoch in range(3) for index in range(100)}
+    assert len(seeds) == 300
+    assert all(0 <= seed < 2**63 for seed in seeds)
+    with pytest.raises(TypeError):
+        item_seed("3", 1, 7)
+
+
+def test_loader_exposes_epoch_and_seed_for_item_seeds(make_loader):
+    seen = []
+
+    def transform(index, item):
+        seen.append(item_seed(loader.seed, loader.epoch, index))
+        return item
+
+    loader = make_loader(list(range(4)), batch_size=2, shuffle=True, seed=6, transform=transform)
+    list(loader)
+    assert loader.seed == 6 and loader.epoch == 0
+    assert sorted(seen) == sorted(item_seed(6, 0, index) for index in range(4))
+
+
+def test_stats_count_every_stage(make_loader, mode):
+    loader = make_loader(list(range(20)), batch_size=5, transform=lambda index, item: item)
+    list(loader)
+    list(loader)
+    stats = loader.stats()
+    assert stats["fetch"]["count"] == stats["transform"]["count"] == 40
+    assert stats["collate"]["count"] == 8
+    assert stats["wait"]["count"] >= 8
+    assert all(stats[stage]["seconds"] >= 0 for stage in stats)
+    assert json.dumps(stats)
+
+
+def test_stats_of_a_stream(make_loader):
+    loader = make_loader(shard(range(20), 0, 1), batch_size=5)
+    list(loader)
+    stats = loader.stats()
+    assert stats["fetch"]["count"] == 20
+    assert stats["transform"]["count"] == 0
+    assert stats["collate"]["count"] == 4

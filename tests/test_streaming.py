@@ -1,0 +1,345 @@
+"""Iterable-style (streaming) datasets: every mode, sharding, errors, lifecycle."""
+
+import gc
+import itertools
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from dataloader import DataLoader, IterableDataset, get_worker_info, shard
+from dataloader._core.epoch import EpochClosedError
+
+PROMPTLY = 2.0
+
+
+class Range(IterableDataset):
+    """Items 0..n-1, split between workers by worker info as torch users do."""
+
+    def __init__(self, n, failing_at=None):
+        self.n = n
+        self.failing_at = failing_at
+
+    def __len__(self):
+        return self.n
+
+    def __iter__(self):
+        info = get_worker_info()
+        start, step = (0, 1) if info is None else (info.id, info.num_workers)
+        for value in range(start, self.n, step):
+            if value == self.failing_at:
+                raise KeyError(f"item {value} is broken")
+            yield value
+
+
+class Unsized(IterableDataset):
+    def __init__(self, source):
+        self.source = source
+
+    def __iter__(self):
+        return iter(self.source)
+
+
+def split(source):
+    """``source`` as a stream that workers share without duplicates."""
+    return shard(source, 0, 1)
+
+
+def flat(batches):
+    return sorted(itertools.chain.from_iterable(batch.tolist() for batch in batches))
+
+
+def test_every_item_once_in_every_mode(make_loader, mode):
+    loader = make_loader(Range(53), batch_size=4)
+    batches = list(loader)
+    assert flat(batches) == list(range(53))
+    if mode[0] == 0:  # one stream, on the consumer: exactly its order
+        assert [b.tolist() for b in batches][:2] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert len(loader) == 14
+
+
+@pytest.mark.parametrize("num_workers", [1, 2, 3])
+@pytest.mark.parametrize("item_concurrency", [1, 4])
+def test_worker_info_describes_the_streams(num_workers, item_concurrency):
+    seen = set()
+
+    class Recording(IterableDataset):
+        def __iter__(self):
+            info = get_worker_info()
+            seen.add((info.id, info.num_workers))
+            return iter(range(info.id, 30, info.num_workers))
+
+    loader = DataLoader(Recording(), batch_size=4, num_workers=num_workers,
+                        item_concurrency=item_concurrency)
+    assert flat(loader) == list(range(30))
+    assert seen == {(worker, num_workers) for worker in range(num_workers)}
+    loader.close()
+
+
+@pytest.mark.parametrize("num_workers", [0, 2, 3])
+def test_shard_divides_ranks_and_workers_without_duplicates(num_workers):
+    everything = []
+    for rank in range(3):
+        with DataLoader(shard(range(100), rank, 3), batch_size=7, num_workers=num_workers) as loader:
+            mine = flat(loader)
+        assert len(mine) == len(set(mine)) == len(range(rank, 100, 3))
+        everything += mine
+    assert sorted(everything) == list(range(100))
+
+
+def test_shard_helpers():
+    assert [list(shard("abcdefg", rank, 3)) for rank in range(3)] == [
+        ["a", "d", "g"], ["b", "e"], ["c", "f"]]
+    assert list(Unsized(range(9)).shard(rank=2, world_size=4)) == [2, 6]
+    assert len(shard(range(9), 0, 4)) == 3
+    with pytest.raises(ValueError, match="Invalid rank"):
+        shard(range(3), 3, 3)
+    with pytest.raises(TypeError):
+        len(shard(Unsized(range(3)), 0, 2))
+
+
+def test_batches_arrive_in_arrival_order():
+    release = threading.Event()
+
+    class SlowFirstWorker(IterableDataset):
+        def __iter__(self):
+            info = get_worker_info()
+            if info.id == 0:
+                release.wait(30)
+            return iter(range(info.id * 100, info.id * 100 + 6))
+
+    with DataLoader(SlowFirstWorker(), batch_size=2, num_workers=2) as loader:
+        it = iter(loader)
+        first = [next(it).tolist() for _ in range(3)]
+        assert first == [[100, 101], [102, 103], [104, 105]]
+        release.set()
+        assert [b.tolist() for b in it] == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_len_follows_torchs_rule():
+    assert len(DataLoader(Range(10), batch_size=3)) == 4
+    assert len(DataLoader(Range(10), batch_size=3, drop_last=True)) == 3
+    assert len(DataLoader(Range(10), batch_size=None)) == 10
+    with pytest.raises(TypeError):
+        len(DataLoader(Unsized(range(3)), batch_size=2))
+
+
+def test_drop_last_and_no_batching(make_loader):
+    assert [b.tolist() for b in make_loader(Unsized(range(7)), batch_size=3, drop_last=True,
+                                            num_workers=0)] == [[0, 1, 2], [3, 4, 5]]
+    items = list(make_loader(split([np.int64(4)]), batch_size=None))
+    assert [type(item) for item in items] == [np.ndarray] and items[0].tolist() == 4
+
+
+def test_transform_and_collate_run_per_batch(make_loader, mode):
+    threads = set()
+
+    def collate(items):
+        threads.add(threading.get_ident())
+        return items
+
+    loader = make_loader(split(range(5)), batch_size=2, collate_fn=collate,
+                         transform=lambda position, item: item * 10)
+    assert sorted(sum(list(loader), [])) == [0, 10, 20, 30, 40]
+    assert (threading.get_ident() in threads) == (mode == (0, 1))
+
+
+def test_iterator_error_keeps_its_type_and_ends_its_stream(make_loader, mode):
+    it = iter(make_loader(Range(20, failing_at=9), batch_size=2))
+    delivered, errors = [], []
+    while True:
+        try:
+            delivered += next(it).tolist()
+        except StopIteration:
+            break
+        except KeyError as exc:
+            errors.append(exc)
+    assert len(errors) == 1 and "item 9 is broken" in str(errors[0])
+    assert any("iterator of stream" in note for note in errors[0].__notes__)
+    if mode[0] == 0:  # the only stream ends: the items before the failing batch
+        assert delivered == list(range(8))
+    else:  # worker 1 (odd items) fails in its batch [9, 11]; worker 0's stream goes on to the end
+        assert sorted(delivered) == sorted(list(range(0, 20, 2)) + [1, 3, 5, 7])
+    with pytest.raises(StopIteration):
+        next(it)
+
+
+def test_transform_error_fails_only_its_batch(make_loader):
+    def transform(position, item):
+        if item == 2:
+            raise ArithmeticError("bad item")
+        return item
+
+    it = iter(make_loader(Unsized(range(6)), batch_size=2, transform=transform, num_workers=0))
+    assert next(it).tolist() == [0, 1]
+    with pytest.raises(ArithmeticError, match="bad item"):
+        next(it)
+    assert next(it).tolist() == [4, 5]
+
+
+def test_error_in_iter_of_the_dataset_is_raised():
+    class Broken(IterableDataset):
+        def __iter__(self):
+            raise OSError("no such bucket")
+
+    for num_workers in (0, 2):
+        with DataLoader(Broken(), batch_size=2, num_workers=num_workers) as loader:
+            with pytest.raises(OSError, match="no such bucket"):
+                next(iter(loader))
+
+
+def test_window_bounds_batches_loaded_ahead():
+    produced = []
+
+    class Endless(IterableDataset):
+        def __iter__(self):
+            for value in itertools.count():
+                produced.append(value)
+                yield value
+
+    with DataLoader(Endless(), batch_size=1, num_workers=2, prefetch_factor=2) as loader:
+        it = iter(loader)
+        next(it)
+        deadline = time.monotonic() + PROMPTLY
+        while len(produced) < 8 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)  # time for any load beyond the window to show
+        # 2 endless streams each with its own copy of the dataset's iterator;
+        # one batch delivered, at most 2 * 2 = 4 waiting, one more being fetched per worker.
+        assert len(produced) <= 1 + 4 + 2
+
+
+@pytest.mark.parametrize("num_workers, item_concurrency", [(0, 4), (2, 1), (2, 4)])
+def test_break_and_del_cancel_and_the_next_epoch_is_complete(num_workers, item_concurrency):
+    class Endless(IterableDataset):
+        def __iter__(self):
+            return itertools.count()
+
+    loader = DataLoader(Endless(), batch_size=3, num_workers=num_workers,
+                        item_concurrency=item_concurrency)
+    for _ in range(3):
+        for index, _batch in enumerate(loader):
+            if index == 4:
+                break
+    gc.collect()
+    loader_finite = loader
+    loader_finite.close()
+    started = time.monotonic()
+    finite = DataLoader(split(range(10)), batch_size=3, num_workers=num_workers,
+                        item_concurrency=item_concurrency)
+    assert flat(finite) == list(range(10))
+    assert time.monotonic() - started < 30
+    finite.close()
+
+
+def test_close_ends_a_running_streaming_epoch_promptly():
+    class Endless(IterableDataset):
+        def __iter__(self):
+            return itertools.count()
+
+    loader = DataLoader(Endless(), batch_size=2, num_workers=2)
+    it = iter(loader)
+    next(it)
+    started = time.monotonic()
+    loader.close()
+    assert time.monotonic() - started < PROMPTLY
+    with pytest.raises((StopIteration, EpochClosedError)):
+        next(it)
+
+
+def test_a_new_epoch_replaces_a_running_one():
+    loader = DataLoader(split(range(10)), batch_size=2, num_workers=2)
+    first = iter(loader)
+    next(first)
+    assert flat(iter(loader)) == list(range(10))
+    with pytest.raises(RuntimeError, match="replaced"):
+        next(first)
+    loader.close()
+
+
+def test_timeout_applies_to_streams():
+    release = threading.Event()
+
+    class Slow(IterableDataset):
+        def __iter__(self):
+            release.wait(30)
+            return iter(range(get_worker_info().id, 4, 2))
+
+    with DataLoader(Slow(), batch_size=2, num_workers=2, timeout=0.3) as loader:
+        it = iter(loader)
+        with pytest.raises(TimeoutError, match="0.3"):
+            next(it)
+        release.set()
+        assert flat(it) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_equal_batches_from_shard_arithmetic(num_workers):
+    counts = []
+    for rank in range(2):
+        loader = DataLoader(shard(range(101), rank, 2), batch_size=5, num_workers=num_workers,
+                            equal_batches=True)
+        batches = list(loader)
+        assert len(loader) == len(batches)
+        counts.append(len(batches))
+        loader.close()
+    assert counts[0] == counts[1] == 10
+
+
+def test_equal_batches_without_counts_or_torch_distributed_is_a_value_error():
+    loader = DataLoader(Unsized(range(10)), batch_size=2, equal_batches=True)
+    with pytest.raises(ValueError, match="equal_batches=True needs"):
+        iter(loader)
+
+
+def run_script(code, timeout=60):
+    """Run ``code`` in a fresh interpreter; a hang fails the test instead of blocking it."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_fork_child_refuses_an_inherited_streaming_epoch():
+    result = run_script("""
+        import os
+        from dataloader import DataLoader, shard
+        loader = DataLoader(shard(range(6), 0, 1), batch_size=2, num_workers=2)
+        it = iter(loader)
+        next(it)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                next(it)
+                code = 3
+            except RuntimeError as exc:
+                code = 0 if "fork()" in str(exc) else 4
+            batches = sorted(sum((b.tolist() for b in loader), []))
+            os._exit(code if batches == list(range(6)) else 5)
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status))
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "child 0"
+
+
+def test_interpreter_exit_with_a_running_endless_stream():
+    result = run_script("""
+        import itertools
+        from dataloader import DataLoader, IterableDataset
+
+        class Endless(IterableDataset):
+            def __iter__(self):
+                return itertools.count()
+
+        loaders = [DataLoader(Endless(), batch_size=2, num_workers=2) for _ in range(2)]
+        iterators = [iter(loader) for loader in loaders]
+        for it in iterators:
+            next(it)
+        print("exiting")
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "Fatal Python error" not in result.stderr
+    assert result.stdout.strip() == "exiting"
