@@ -32,13 +32,12 @@ from dataloader._core._sync cimport (
 )
 from dataloader._core.pool cimport Pool, current_thread_index, fork_generation
 from dataloader._core._typedefs cimport int64_t
+from dataloader._core._waiting cimport next_wait_slice
 from dataloader._core.stats cimport (
     COLLATE_COUNT, FETCH_COUNT, Row, TRANSFORM_COUNT, WAIT_COUNT, now_ns, record,
 )
 from posix.time cimport timespec
 
-# Longest wait without running signal handlers.
-cdef double WAIT_SLICE_SECONDS = 0.1
 
 cdef enum SlotState:
     SLOT_FREE
@@ -236,8 +235,7 @@ cdef class Epoch:
 
     cdef Py_ssize_t _wait_for_slot(self) except -1:
         cdef Py_ssize_t slot
-        cdef double started, waited
-        cdef double slice_seconds
+        cdef double started, slice_seconds
         cdef timespec deadline
         # A batch that has already arrived is returned without detaching.
         pthread_mutex_lock(&self.mutex)
@@ -245,15 +243,7 @@ cdef class Epoch:
         pthread_mutex_unlock(&self.mutex)
         started = dl_monotonic_seconds()
         while slot < 0:
-            slice_seconds = WAIT_SLICE_SECONDS
-            if self.timeout > 0:
-                waited = dl_monotonic_seconds() - started
-                if waited >= self.timeout:
-                    raise TimeoutError(
-                        f"DataLoader timed out after {self.timeout} seconds waiting for "
-                        f"batch {self.delivered} (timeout={self.timeout})"
-                    )
-                slice_seconds = min(slice_seconds, self.timeout - waited)
+            slice_seconds = next_wait_slice(started, self.timeout, self.delivered)
             with nogil:
                 dl_deadline_after(&deadline, slice_seconds)
                 pthread_mutex_lock(&self.mutex)

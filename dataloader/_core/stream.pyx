@@ -33,6 +33,7 @@ from dataloader._core._sync cimport (
 )
 from dataloader._core.pool cimport Pool, current_thread_index, fork_generation
 from dataloader._core._typedefs cimport int64_t
+from dataloader._core._waiting cimport next_wait_slice
 from dataloader._core.stats cimport Row, WAIT_COUNT, now_ns, record
 from posix.time cimport timespec
 
@@ -42,8 +43,6 @@ from dataloader._core.epoch import EpochClosedError
 # stream's saved state stays as it was.
 _KEEP = None
 
-# Longest wait without running signal handlers.
-cdef double WAIT_SLICE_SECONDS = 0.1
 
 cdef extern from "<pthread.h>" nogil:
     int pthread_cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex)
@@ -190,22 +189,14 @@ cdef class Stream:
 
     cdef int _wait_for_entry(self) except -2:
         cdef int taken
-        cdef double started, waited, slice_seconds
+        cdef double started, slice_seconds
         cdef timespec deadline
         pthread_mutex_lock(&self.mutex)
         taken = self._take()
         pthread_mutex_unlock(&self.mutex)
         started = dl_monotonic_seconds()
         while taken < 0:
-            slice_seconds = WAIT_SLICE_SECONDS
-            if self.timeout > 0:
-                waited = dl_monotonic_seconds() - started
-                if waited >= self.timeout:
-                    raise TimeoutError(
-                        f"DataLoader timed out after {self.timeout} seconds waiting for "
-                        f"batch {self.delivered_count} (timeout={self.timeout})"
-                    )
-                slice_seconds = min(slice_seconds, self.timeout - waited)
+            slice_seconds = next_wait_slice(started, self.timeout, self.delivered_count)
             with nogil:
                 dl_deadline_after(&deadline, slice_seconds)
                 pthread_mutex_lock(&self.mutex)
