@@ -7,6 +7,8 @@
  *    fractional bits, sums start at one half and are clipped to 0..255;
  *  - the horizontal pass runs first, over only the input rows the vertical
  *    pass reads, and its result is rounded to uint8 before the vertical pass;
+ *    except when the height shrinks while the width grows: then the vertical
+ *    pass runs first, as Pillow 13 does (the intermediate image is smaller);
  *  - nearest neighbour walks the source with an accumulated double step from
  *    the first sample's centre, as Pillow's affine scaling does.
  *
@@ -243,9 +245,20 @@ int dl_resize(const uint8_t *src, ptrdiff_t src_stride, int in_h, int in_w, int 
     }
     if ((vk = dl_coefficients(in_h, out_h, filter, antialias, &vb, &vw)) < 0)
         goto done;
-    acc = malloc(sizeof(int32_t) * (size_t)out_w * channels);
+    acc = malloc(sizeof(int32_t) * (size_t)(out_w > in_w ? out_w : in_w) * channels);
     if (acc == NULL)
         goto done;
+    if (need_h && out_h < in_h && out_w > in_w) {
+        tmp = malloc((size_t)out_h * in_w * channels);
+        if (tmp == NULL)
+            goto done;
+        dl_vertical(src, src_stride, (ptrdiff_t)in_w * channels, tmp, (ptrdiff_t)in_w * channels,
+                    out_h, vk, vb, vw, acc);
+        dl_horizontal(tmp, (ptrdiff_t)in_w * channels, out_h, channels, dst, dst_stride, out_w,
+                      hk, hb, hw);
+        status = 0;
+        goto done;
+    }
     if (!need_h) {
         dl_vertical(src, src_stride, (ptrdiff_t)out_w * channels, dst, dst_stride, out_h, vk,
                     vb, vw, acc);
