@@ -76,6 +76,7 @@ cdef class _Samples:
     cdef Py_ssize_t _shape[4]
     cdef Py_ssize_t _strides[4]
     cdef bytes _format
+    cdef object __weakref__
 
     def __dealloc__(self):
         free(self.data)
