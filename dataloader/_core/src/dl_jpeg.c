@@ -51,7 +51,7 @@ void dl_jpeg_scaled_size(int height, int width, int scale_denom, int *out_h, int
 
 int dl_jpeg_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg)
 {
-    int w, h, subsamp, colorspace, status = DL_OK;
+    int w = 0, h = 0, subsamp = -1, colorspace = -1, status = DL_OK;
     tjhandle handle = tjInitDecompress();
     if (handle == NULL) {
         snprintf(msg, DL_MSG_LEN, "JPEG: cannot create a decompressor");
@@ -59,6 +59,10 @@ int dl_jpeg_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg)
     }
     if (tjDecompressHeader3(handle, data, (unsigned long)size, &w, &h, &subsamp, &colorspace) < 0) {
         dl_tj_message(handle, msg);
+        status = DL_ERR_CORRUPT;
+    } else if (w < 1 || h < 1 || colorspace < 0) {
+        /* A stream that ends before its frame header "succeeds" with no size. */
+        snprintf(msg, DL_MSG_LEN, "JPEG: no frame header (truncated data)");
         status = DL_ERR_CORRUPT;
     } else {
         info->format = DL_FMT_JPEG;
@@ -90,7 +94,7 @@ static void dl_cmyk_to_rgb(const uint8_t *src, uint8_t *dst, size_t n_pixels, in
 int dl_jpeg_decode(const uint8_t *data, size_t size, int scale_denom, int height, int width,
                    int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg)
 {
-    int w, h, subsamp, colorspace, sh, sw, pf, native, status = DL_OK;
+    int w = 0, h = 0, subsamp = -1, colorspace = -1, sh, sw, pf, native, status = DL_OK;
     int flags = TJFLAG_STOPONWARNING;
     uint8_t *scratch = NULL, *rgb = NULL;
     tjhandle handle = tjInitDecompress();
@@ -100,6 +104,11 @@ int dl_jpeg_decode(const uint8_t *data, size_t size, int scale_denom, int height
     }
     if (tjDecompressHeader3(handle, data, (unsigned long)size, &w, &h, &subsamp, &colorspace) < 0) {
         dl_tj_message(handle, msg);
+        status = DL_ERR_CORRUPT;
+        goto done;
+    }
+    if (w < 1 || h < 1 || colorspace < 0) {
+        snprintf(msg, DL_MSG_LEN, "JPEG: no frame header (truncated data)");
         status = DL_ERR_CORRUPT;
         goto done;
     }

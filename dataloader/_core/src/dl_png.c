@@ -130,9 +130,60 @@ done:
     return status;
 }
 
+static uint32_t dl_be32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+/* The header is parsed here without libpng so that a file holding only its
+ * header (or claiming any size) is described without reading further: IHDR
+ * gives the size and color type, and a palette image has an alpha channel
+ * when a tRNS chunk comes before the first IDAT. */
 int dl_png_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg)
 {
-    return dl_png_run(data, size, info, 0, 0, 0, NULL, 0, msg);
+    uint32_t width, height;
+    int bit_depth, color_type, channels;
+    size_t pos;
+    if (size < 33 || dl_be32(data + 8) != 13 || memcmp(data + 12, "IHDR", 4) != 0) {
+        snprintf(msg, DL_MSG_LEN, "PNG: missing or truncated IHDR chunk");
+        return DL_ERR_CORRUPT;
+    }
+    width = dl_be32(data + 16);
+    height = dl_be32(data + 20);
+    bit_depth = data[24];
+    color_type = data[25];
+    switch (color_type) {
+    case 0: channels = 1; break;
+    case 2: channels = 3; break;
+    case 3: channels = 3; break;
+    case 4: channels = 2; break;
+    case 6: channels = 4; break;
+    default: channels = 0; break;
+    }
+    if (width == 0 || height == 0 || width > 0x7fffffffu || height > 0x7fffffffu
+        || channels == 0 || bit_depth == 0 || bit_depth > 16 || (bit_depth & (bit_depth - 1))) {
+        snprintf(msg, DL_MSG_LEN, "PNG: invalid IHDR (%ux%u, bit depth %d, color type %d)",
+                 (unsigned)width, (unsigned)height, bit_depth, color_type);
+        return DL_ERR_CORRUPT;
+    }
+    if (color_type == 3) {
+        for (pos = 33; pos + 8 <= size;) {
+            uint32_t length = dl_be32(data + pos);
+            if (memcmp(data + pos + 4, "tRNS", 4) == 0) {
+                channels = 4;
+                break;
+            }
+            if (memcmp(data + pos + 4, "IDAT", 4) == 0 || memcmp(data + pos + 4, "IEND", 4) == 0
+                || length > size - pos - 8)
+                break;
+            pos += 12 + (size_t)length;
+        }
+    }
+    info->format = DL_FMT_PNG;
+    info->width = (int)width;
+    info->height = (int)height;
+    info->channels = channels;
+    return DL_OK;
 }
 
 int dl_png_decode(const uint8_t *data, size_t size, int height, int width, int channels,
