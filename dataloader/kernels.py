@@ -360,15 +360,10 @@ def normalize(img, mean, std, *, layout="HWC", out=None):
     result, target = _same_shape_output(out, src.shape, np.float32)
     if not src.size:
         return result
-    channels_last = layout.endswith("C")
-    if layout.startswith("N") and not channels_last:
-        # One CHW image after another: normalise each with its own plane.
-        for index in range(src.shape[0]):
-            _ops.normalize_into(src[index].reshape(-1), target[index].reshape(-1), channels,
-                                False, mean_values, std_values)
-    else:
-        _ops.normalize_into(src.reshape(-1), target.reshape(-1), channels, channels_last,
-                            mean_values, std_values)
+    # Interleaved channels (plane 0), or planes of H*W samples per channel.
+    plane = 0 if layout.endswith("C") else src.shape[-1] * src.shape[-2]
+    _ops.normalize_into(src.reshape(-1), target.reshape(-1), channels, plane, mean_values,
+                        std_values)
     return result
 
 

@@ -1,5 +1,6 @@
 import numpy as np
-from collections.abc import Buffer
+
+Buffer = bytes | bytearray | memoryview | np.ndarray
 
 FORMATS: tuple[str | None, ...]
 NATIVE_FORMATS: frozenset[str]

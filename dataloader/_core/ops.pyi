@@ -16,7 +16,7 @@ def normalize_into(
     src: np.ndarray,
     out: np.ndarray,
     channels: int,
-    channels_last: bool,
+    plane: int,
     mean: np.ndarray,
     std: np.ndarray,
 ) -> None: ...

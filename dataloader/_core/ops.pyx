@@ -228,35 +228,45 @@ def to_float_into(const uint8_t[::1] src,  # IN: flat samples
     _check(status)
 
 
-cdef int _normalize(const sample_t* src, float32_t* out, intp_t n_pixels, intp_t plane,
-                    intp_t channels, bint channels_last, const float32_t* mean,
-                    const float32_t* std) noexcept nogil:
-    """``plane`` is H*W; channels_last selects HWC (else CHW) indexing."""
-    cdef intp_t i, k, j
-    cdef float32_t x
-    for k in range(channels):
-        for i in range(n_pixels):
-            j = i * channels + k if channels_last else k * plane + i
-            if sample_t is uint8_t:
-                x = <float32_t> src[j] / <float32_t> 255.0
-            else:
-                x = src[j]
-            # Subtract, then divide: two float32 roundings, as torchvision's
-            # ``Normalize`` (no reciprocal multiply, which would round differently).
-            out[j] = (x - mean[k]) / std[k]
+cdef inline float32_t _sample(const sample_t* src, intp_t i) noexcept nogil:
+    if sample_t is uint8_t:
+        return <float32_t> src[i] / <float32_t> 255.0
+    else:
+        return src[i]
+
+
+cdef int _normalize(const sample_t* src, float32_t* out, intp_t n, intp_t channels,
+                    intp_t plane, const float32_t* mean, const float32_t* std) noexcept nogil:
+    """Channels interleaved when ``plane`` is 0 (HWC, NHWC), else planes of
+    ``plane`` samples cycling through the channels (CHW, NCHW)."""
+    cdef intp_t i, k, p, base
+    # Subtract, then divide: two float32 roundings, as torchvision's
+    # ``Normalize`` (a reciprocal multiply would round differently).
+    if plane == 0:
+        for p in range(n // channels):
+            base = p * channels
+            for k in range(channels):
+                out[base + k] = (_sample(src, base + k) - mean[k]) / std[k]
+    else:
+        for p in range(n // plane):
+            base = p * plane
+            k = p % channels
+            for i in range(plane):
+                out[base + i] = (_sample(src, base + i) - mean[k]) / std[k]
     return OK
 
 
 def normalize_into(const sample_t[::1] src,  # IN: flat samples
                    float32_t[::1] out,       # OUT: flat samples
-                   intp_t channels, bint channels_last,
+                   intp_t channels, intp_t plane,
                    const float32_t[::1] mean, const float32_t[::1] std):
-    """Write ``(src - mean[c]) / std[c]`` (uint8 input first divided by 255)."""
+    """Write ``(src - mean[c]) / std[c]`` (uint8 input first divided by 255).
+
+    ``plane`` is 0 for interleaved channels, else the samples per channel plane.
+    """
     cdef int status
-    cdef intp_t n_pixels = src.shape[0] // channels
     with nogil:
-        status = _normalize(&src[0], &out[0], n_pixels, n_pixels, channels, channels_last,
-                            &mean[0], &std[0])
+        status = _normalize(&src[0], &out[0], src.shape[0], channels, plane, &mean[0], &std[0])
     _check(status)
 
 
