@@ -86,8 +86,15 @@ def resize(img, size, *, interpolation="bilinear", antialias=True, out=None):
 
     Notes
     -----
-    Results equal Pillow's ``Image.resize`` for L and RGB images.  Channels
-    are resampled independently (Pillow premultiplies RGBA by alpha).
+    The arithmetic is Pillow's (``Image.resize`` on L and RGB images):
+    weights in 22-bit fixed point, horizontal pass first over only the rows
+    the vertical pass reads, rounding to uint8 between the passes; when the
+    height shrinks while the width grows, the vertical pass runs first, as
+    Pillow 13 does.  Results then equal Pillow's.  Pillow 13 also runs the
+    vertical pass first for some sizes where both sides shrink (bicubic and
+    lanczos can then differ by a few levels at sharp edges; bilinear stays
+    within 1).  Channels are resampled independently (Pillow premultiplies
+    RGBA by alpha).
 
     Examples
     --------
