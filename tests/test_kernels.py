@@ -332,3 +332,19 @@ def test_stack_into_an_image_batch():
     with pytest.raises(ValueError, match="must not be empty"):
         kernels.stack([])
 
+
+
+def test_strided_and_odd_sized_inputs_match_numpy_references():
+    base = natural_image(23, 37, 4, seed=8)
+    view = base[1::2, ::3, :3]                    # odd sizes, non-contiguous
+    assert not view.flags.c_contiguous
+    np.testing.assert_array_equal(kernels.hflip(view), view[:, ::-1])
+    np.testing.assert_array_equal(kernels.vflip(view), view[::-1])
+    np.testing.assert_array_equal(kernels.rotate90(view, 3), np.rot90(view, 3))
+    np.testing.assert_array_equal(kernels.crop(view, 1, 2, 5, 7), view[1:6, 2:9])
+    np.testing.assert_array_equal(kernels.pad(view, (3, 1), padding_mode="symmetric"),
+                                  np.pad(view, ((1, 1), (3, 3), (0, 0)), mode="symmetric"))
+    np.testing.assert_array_equal(kernels.to_chw(view), view.transpose(2, 0, 1))
+    np.testing.assert_array_equal(kernels.to_float(view), view.astype(np.float32) / 255)
+    np.testing.assert_array_equal(kernels.convert(view, "RGBA")[..., :3], view)
+    np.testing.assert_array_equal(kernels.stack([view, view]), np.stack([view, view]))
