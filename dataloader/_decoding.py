@@ -142,7 +142,9 @@ def decode(data, *, mode=None, out=None, min_size=None, max_width=MAX_SIDE,
     -----
     A JPEG that libjpeg-turbo decodes with a warning (truncated or corrupt
     entropy data, which it would fill with gray) is an error.  16-bit PNG
-    samples keep their high byte, as Pillow does.
+    samples keep their high byte, as Pillow does; a tRNS chunk on a gray or
+    RGB PNG is ignored (Pillow keeps it as metadata, not as an alpha channel).
+    The size limits apply to the decoded size, after any DCT scaling.
 
     Examples
     --------
