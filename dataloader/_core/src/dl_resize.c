@@ -204,17 +204,64 @@ dl_filter_rows(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_t row_len, uint
     }
 }
 
+/* The horizontal pass computed in place, one output pixel at a time, for
+ * very few taps, where transposing would cost more than it saves;
+ * `channels` is a constant in each inlined copy so that its loop unrolls. */
+static inline __attribute__((always_inline)) void
+dl_horizontal_row(const uint8_t *in, uint8_t *out, int out_w, int channels, int ksize,
+                  const int *bounds, const int32_t *weights)
+{
+    int xx, x, c;
+    for (xx = 0; xx < out_w; xx++) {
+        const int32_t *k = weights + (ptrdiff_t)xx * ksize;
+        const uint8_t *p = in + (ptrdiff_t)bounds[2 * xx] * channels;
+        int n = bounds[2 * xx + 1];
+        int32_t ss[4] = {1 << (DL_PRECISION_BITS - 1), 1 << (DL_PRECISION_BITS - 1),
+                         1 << (DL_PRECISION_BITS - 1), 1 << (DL_PRECISION_BITS - 1)};
+        for (x = 0; x < n; x++)
+            for (c = 0; c < channels; c++)
+                ss[c] += p[x * channels + c] * k[x];
+        for (c = 0; c < channels; c++)
+            out[(ptrdiff_t)xx * channels + c] = dl_clip8(ss[c]);
+    }
+}
+
+static void dl_filter_columns_direct(const uint8_t *src, ptrdiff_t src_stride, int rows, int channels,
+                          uint8_t *dst, ptrdiff_t dst_stride, int out_w, int ksize,
+                          const int *bounds, const int32_t *weights)
+{
+    int y;
+    for (y = 0; y < rows; y++) {
+        const uint8_t *in = src + y * src_stride;
+        uint8_t *out = dst + y * dst_stride;
+        switch (channels) {
+        case 1: dl_horizontal_row(in, out, out_w, 1, ksize, bounds, weights); break;
+        case 2: dl_horizontal_row(in, out, out_w, 2, ksize, bounds, weights); break;
+        case 3: dl_horizontal_row(in, out, out_w, 3, ksize, bounds, weights); break;
+        default: dl_horizontal_row(in, out, out_w, 4, ksize, bounds, weights); break;
+        }
+    }
+}
+
 /* The horizontal pass: transpose the rows x in_w block, filter along its
- * first axis with dl_filter_rows, transpose the rows x out_w result back. */
+ * first axis with dl_filter_rows, transpose the rows x out_w result back
+ * (directly, without transposing, for the 2-tap bilinear upscale). */
 static int dl_filter_columns(const uint8_t *src, ptrdiff_t src_stride, int rows, int in_w,
                              int channels, uint8_t *dst, ptrdiff_t dst_stride, int out_w,
                              int ksize, const int *bounds, const int32_t *weights)
 {
     ptrdiff_t line = (ptrdiff_t)rows * channels;
-    uint8_t *t_in = malloc((size_t)in_w * line);
-    uint8_t *t_out = malloc((size_t)out_w * line);
-    int32_t *acc = malloc(sizeof(int32_t) * (size_t)line);
+    uint8_t *t_in, *t_out;
+    int32_t *acc;
     int status = -1;
+    if (ksize <= 3) {
+        dl_filter_columns_direct(src, src_stride, rows, channels, dst, dst_stride, out_w, ksize,
+                                 bounds, weights);
+        return 0;
+    }
+    t_in = malloc((size_t)in_w * line);
+    t_out = malloc((size_t)out_w * line);
+    acc = malloc(sizeof(int32_t) * (size_t)line);
     if (t_in != NULL && t_out != NULL && acc != NULL) {
         dl_transpose(src, src_stride, rows, in_w, channels, t_in, line);
         dl_filter_rows(t_in, line, line, t_out, line, out_w, ksize, bounds, weights, acc);
