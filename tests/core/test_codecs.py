@@ -265,3 +265,38 @@ def test_sniff():
     assert codecs.sniff(b"BM......") == "BMP"
     assert codecs.sniff(b"hello") is None
     assert codecs.sniff(b"") is None
+
+
+def turbojpeg_ycck(cmyk):
+    """Encode CMYK samples as a YCCK JPEG with the TurboJPEG library (Pillow writes CMYK)."""
+    import ctypes
+    import ctypes.util
+
+    lib = ctypes.CDLL(ctypes.util.find_library("turbojpeg") or "libturbojpeg.so.0")
+    lib.tjInitCompress.restype = ctypes.c_void_p
+    lib.tjCompress2.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                                ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
+                                ctypes.POINTER(ctypes.c_ulong), ctypes.c_int, ctypes.c_int,
+                                ctypes.c_int]
+    lib.tjDestroy.argtypes = [ctypes.c_void_p]
+    lib.tjFree.argtypes = [ctypes.c_void_p]
+    handle = lib.tjInitCompress()
+    out, size = ctypes.c_void_p(), ctypes.c_ulong(0)
+    h, w = cmyk.shape[:2]
+    tjpf_cmyk, tjsamp_420 = 11, 2
+    status = lib.tjCompress2(handle, cmyk.ctypes.data, w, w * 4, h, tjpf_cmyk,
+                             ctypes.byref(out), ctypes.byref(size), tjsamp_420, 90, 0)
+    try:
+        assert status == 0
+        return ctypes.string_at(out, size.value)
+    finally:
+        lib.tjFree(out)
+        lib.tjDestroy(handle)
+
+
+@pytest.mark.parametrize("channels,mode", [(3, "RGB"), (1, "L")])
+def test_jpeg_ycck_converted_as_pillow(channels, mode):
+    data = turbojpeg_ycck(np.ascontiguousarray(natural_image(26, 34, 4, seed=6)))
+    adobe = data.index(b"Adobe")
+    assert data[adobe + 11] == 2   # the Adobe segment's transform: YCCK
+    assert_same_as_pillow(data, mode, channels=channels)
