@@ -126,7 +126,19 @@ def resize(img, size, *, interpolation="bilinear", antialias=True, out=None):
 def crop(img, top, left, height, width, *, out=None):
     """Copy the ``height`` x ``width`` window at (``top``, ``left``).
 
-    The window must lie inside the image (torchvision's ``crop`` would pad).
+    Parameters
+    ----------
+    img : ndarray
+        uint8 or float32, ``(H, W, C)`` or ``(H, W)``.
+    top, left, height, width : int
+        The window, which must lie inside the image (torchvision's ``crop``
+        would pad instead).
+    out : ndarray, optional
+        C-contiguous destination of shape ``(height, width[, C])``.
+
+    Returns
+    -------
+    ndarray
 
     Examples
     --------
@@ -240,6 +252,17 @@ def _flip(img, out, horizontal):
 def hflip(img, *, out=None):
     """Mirror left-right.
 
+    Parameters
+    ----------
+    img : ndarray
+        uint8 or float32, ``(H, W, C)`` or ``(H, W)``.
+    out : ndarray, optional
+        C-contiguous destination of ``img``'s shape.
+
+    Returns
+    -------
+    ndarray
+
     Examples
     --------
     >>> import numpy as np
@@ -253,6 +276,17 @@ def hflip(img, *, out=None):
 def vflip(img, *, out=None):
     """Mirror top-bottom.
 
+    Parameters
+    ----------
+    img : ndarray
+        uint8 or float32, ``(H, W, C)`` or ``(H, W)``.
+    out : ndarray, optional
+        C-contiguous destination of ``img``'s shape.
+
+    Returns
+    -------
+    ndarray
+
     Examples
     --------
     >>> import numpy as np
@@ -265,6 +299,19 @@ def vflip(img, *, out=None):
 
 def rotate90(img, k=1, *, out=None):
     """Rotate by ``k`` quarter turns counter-clockwise, as ``numpy.rot90``.
+
+    Parameters
+    ----------
+    img : ndarray
+        uint8 or float32, ``(H, W, C)`` or ``(H, W)``.
+    k : int, default 1
+        Any integer; taken modulo 4 (negative turns clockwise).
+    out : ndarray, optional
+        C-contiguous destination of the rotated shape.
+
+    Returns
+    -------
+    ndarray
 
     Examples
     --------
@@ -289,6 +336,19 @@ def rotate90(img, k=1, *, out=None):
 
 def to_float(img, *, out=None):
     """Scale uint8 samples to float32 in [0, 1] (``x / 255``), any shape.
+
+    The division is in float32, as torchvision's ``ToTensor``.
+
+    Parameters
+    ----------
+    img : ndarray
+        uint8 samples of any shape.
+    out : ndarray, optional
+        float32 C-contiguous destination of ``img``'s shape.
+
+    Returns
+    -------
+    ndarray
 
     Examples
     --------
@@ -394,6 +454,17 @@ def _transpose(img, out, to_chw):
 def to_chw(img, *, out=None):
     """Reorder an ``(H, W, C)`` image to ``(C, H, W)`` (uint8 or float32).
 
+    Parameters
+    ----------
+    img : ndarray
+        ``(H, W, C)``, or ``(H, W)`` as one channel.
+    out : ndarray, optional
+        C-contiguous destination of shape ``(C, H, W)``.
+
+    Returns
+    -------
+    ndarray
+
     Examples
     --------
     >>> import numpy as np
@@ -406,6 +477,17 @@ def to_chw(img, *, out=None):
 
 def to_hwc(img, *, out=None):
     """Reorder a ``(C, H, W)`` image to ``(H, W, C)`` (uint8 or float32).
+
+    Parameters
+    ----------
+    img : ndarray
+        ``(C, H, W)``, or ``(H, W)`` as one channel.
+    out : ndarray, optional
+        C-contiguous destination of shape ``(H, W, C)``.
+
+    Returns
+    -------
+    ndarray
 
     Examples
     --------
