@@ -9,7 +9,7 @@ long as any view of it; a DLPack deleter releases its reference with the GIL
 re-acquired, from whichever thread the consumer frees the tensor on.
 """
 cimport cython
-from cpython.buffer cimport PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES
+from cpython.buffer cimport PyBUF_F_CONTIGUOUS, PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES
 from cpython.pycapsule cimport (PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_New)
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from libc.stdint cimport int64_t
@@ -125,6 +125,8 @@ cdef class _Samples:
         return self._shape[0]
 
     def __getbuffer__(self, Py_buffer* view, int flags):
+        if flags & PyBUF_F_CONTIGUOUS == PyBUF_F_CONTIGUOUS and self._ndim > 1:
+            raise BufferError("samples are C-contiguous, not Fortran-contiguous")
         view.buf = self.data
         view.obj = self
         view.len = self._strides[0] * self._shape[0]
