@@ -1,5 +1,5 @@
 /* Resampling as Pillow's Image.resize computes it, so that results agree
- * with Pillow to the last bit for uint8 images:
+ * with Pillow's for uint8 images:
  *
  *  - the filter's support is stretched by the downscale factor (antialias),
  *    and each output sample's weights are normalised to sum to one;
@@ -8,11 +8,15 @@
  *  - the horizontal pass runs first, over only the input rows the vertical
  *    pass reads, and its result is rounded to uint8 before the vertical pass;
  *    except when the height shrinks while the width grows: then the vertical
- *    pass runs first, as Pillow 13 does (the intermediate image is smaller);
+ *    pass runs first, as Pillow 13 does.  (Pillow 13 also runs it first for
+ *    some sizes where both sides shrink, by a rule not reproduced here; the
+ *    two orders round differently, by at most 1 for bilinear.)
  *  - nearest neighbour walks the source with an accumulated double step from
  *    the first sample's centre, as Pillow's affine scaling does.
  *
- * Channels are independent: alpha is not premultiplied. */
+ * Channels are independent: alpha is not premultiplied.  Both passes are
+ * one loop, dl_filter_rows, whose inner loop runs along a whole row; the
+ * horizontal pass feeds it a transposed block (dl_filter_columns). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,9 +230,9 @@ dl_horizontal_row(const uint8_t *in, uint8_t *out, int out_w, int channels, int 
     }
 }
 
-static void dl_filter_columns_direct(const uint8_t *src, ptrdiff_t src_stride, int rows, int channels,
-                          uint8_t *dst, ptrdiff_t dst_stride, int out_w, int ksize,
-                          const int *bounds, const int32_t *weights)
+static void dl_filter_columns_direct(const uint8_t *src, ptrdiff_t src_stride, int rows,
+                                     int channels, uint8_t *dst, ptrdiff_t dst_stride, int out_w,
+                                     int ksize, const int *bounds, const int32_t *weights)
 {
     int y;
     for (y = 0; y < rows; y++) {
