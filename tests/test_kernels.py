@@ -348,3 +348,24 @@ def test_strided_and_odd_sized_inputs_match_numpy_references():
     np.testing.assert_array_equal(kernels.to_float(view), view.astype(np.float32) / 255)
     np.testing.assert_array_equal(kernels.convert(view, "RGBA")[..., :3], view)
     np.testing.assert_array_equal(kernels.stack([view, view]), np.stack([view, view]))
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG", "WEBP", "GIF"])
+def test_mutated_files_decode_or_raise_value_error(fmt):
+    """Random byte changes and cuts: a clean ValueError or pixels, never a crash."""
+    rng = np.random.default_rng(len(fmt))
+    data = encode(natural_image(24, 32, 3), fmt)
+    failures = 0
+    for _ in range(150):
+        mutated = bytearray(data)
+        for position in rng.integers(0, len(mutated), int(rng.integers(1, 6))):
+            mutated[position] = int(rng.integers(0, 256))
+        if rng.random() < 0.3:
+            mutated = mutated[: int(rng.integers(1, len(mutated)))]
+        try:
+            pixels = kernels.decode(bytes(mutated), mode="RGB")
+        except ValueError:
+            failures += 1
+        else:
+            assert pixels.dtype == np.uint8 and pixels.shape[2] == 3
+    assert failures > 0
