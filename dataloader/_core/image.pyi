@@ -1,0 +1,60 @@
+from typing import Any, Literal
+
+import numpy as np
+
+MAX_SIDE: int
+MAX_BYTES: int
+
+class _Samples:
+    @property
+    def layout(self) -> str: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def dtype(self) -> np.dtype: ...
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def __array_interface__(self) -> dict[str, Any]: ...
+    def __len__(self) -> int: ...
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any: ...
+
+class Image(_Samples):
+    def __init__(
+        self,
+        height: int,
+        width: int,
+        channels: int = 3,
+        dtype: Literal["uint8", "float32"] = "uint8",
+        layout: Literal["HWC", "CHW"] = "HWC",
+    ) -> None: ...
+    @property
+    def height(self) -> int: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def channels(self) -> int: ...
+    @staticmethod
+    def from_array(obj: Any, layout: Literal["HWC", "CHW"] = "HWC") -> Image: ...
+
+class ImageBatch(_Samples):
+    def __init__(
+        self,
+        n: int,
+        height: int,
+        width: int,
+        channels: int = 3,
+        dtype: Literal["uint8", "float32"] = "uint8",
+        layout: Literal["NCHW", "NHWC"] = "NCHW",
+    ) -> None: ...
+    @staticmethod
+    def from_array(obj: Any, layout: Literal["NCHW", "NHWC"] = "NCHW") -> ImageBatch: ...

@@ -1,0 +1,420 @@
+"""``Image`` and ``ImageBatch``: owned, aligned sample buffers for the kernels.
+
+Both types own one block of memory (64-byte aligned, zero-filled when
+allocated) and export it without a copy through the buffer protocol,
+``__array_interface__`` (version 3) and DLPack (``__dlpack__``, legacy
+``"dltensor"`` and versioned ``"dltensor_versioned"`` capsules).  Ownership:
+every export holds a strong reference to the object, so the memory lives as
+long as any view of it; a DLPack deleter releases its reference with the GIL
+re-acquired, from whichever thread the consumer frees the tensor on.
+"""
+cimport cython
+from cpython.buffer cimport PyBUF_F_CONTIGUOUS, PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES
+from cpython.pycapsule cimport (PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_New)
+from cpython.ref cimport Py_DECREF, Py_INCREF
+from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memset
+
+from dataloader._core._dlpack cimport (
+    DL_CPU, DL_FLAG_IS_COPIED, DL_FLOAT, DL_UINT, DLManagedTensor, DLManagedTensorVersioned,
+    DLTensor,
+)
+from dataloader._core._typedefs cimport intp_t
+
+
+cdef extern from "<stdlib.h>" nogil:
+    void* aligned_alloc(size_t alignment, size_t size)
+
+import numpy as np
+
+# Decode and import limits: a side longer than MAX_SIDE or more than
+# MAX_BYTES of samples is refused before any pixel memory is allocated.
+MAX_SIDE = 16384
+MAX_BYTES = 256 * 2**20
+
+cdef dict _DTYPES = {"uint8": ("B", 1, "|u1", DL_UINT), "float32": ("f", 4, "<f4", DL_FLOAT)}
+cdef tuple _IMAGE_LAYOUTS = ("HWC", "CHW")
+cdef tuple _BATCH_LAYOUTS = ("NCHW", "NHWC")
+cdef size_t _ALIGNMENT = 64
+
+
+cdef void _dlpack_deleter(DLManagedTensor* managed) noexcept nogil:
+    with gil:
+        Py_DECREF(<object> managed.manager_ctx)
+    free(managed)
+
+
+cdef void _dlpack_versioned_deleter(DLManagedTensorVersioned* managed) noexcept nogil:
+    with gil:
+        Py_DECREF(<object> managed.manager_ctx)
+    free(managed)
+
+
+cdef void _capsule_destructor(object capsule) noexcept:
+    # A consumer renames the capsule when it takes ownership; an unconsumed
+    # capsule still owns its tensor and frees it here.
+    cdef DLManagedTensor* legacy
+    cdef DLManagedTensorVersioned* versioned
+    if PyCapsule_IsValid(capsule, b"dltensor"):
+        legacy = <DLManagedTensor*> PyCapsule_GetPointer(capsule, b"dltensor")
+        legacy.deleter(legacy)
+    elif PyCapsule_IsValid(capsule, b"dltensor_versioned"):
+        versioned = <DLManagedTensorVersioned*> PyCapsule_GetPointer(
+            capsule, b"dltensor_versioned")
+        versioned.deleter(versioned)
+
+
+cdef class _Samples:
+    """An owned C-contiguous block of uint8 or float32 samples (private base)."""
+
+    cdef void* data
+    cdef readonly str layout
+    cdef str _dtype
+    cdef int _ndim
+    cdef Py_ssize_t _itemsize
+    cdef Py_ssize_t _shape[4]
+    cdef Py_ssize_t _strides[4]
+    cdef bytes _format
+    cdef object __weakref__
+
+    def __dealloc__(self):
+        free(self.data)
+
+    cdef _allocate(self, tuple shape, str dtype, str layout):
+        cdef Py_ssize_t nbytes, size
+        cdef int axis
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype must be 'uint8' or 'float32', got {dtype!r}")
+        fmt, itemsize, _, _ = _DTYPES[dtype]
+        self._format = fmt.encode()
+        self._itemsize = itemsize
+        self._dtype = dtype
+        self.layout = layout
+        self._ndim = len(shape)
+        nbytes = itemsize
+        for axis in range(self._ndim - 1, -1, -1):
+            if shape[axis] < 0:
+                raise ValueError(f"dimensions must be non-negative, got shape {shape}")
+            self._shape[axis] = shape[axis]
+            self._strides[axis] = nbytes
+            nbytes *= shape[axis]
+        # aligned_alloc wants a multiple of the alignment; allocate at least one block.
+        size = ((nbytes + _ALIGNMENT - 1) // _ALIGNMENT) * _ALIGNMENT or _ALIGNMENT
+        self.data = aligned_alloc(_ALIGNMENT, size)
+        if self.data == NULL:
+            raise MemoryError(f"cannot allocate {nbytes} bytes for shape {shape}")
+        memset(self.data, 0, size)
+
+    @property
+    def shape(self):
+        """Dimensions, in the order the layout names them."""
+        return tuple(self._shape[i] for i in range(self._ndim))
+
+    @property
+    def dtype(self):
+        """Sample type: ``numpy.dtype('uint8')`` or ``numpy.dtype('float32')``."""
+        return np.dtype(self._dtype)
+
+    @property
+    def nbytes(self):
+        """Size of the sample buffer in bytes."""
+        return self._strides[0] * self._shape[0]
+
+    def __len__(self):
+        return self._shape[0]
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        if flags & PyBUF_F_CONTIGUOUS == PyBUF_F_CONTIGUOUS and self._ndim > 1:
+            raise BufferError("samples are C-contiguous, not Fortran-contiguous")
+        view.buf = self.data
+        view.obj = self
+        view.len = self._strides[0] * self._shape[0]
+        view.readonly = 0
+        view.itemsize = self._itemsize
+        view.format = NULL
+        if flags & PyBUF_FORMAT:
+            view.format = <char*> self._format
+        view.ndim = self._ndim
+        view.shape = NULL
+        if flags & PyBUF_ND:
+            view.shape = self._shape
+        view.strides = NULL
+        if flags & PyBUF_STRIDES == PyBUF_STRIDES:
+            view.strides = self._strides
+        view.suboffsets = NULL
+        view.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+    @property
+    def __array_interface__(self):
+        return {
+            "version": 3,
+            "shape": self.shape,
+            "typestr": _DTYPES[self._dtype][2],
+            "data": (<Py_ssize_t> self.data, False),
+            "strides": None,
+        }
+
+    def __dlpack_device__(self):
+        return (DL_CPU, 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export the samples as a DLPack capsule (CPU, no copy unless ``copy=True``)."""
+        if stream is not None and stream != -1:
+            raise BufferError("CPU memory has no stream: stream must be None")
+        if dl_device is not None and tuple(dl_device) != (DL_CPU, 0):
+            raise BufferError(f"cannot export CPU memory to device {dl_device}")
+        source = self._copy() if copy else self
+        versioned = max_version is not None and max_version[0] >= 1
+        return (<_Samples> source)._export(versioned, bool(copy))
+
+    cdef _Samples _copy(self):
+        cdef _Samples twin = type(self).__new__(type(self))
+        twin._allocate(self.shape, self._dtype, self.layout)
+        np.asarray(twin)[...] = np.asarray(self)
+        return twin
+
+    cdef object _export(self, bint versioned, bint copied):
+        cdef size_t head = sizeof(DLManagedTensorVersioned) if versioned else sizeof(DLManagedTensor)
+        # The struct, then shape and strides (int64 each) in the same block.
+        cdef char* block = <char*> malloc(head + 2 * 4 * sizeof(int64_t))
+        cdef DLManagedTensor* legacy
+        cdef DLManagedTensorVersioned* managed
+        cdef DLTensor* tensor
+        cdef int64_t* dims = <int64_t*> (block + head)
+        cdef int axis
+        if block == NULL:
+            raise MemoryError("cannot allocate a DLPack tensor")
+        if versioned:
+            managed = <DLManagedTensorVersioned*> block
+            managed.version.major = 1
+            managed.version.minor = 0
+            managed.manager_ctx = <void*> self
+            managed.deleter = _dlpack_versioned_deleter
+            managed.flags = DL_FLAG_IS_COPIED if copied else 0
+            tensor = &managed.dl_tensor
+        else:
+            legacy = <DLManagedTensor*> block
+            legacy.manager_ctx = <void*> self
+            legacy.deleter = _dlpack_deleter
+            tensor = &legacy.dl_tensor
+        tensor.data = self.data
+        tensor.device.device_type = DL_CPU
+        tensor.device.device_id = 0
+        tensor.ndim = self._ndim
+        tensor.dtype.code = _DTYPES[self._dtype][3]
+        tensor.dtype.bits = 8 * self._itemsize
+        tensor.dtype.lanes = 1
+        tensor.shape = dims
+        tensor.strides = dims + 4
+        tensor.byte_offset = 0
+        for axis in range(self._ndim):
+            dims[axis] = self._shape[axis]
+            dims[4 + axis] = self._strides[axis] // self._itemsize
+        # The tensor's reference to self; released by the deleter.
+        Py_INCREF(self)
+        name = b"dltensor_versioned" if versioned else b"dltensor"
+        return PyCapsule_New(block, name, <void (*)(object) noexcept> _capsule_destructor)
+
+
+cdef object _as_array(obj):
+    """A numpy view of a numpy array, a CPU torch tensor or any buffer."""
+    if isinstance(obj, np.ndarray):
+        return obj
+    if hasattr(obj, "__dlpack__") and not hasattr(obj, "__array_interface__"):
+        return np.from_dlpack(obj)
+    return np.asarray(obj)
+
+
+cdef _check_limits(tuple shape, Py_ssize_t height, Py_ssize_t width, Py_ssize_t nbytes):
+    if height > MAX_SIDE or width > MAX_SIDE:
+        raise ValueError(f"image of {height}x{width} exceeds the limit of {MAX_SIDE} pixels "
+                         f"per side (shape {shape})")
+    if nbytes > MAX_BYTES:
+        raise ValueError(f"image of {height}x{width} ({nbytes} bytes) exceeds the limit of "
+                         f"{MAX_BYTES} bytes (shape {shape})")
+
+
+@cython.final
+cdef class Image(_Samples):
+    """One image: uint8 or float32 samples in ``"HWC"`` or ``"CHW"`` layout, 1 to 4 channels.
+
+    Parameters
+    ----------
+    height, width : int
+        Size in pixels.
+    channels : int, default 3
+        1 (gray), 2 (gray and alpha), 3 (RGB) or 4 (RGBA).
+    dtype : {"uint8", "float32"}, default "uint8"
+    layout : {"HWC", "CHW"}, default "HWC"
+
+    Notes
+    -----
+    A new image is zero-filled.  ``numpy.asarray(image)``, ``memoryview(image)``
+    and ``torch.from_dlpack(image)`` are views of its memory, which stays valid
+    while any of them lives.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.kernels import Image
+    >>> image = Image(2, 3, channels=1)
+    >>> image.shape, image.layout, image.dtype
+    ((2, 3, 1), 'HWC', dtype('uint8'))
+    >>> view = np.asarray(image)
+    >>> view[0, 0, 0] = 7
+    >>> int(np.asarray(image)[0, 0, 0])
+    7
+    """
+
+    def __init__(self, Py_ssize_t height, Py_ssize_t width, int channels=3, str dtype="uint8",
+                 str layout="HWC"):
+        if layout not in _IMAGE_LAYOUTS:
+            raise ValueError(f"layout must be 'HWC' or 'CHW', got {layout!r}")
+        if not 1 <= channels <= 4:
+            raise ValueError(f"channels must be 1 to 4, got {channels}")
+        cdef tuple shape = (<object> height, <object> width, <object> channels)
+        if layout == "CHW":
+            shape = (<object> channels, <object> height, <object> width)
+        self._allocate(shape, dtype, layout)
+
+    @property
+    def height(self):
+        """Height in pixels."""
+        return self._shape[0] if self.layout == "HWC" else self._shape[1]
+
+    @property
+    def width(self):
+        """Width in pixels."""
+        return self._shape[1] if self.layout == "HWC" else self._shape[2]
+
+    @property
+    def channels(self):
+        """Number of channels (1 to 4)."""
+        return self._shape[2] if self.layout == "HWC" else self._shape[0]
+
+    @staticmethod
+    def from_array(obj, str layout="HWC"):
+        """Copy an array, a CPU torch tensor or any buffer into a new ``Image``.
+
+        Parameters
+        ----------
+        obj : array_like
+            uint8 or float32 samples of shape (H, W, C) for ``"HWC"``, (C, H, W)
+            for ``"CHW"``, or (H, W) for one channel.
+        layout : {"HWC", "CHW"}, default "HWC"
+            How ``obj``'s axes are ordered; the image keeps that layout.
+
+        Returns
+        -------
+        Image
+
+        Raises
+        ------
+        ValueError
+            For another dtype or shape, or a size over the decode limits
+            (16384 pixels per side, 256 MiB).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dataloader.kernels import Image
+        >>> image = Image.from_array(np.arange(6, dtype=np.uint8).reshape(2, 3))
+        >>> image.shape
+        (2, 3, 1)
+        >>> np.asarray(image)[:, :, 0].tolist()
+        [[0, 1, 2], [3, 4, 5]]
+        """
+        if layout not in _IMAGE_LAYOUTS:
+            raise ValueError(f"layout must be 'HWC' or 'CHW', got {layout!r}")
+        array = _as_array(obj)
+        if array.dtype not in (np.uint8, np.float32):
+            raise ValueError(f"obj must hold uint8 or float32 samples, got {array.dtype}")
+        if array.ndim == 2:
+            array = array[:, :, None] if layout == "HWC" else array[None]
+        if array.ndim != 3:
+            raise ValueError(f"obj must have shape (H, W, C), (C, H, W) or (H, W), "
+                             f"got {array.shape}")
+        c = array.shape[2] if layout == "HWC" else array.shape[0]
+        h, w = (array.shape[0], array.shape[1]) if layout == "HWC" else array.shape[1:]
+        if not 1 <= c <= 4:
+            raise ValueError(f"obj must have 1 to 4 channels for layout {layout!r}, "
+                             f"got shape {array.shape}")
+        _check_limits(array.shape, h, w, array.nbytes)
+        image = Image(h, w, c, str(array.dtype), layout)
+        np.copyto(np.asarray(image), array)
+        return image
+
+    def __repr__(self):
+        return f"Image(shape={self.shape}, dtype={self._dtype}, layout={self.layout!r})"
+
+
+@cython.final
+cdef class ImageBatch(_Samples):
+    """N images of one shape in one contiguous buffer, ``"NCHW"`` or ``"NHWC"``.
+
+    Parameters
+    ----------
+    n, height, width : int
+        Batch size and image size in pixels.
+    channels : int, default 3
+    dtype : {"uint8", "float32"}, default "uint8"
+    layout : {"NCHW", "NHWC"}, default "NCHW"
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.kernels import ImageBatch
+    >>> batch = ImageBatch(4, 2, 3, channels=3, dtype="float32")
+    >>> batch.shape, batch.layout, len(batch)
+    ((4, 3, 2, 3), 'NCHW', 4)
+    >>> float(np.asarray(batch).sum())
+    0.0
+    """
+
+    def __init__(self, Py_ssize_t n, Py_ssize_t height, Py_ssize_t width, int channels=3,
+                 str dtype="uint8", str layout="NCHW"):
+        if layout not in _BATCH_LAYOUTS:
+            raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
+        if not 1 <= channels <= 4:
+            raise ValueError(f"channels must be 1 to 4, got {channels}")
+        cdef tuple shape = (<object> n, <object> channels, <object> height, <object> width)
+        if layout == "NHWC":
+            shape = (<object> n, <object> height, <object> width, <object> channels)
+        self._allocate(shape, dtype, layout)
+
+    @staticmethod
+    def from_array(obj, str layout="NCHW"):
+        """Copy an (N, C, H, W) or (N, H, W, C) array into a new ``ImageBatch``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dataloader.kernels import ImageBatch
+        >>> batch = ImageBatch.from_array(np.ones((2, 5, 4, 3), np.uint8), layout="NHWC")
+        >>> batch.shape
+        (2, 5, 4, 3)
+        """
+        if layout not in _BATCH_LAYOUTS:
+            raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
+        array = _as_array(obj)
+        if array.dtype not in (np.uint8, np.float32):
+            raise ValueError(f"obj must hold uint8 or float32 samples, got {array.dtype}")
+        if array.ndim != 4:
+            raise ValueError(f"obj must have 4 dimensions for layout {layout!r}, "
+                             f"got shape {array.shape}")
+        n, c, h, w = array.shape if layout == "NCHW" else (
+            array.shape[0], array.shape[3], array.shape[1], array.shape[2])
+        if not 1 <= c <= 4:
+            raise ValueError(f"obj must have 1 to 4 channels for layout {layout!r}, "
+                             f"got shape {array.shape}")
+        _check_limits(array.shape, h, w, array.nbytes // max(n, 1))
+        batch = ImageBatch(n, h, w, c, str(array.dtype), layout)
+        np.copyto(np.asarray(batch), array)
+        return batch
+
+    def __repr__(self):
+        return f"ImageBatch(shape={self.shape}, dtype={self._dtype}, layout={self.layout!r})"

@@ -1,0 +1,37 @@
+"""Resampling kernel: Pillow's separable convolution in fixed point.
+
+The arithmetic is in ``src/dl_resize.c`` (plain C, so that the per-channel
+loops specialise on a constant channel count); this wrapper states the
+contract and releases the GIL.
+"""
+from libc.stddef cimport ptrdiff_t
+
+from dataloader._core._typedefs cimport uint8_t
+
+
+cdef extern from "src/dl_resize.h" nogil:
+    int dl_resize(const uint8_t* src, ptrdiff_t src_stride, int in_h, int in_w, int channels,
+                  uint8_t* dst, ptrdiff_t dst_stride, int out_h, int out_w, int filter,
+                  int antialias)
+
+
+# Indexed by dl_filter_t.
+FILTERS = ("nearest", "bilinear", "bicubic", "lanczos")
+
+
+def resize_into(const uint8_t[:, :, ::1] src,  # IN
+                uint8_t[:, :, ::1] out,        # OUT
+                int filter, bint antialias):
+    """Resample ``src`` into ``out`` (same channel count), GIL released."""
+    cdef int status
+    cdef int in_h = src.shape[0], in_w = src.shape[1], channels = src.shape[2]
+    cdef int out_h = out.shape[0], out_w = out.shape[1]
+    if out.shape[2] != channels:
+        raise ValueError("resize_into: src and out must have the same number of channels")
+    if not 0 <= filter < 4:
+        raise ValueError(f"resize_into: unknown filter {filter}")
+    with nogil:
+        status = dl_resize(&src[0, 0, 0], in_w * channels, in_h, in_w, channels,
+                           &out[0, 0, 0], out_w * channels, out_h, out_w, filter, antialias)
+    if status != 0:
+        raise MemoryError("resize: cannot allocate scratch memory")

@@ -1,0 +1,59 @@
+/* Image codecs and pixel conversions with no Python: JPEG (TurboJPEG), PNG
+ * (libpng) and WebP (libwebp), decoding into a caller-given destination with
+ * its own row stride.  Every function returns a dl_status_t; on failure a
+ * message is written into the caller's `msg` buffer (DL_MSG_LEN bytes). */
+#ifndef DL_CODECS_H
+#define DL_CODECS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DL_MSG_LEN 256
+
+typedef enum {
+    DL_OK = 0,
+    DL_ERR_CORRUPT = 1,      /* invalid, truncated or unsupported data */
+    DL_ERR_NOMEM = 2,        /* scratch memory could not be allocated */
+    DL_ERR_MISMATCH = 3      /* destination does not match the header */
+} dl_status_t;
+
+typedef enum {
+    DL_FMT_UNKNOWN = 0,
+    DL_FMT_JPEG = 1,
+    DL_FMT_PNG = 2,
+    DL_FMT_WEBP = 3,
+    DL_FMT_GIF = 4,
+    DL_FMT_BMP = 5,
+    DL_FMT_TIFF = 6
+} dl_format_t;
+
+typedef struct {
+    int format;     /* dl_format_t */
+    int height;
+    int width;
+    int channels;   /* channels of the native decoded output: 1, 2, 3 or 4 */
+} dl_info_t;
+
+int dl_sniff(const uint8_t *data, size_t size);
+
+/* Reads the header only; formats without a native decoder report
+ * DL_ERR_CORRUPT with info->format set (the caller may fall back). */
+int dl_image_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
+
+/* Size of a JPEG decoded at 1/scale_denom (scale_denom in 1, 2, 4, 8). */
+void dl_jpeg_scaled_size(int height, int width, int scale_denom, int *out_h, int *out_w);
+
+/* Decodes into dst (height x width x channels rows, `row_stride` bytes
+ * apart).  The header is read again and must give exactly height x width
+ * (after JPEG scaling by 1/scale_denom); channels may differ from the native
+ * count and is converted as Pillow's Image.convert does. */
+int dl_decode(const uint8_t *data, size_t size, int scale_denom, int height, int width,
+              int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg);
+
+/* Converts rows between 1 (L), 2 (LA), 3 (RGB) and 4 (RGBA) channels as
+ * Pillow's Image.convert does; src and dst must not overlap. */
+void dl_convert_rows(const uint8_t *src, ptrdiff_t src_stride, int src_channels,
+                     uint8_t *dst, ptrdiff_t dst_stride, int dst_channels,
+                     ptrdiff_t height, ptrdiff_t width);
+
+#endif

@@ -1,0 +1,57 @@
+/* Channel conversions with Pillow's Image.convert semantics: L from RGB is
+ * the ITU-R 601-2 luma in 16-bit fixed point, alpha is 255 when added and
+ * dropped when removed. */
+#include <string.h>
+
+#include "dl_codecs.h"
+
+static inline uint8_t dl_luma(const uint8_t *p)
+{
+    return (uint8_t)((p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16);
+}
+
+static void dl_convert_row(const uint8_t *s, int sc, uint8_t *d, int dc, ptrdiff_t width)
+{
+    ptrdiff_t x;
+    if (sc == dc) {
+        memcpy(d, s, (size_t)(width * sc));
+        return;
+    }
+    for (x = 0; x < width; x++, s += sc, d += dc) {
+        uint8_t l, a;
+        if (sc <= 2) {
+            l = s[0];
+            a = sc == 2 ? s[1] : 255;
+        } else {
+            a = sc == 4 ? s[3] : 255;
+            if (dc >= 3) {
+                d[0] = s[0];
+                d[1] = s[1];
+                d[2] = s[2];
+                if (dc == 4)
+                    d[3] = a;
+                continue;
+            }
+            l = dl_luma(s);
+        }
+        if (dc <= 2) {
+            d[0] = l;
+            if (dc == 2)
+                d[1] = a;
+        } else {
+            d[0] = d[1] = d[2] = l;
+            if (dc == 4)
+                d[3] = a;
+        }
+    }
+}
+
+void dl_convert_rows(const uint8_t *src, ptrdiff_t src_stride, int src_channels,
+                     uint8_t *dst, ptrdiff_t dst_stride, int dst_channels,
+                     ptrdiff_t height, ptrdiff_t width)
+{
+    ptrdiff_t y;
+    for (y = 0; y < height; y++)
+        dl_convert_row(src + y * src_stride, src_channels, dst + y * dst_stride,
+                       dst_channels, width);
+}

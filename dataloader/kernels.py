@@ -1,0 +1,565 @@
+"""Image kernels: decoding, geometry and value transforms on numpy arrays.
+
+Every function here validates its arguments (dtype, shape, contiguity,
+writability; errors name the argument and what was expected), allocates the
+result or checks the caller's ``out=``, and hands the pixel work to a native
+kernel that runs without the GIL.  Images are uint8 ``(H, W, C)`` arrays with
+1 to 4 channels unless a function says otherwise; a 2-D ``(H, W)`` array is
+read as one channel and gives a 2-D result.
+
+Decoding reads JPEG (libjpeg-turbo), PNG (libpng) and WebP (libwebp)
+natively and falls back to Pillow for other formats when it is installed
+(``pip install dataloader[images]``).  Size limits are checked from the
+header before any pixel memory is allocated.
+
+Examples
+--------
+>>> import numpy as np
+>>> from dataloader import kernels
+>>> image = np.zeros((4, 6, 3), np.uint8)
+>>> kernels.resize(image, (2, 3)).shape
+(2, 3, 3)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dataloader._core import ops as _ops
+from dataloader._core import resize as _resize
+from dataloader._core.image import MAX_SIDE, Image, ImageBatch
+from dataloader._decoding import ImageInfo, decode, image_info
+from dataloader._kernel_args import as_array, fill_values, image_array, output, size_pair
+
+__all__ = [
+    "Image",
+    "ImageBatch",
+    "ImageInfo",
+    "convert",
+    "crop",
+    "decode",
+    "hflip",
+    "image_info",
+    "normalize",
+    "pad",
+    "pad_to",
+    "resize",
+    "rotate90",
+    "stack",
+    "to_chw",
+    "to_float",
+    "to_hwc",
+    "vflip",
+]
+
+_ANCHORS = {
+    "top-left": (0.0, 0.0), "top": (0.0, 0.5), "top-right": (0.0, 1.0),
+    "left": (0.5, 0.0), "center": (0.5, 0.5), "right": (0.5, 1.0),
+    "bottom-left": (1.0, 0.0), "bottom": (1.0, 0.5), "bottom-right": (1.0, 1.0),
+}
+
+
+# --- geometry -------------------------------------------------------------
+
+_FILTERS = {name: index for index, name in enumerate(_resize.FILTERS)}
+
+
+def resize(img, size, *, interpolation="bilinear", antialias=True, out=None):
+    """Resize with Pillow's resampling (separable, antialiased when shrinking).
+
+    Parameters
+    ----------
+    img : ndarray
+        uint8 ``(H, W, C)`` or ``(H, W)``.
+    size : int or (int, int)
+        Output (height, width); an int sets the shorter side and keeps the
+        aspect ratio, as torchvision's ``Resize``.
+    interpolation : {"nearest", "bilinear", "bicubic", "lanczos"}
+    antialias : bool, default True
+        When False, the filter is not widened when shrinking.
+    out : ndarray, optional
+        uint8 C-contiguous destination of the output shape.
+
+    Returns
+    -------
+    ndarray
+
+    Notes
+    -----
+    The arithmetic is Pillow's (``Image.resize`` on L and RGB images):
+    weights in 22-bit fixed point, horizontal pass first over only the rows
+    the vertical pass reads, rounding to uint8 between the passes; when the
+    height shrinks while the width grows, the vertical pass runs first, as
+    Pillow 13 does.  Results then equal Pillow's.  Pillow 13 also runs the
+    vertical pass first for some sizes where both sides shrink (bicubic and
+    lanczos can then differ by a few levels at sharp edges; bilinear stays
+    within 1).  Channels are resampled independently (Pillow premultiplies
+    RGBA by alpha).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.kernels import resize
+    >>> image = np.array([[0, 100], [200, 255]], np.uint8)
+    >>> resize(image, (1, 1), interpolation="bilinear").tolist()
+    [[139]]
+    >>> resize(image, (2, 4), interpolation="nearest").tolist()
+    [[0, 0, 100, 100], [200, 200, 255, 255]]
+    """
+    src, flat = image_array(img)
+    if interpolation not in _FILTERS:
+        raise ValueError(f"interpolation must be one of {sorted(_FILTERS)}, "
+                         f"got {interpolation!r}")
+    h, w = src.shape[:2]
+    if isinstance(size, (int, np.integer)) and size > 0:
+        short, long = (h, w) if h <= w else (w, h)
+        other = int(size * long / short)
+        size = (int(size), other) if h <= w else (other, int(size))
+    height, width = size_pair(size, "size")
+    if height > MAX_SIDE or width > MAX_SIDE:
+        raise ValueError(f"size must be at most {MAX_SIDE} per side, got {(height, width)}")
+    result, target = output(out, (height, width, src.shape[2]), np.uint8, flat)
+    _resize.resize_into(src, target, _FILTERS[interpolation], bool(antialias))
+    return result
+
+
+def crop(img, top, left, height, width, *, out=None):
+    """Copy the ``height`` x ``width`` window at (``top``, ``left``).
+
+    Parameters
+    ----------
+    img : ndarray
+        uint8 or float32, ``(H, W, C)`` or ``(H, W)``.
+    top, left, height, width : int
+        The window, which must lie inside the image (torchvision's ``crop``
+        would pad instead).
+    out : ndarray, optional
+        C-contiguous destination of shape ``(height, width[, C])``.
+
+    Returns
+    -------
+    ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.kernels import crop
+    >>> crop(np.arange(12, dtype=np.uint8).reshape(3, 4), 1, 1, 2, 2).tolist()
+    [[5, 6], [9, 10]]
+    """
+    src, flat = image_array(img, dtypes=(np.uint8, np.float32))
+    h, w = src.shape[:2]
+    if not (0 <= top and 0 <= left and height > 0 and width > 0
+            and top + height <= h and left + width <= w):
+        raise ValueError(f"crop window (top={top}, left={left}, height={height}, "
+                         f"width={width}) must lie inside the image of {h}x{w}")
+    result, target = output(out, (height, width, src.shape[2]), src.dtype, flat)
+    _ops.crop_into(src, target, top, left)
+    return result
+
+
+def _padding(padding) -> tuple[int, int, int, int]:
+    """torchvision's order: int, (left/right, top/bottom) or (left, top, right, bottom)."""
+    values = [padding] if isinstance(padding, (int, np.integer)) else list(padding)
+    if len(values) not in (1, 2, 4) or not all(
+            isinstance(v, (int, np.integer)) and v >= 0 for v in values):
+        raise ValueError(f"padding must be a non-negative int or a sequence of 2 or 4 of "
+                         f"them, got {padding!r}")
+    if len(values) == 1:
+        values = values * 4
+    elif len(values) == 2:
+        values = values * 2
+    return tuple(int(v) for v in values)
+
+
+def pad(img, padding, *, fill=0, padding_mode="constant", out=None):
+    """Pad the borders, with torchvision ``Pad``'s padding order and modes.
+
+    Parameters
+    ----------
+    img : ndarray
+        uint8 or float32, ``(H, W, C)`` or ``(H, W)``.
+    padding : int or sequence
+        All sides, (left/right, top/bottom) or (left, top, right, bottom).
+    fill : number or sequence, default 0
+        Per-channel value for ``"constant"``.
+    padding_mode : {"constant", "edge", "reflect", "symmetric"}
+        ``"reflect"`` mirrors without repeating the edge sample,
+        ``"symmetric"`` repeats it (numpy.pad's modes of the same names).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.kernels import pad
+    >>> pad(np.array([[1, 2, 3]], np.uint8), (2, 0), padding_mode="reflect").tolist()
+    [[3, 2, 1, 2, 3, 2, 1]]
+    """
+    src, flat = image_array(img, dtypes=(np.uint8, np.float32))
+    if padding_mode not in _ops.PAD_MODES:
+        raise ValueError(f"padding_mode must be one of {_ops.PAD_MODES}, got {padding_mode!r}")
+    left, top, right, bottom = _padding(padding)
+    h, w, c = src.shape
+    shape = (h + top + bottom, w + left + right, c)
+    if shape[0] > MAX_SIDE or shape[1] > MAX_SIDE:
+        raise ValueError(f"padded size {shape[:2]} exceeds {MAX_SIDE} per side")
+    values = fill_values(fill, c, src.dtype)
+    result, target = output(out, shape, src.dtype, flat)
+    _ops.pad_into(src, target, top, left, _ops.PAD_MODES.index(padding_mode), values)
+    return result
+
+
+def pad_to(img, height, width, *, anchor="top-left", fill=0, out=None):
+    """Pad to exactly ``height`` x ``width``, placing the image at ``anchor``.
+
+    Parameters
+    ----------
+    anchor : str, default "top-left"
+        One of "top-left", "top", "top-right", "left", "center", "right",
+        "bottom-left", "bottom", "bottom-right"; centred placements round the
+        top/left margin down.
+    fill : number or sequence, default 0
+        Per-channel border value.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.kernels import pad_to
+    >>> pad_to(np.full((1, 1), 9, np.uint8), 2, 3, anchor="center").tolist()
+    [[0, 9, 0], [0, 0, 0]]
+    """
+    src, flat = image_array(img, dtypes=(np.uint8, np.float32))
+    if anchor not in _ANCHORS:
+        raise ValueError(f"anchor must be one of {list(_ANCHORS)}, got {anchor!r}")
+    h, w, c = src.shape
+    if not (h <= height <= MAX_SIDE and w <= width <= MAX_SIDE):
+        raise ValueError(f"target size {height}x{width} must be at least the image's "
+                         f"{h}x{w} (and at most {MAX_SIDE} per side)")
+    fy, fx = _ANCHORS[anchor]
+    top, left = int((height - h) * fy), int((width - w) * fx)
+    values = fill_values(fill, c, src.dtype)
+    result, target = output(out, (height, width, c), src.dtype, flat)
+    _ops.pad_into(src, target, top, left, 0, values)
+    return result
+
+
+def _flip(img, out, horizontal):
+    src, flat = image_array(img, dtypes=(np.uint8, np.float32))
+    result, target = output(out, src.shape, src.dtype, flat)
+    _ops.flip_into(src, target, horizontal)
+    return result
+
+
+def hflip(img, *, out=None):
+    """Mirror left-right.
+
+    Parameters
+    ----------
+    img : ndarray
+        uint8 or float32, ``(H, W, C)`` or ``(H, W)``.
+    out : ndarray, optional
+        C-contiguous destination of ``img``'s shape.
+
+    Returns
+    -------
+    ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.kernels import hflip
+    >>> hflip(np.array([[1, 2, 3]], np.uint8)).tolist()
+    [[3, 2, 1]]
+    """
+    return _flip(img, out, True)
+
+
+def vflip(img, *, out=None):
+    """Mirror top-bottom.
+
+    Parameters
+    ----------
+    img : ndarray
+        uint8 or float32, ``(H, W, C)`` or ``(H, W)``.
+    out : ndarray, optional
+        C-contiguous destination of ``img``'s shape.
+
+    Returns
+    -------
+    ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.kernels import vflip
+    >>> vflip(np.array([[1], [2]], np.uint8)).tolist()
+    [[2], [1]]
+    """
+    return _flip(img, out, False)
+
+
+def rotate90(img, k=1, *, out=None):
+    """Rotate by ``k`` quarter turns counter-clockwise, as ``numpy.rot90``.
+
+    Parameters
+    ----------
+    img : ndarray
+        uint8 or float32, ``(H, W, C)`` or ``(H, W)``.
+    k : int, default 1
+        Any integer; taken modulo 4 (negative turns clockwise).
+    out : ndarray, optional
+        C-contiguous destination of the rotated shape.
+
+    Returns
+    -------
+    ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.kernels import rotate90
+    >>> rotate90(np.array([[1, 2], [3, 4]], np.uint8)).tolist()
+    [[2, 4], [1, 3]]
+    """
+    src, flat = image_array(img, dtypes=(np.uint8, np.float32))
+    k = int(k) % 4
+    h, w, c = src.shape
+    shape = (w, h, c) if k % 2 else (h, w, c)
+    result, target = output(out, shape, src.dtype, flat)
+    if k == 0:
+        _ops.crop_into(src, target, 0, 0)
+    else:
+        _ops.rotate90_into(src, target, k)
+    return result
+
+
+# --- values and layouts ---------------------------------------------------
+
+def to_float(img, *, out=None):
+    """Scale uint8 samples to float32 in [0, 1] (``x / 255``), any shape.
+
+    The division is in float32, as torchvision's ``ToTensor``.
+
+    Parameters
+    ----------
+    img : ndarray
+        uint8 samples of any shape.
+    out : ndarray, optional
+        float32 C-contiguous destination of ``img``'s shape.
+
+    Returns
+    -------
+    ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.kernels import to_float
+    >>> to_float(np.array([0, 51, 255], np.uint8)).tolist()
+    [0.0, 0.20000000298023224, 1.0]
+    """
+    src = np.ascontiguousarray(as_array(img, "img"))
+    if src.dtype != np.uint8:
+        raise ValueError(f"img must have dtype uint8, got {src.dtype}")
+    result, target = output(out, src.shape + (1,), np.float32, flat=True) if src.ndim == 2 \
+        else _same_shape_output(out, src.shape, np.float32)
+    if src.size:
+        _ops.to_float_into(src.reshape(-1), target.reshape(-1))
+    return result
+
+
+def _same_shape_output(out, shape, dtype):
+    if out is None:
+        result = np.empty(shape, dtype)
+        return result, result
+    array = as_array(out, "out")
+    if array.dtype != dtype or array.shape != tuple(shape):
+        raise ValueError(f"out must be {np.dtype(dtype).name} of shape {tuple(shape)}, "
+                         f"got {array.dtype} of shape {array.shape}")
+    if not array.flags.c_contiguous or not array.flags.writeable:
+        raise ValueError("out must be C-contiguous and writable")
+    return out, array
+
+
+_CHANNEL_AXIS = {"HWC": 2, "CHW": 0, "NHWC": 3, "NCHW": 1}
+
+
+def normalize(img, mean, std, *, layout="HWC", out=None):
+    """Compute ``(x - mean[c]) / std[c]`` in float32, as torchvision's ``Normalize``.
+
+    Parameters
+    ----------
+    img : ndarray
+        float32 samples, or uint8 samples which are first divided by 255
+        (``ToTensor`` then ``Normalize`` in one pass).
+    mean, std : sequence of float
+        One value per channel; ``std`` must not contain zeros.
+    layout : {"HWC", "CHW", "NHWC", "NCHW"}, default "HWC"
+        Where the channel axis is; a 2-D image has one channel.
+    out : ndarray, optional
+        float32 C-contiguous destination of ``img``'s shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.kernels import normalize
+    >>> normalize(np.array([[[0.5, 1.0]]], np.float32), [0.5, 0.5], [0.5, 0.25]).tolist()
+    [[[0.0, 2.0]]]
+    """
+    src = np.ascontiguousarray(as_array(img, "img"))
+    if src.dtype not in (np.uint8, np.float32):
+        raise ValueError(f"img must have dtype uint8 or float32, got {src.dtype}")
+    if layout not in _CHANNEL_AXIS:
+        raise ValueError(f"layout must be one of {list(_CHANNEL_AXIS)}, got {layout!r}")
+    if src.ndim == 2 and layout == "HWC":
+        channels = 1
+    elif src.ndim == len(layout):
+        channels = src.shape[_CHANNEL_AXIS[layout]]
+    else:
+        raise ValueError(f"img must have {len(layout)} dimensions for layout {layout!r}, "
+                         f"got shape {src.shape}")
+    mean_values = np.asarray(mean, np.float32).reshape(-1)
+    std_values = np.asarray(std, np.float32).reshape(-1)
+    if mean_values.size != channels or std_values.size != channels:
+        raise ValueError(f"mean and std must have one value per channel ({channels}), "
+                         f"got {mean_values.size} and {std_values.size}")
+    if np.any(std_values == 0):
+        raise ValueError(f"std must not contain zeros, got {std!r}")
+    result, target = _same_shape_output(out, src.shape, np.float32)
+    if not src.size:
+        return result
+    # Interleaved channels (plane 0), or planes of H*W samples per channel.
+    plane = 0 if layout.endswith("C") else src.shape[-1] * src.shape[-2]
+    _ops.normalize_into(src.reshape(-1), target.reshape(-1), channels, plane, mean_values,
+                        std_values)
+    return result
+
+
+def _transpose(img, out, to_chw):
+    src = np.ascontiguousarray(as_array(img, "img"))
+    if src.dtype not in (np.uint8, np.float32):
+        raise ValueError(f"img must have dtype uint8 or float32, got {src.dtype}")
+    if src.ndim == 2:
+        src = src[:, :, None] if to_chw else src[None]
+    if src.ndim != 3:
+        raise ValueError(f"img must have 3 dimensions ({'HWC' if to_chw else 'CHW'}), "
+                         f"got shape {src.shape}")
+    a, b, c = src.shape
+    shape = (c, a, b) if to_chw else (b, c, a)
+    result, target = _same_shape_output(out, shape, src.dtype)
+    if src.size:
+        (_ops.hwc_to_chw_into if to_chw else _ops.chw_to_hwc_into)(src, target)
+    return result
+
+
+def to_chw(img, *, out=None):
+    """Reorder an ``(H, W, C)`` image to ``(C, H, W)`` (uint8 or float32).
+
+    Parameters
+    ----------
+    img : ndarray
+        ``(H, W, C)``, or ``(H, W)`` as one channel.
+    out : ndarray, optional
+        C-contiguous destination of shape ``(C, H, W)``.
+
+    Returns
+    -------
+    ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.kernels import to_chw
+    >>> to_chw(np.arange(6, dtype=np.uint8).reshape(1, 2, 3)).tolist()
+    [[[0, 3]], [[1, 4]], [[2, 5]]]
+    """
+    return _transpose(img, out, True)
+
+
+def to_hwc(img, *, out=None):
+    """Reorder a ``(C, H, W)`` image to ``(H, W, C)`` (uint8 or float32).
+
+    Parameters
+    ----------
+    img : ndarray
+        ``(C, H, W)``, or ``(H, W)`` as one channel.
+    out : ndarray, optional
+        C-contiguous destination of shape ``(H, W, C)``.
+
+    Returns
+    -------
+    ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.kernels import to_hwc
+    >>> to_hwc(np.arange(6, dtype=np.uint8).reshape(3, 1, 2)).tolist()
+    [[[0, 2, 4], [1, 3, 5]]]
+    """
+    return _transpose(img, out, False)
+
+
+_CONVERT_MODES = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4}
+
+
+def convert(img, mode, *, out=None):
+    """Convert between gray, gray+alpha, RGB and RGBA as Pillow's ``convert``.
+
+    Gray from color is ``(R*19595 + G*38470 + B*7471 + 0x8000) >> 16``;
+    an added alpha channel is 255, a removed one is dropped.
+
+    Parameters
+    ----------
+    img : ndarray
+        uint8 ``(H, W, C)`` with C in 1..4 (1 = L, 2 = LA, 3 = RGB, 4 = RGBA).
+    mode : {"L", "LA", "RGB", "RGBA"}
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.kernels import convert
+    >>> convert(np.array([[[255, 0, 0]]], np.uint8), "L").tolist()
+    [[[76]]]
+    """
+    src, _ = image_array(img)
+    if mode not in _CONVERT_MODES:
+        raise ValueError(f"mode must be one of {list(_CONVERT_MODES)}, got {mode!r}")
+    result, target = output(out, src.shape[:2] + (_CONVERT_MODES[mode],), np.uint8)
+    _ops.convert_into(src, target)
+    return result
+
+
+def stack(images, out=None):
+    """Stack images of one shape and dtype into an ``(N, ...)`` batch.
+
+    Parameters
+    ----------
+    images : sequence of ndarray
+        uint8 or float32 arrays of one shape.
+    out : ndarray or ImageBatch, optional
+        C-contiguous destination of shape ``(N,) + shape``; filled and returned.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.kernels import stack
+    >>> stack([np.zeros((2, 2, 3), np.uint8), np.ones((2, 2, 3), np.uint8)]).shape
+    (2, 2, 2, 3)
+    """
+    arrays = [np.ascontiguousarray(as_array(item, f"images[{i}]"))
+              for i, item in enumerate(images)]
+    if not arrays:
+        raise ValueError("images must not be empty")
+    first = arrays[0]
+    if first.dtype not in (np.uint8, np.float32):
+        raise ValueError(f"images must have dtype uint8 or float32, got {first.dtype}")
+    for i, array in enumerate(arrays):
+        if array.shape != first.shape or array.dtype != first.dtype:
+            raise ValueError(f"images[{i}] is {array.dtype} of shape {array.shape}, expected "
+                             f"{first.dtype} of shape {first.shape} like images[0]")
+    result, target = _same_shape_output(out, (len(arrays),) + first.shape, first.dtype)
+    rows = target.reshape(len(arrays), 1, -1, 1)
+    for i, array in enumerate(arrays):
+        if array.size:
+            _ops.crop_into(array.reshape(1, -1, 1), rows[i], 0, 0)
+    return result

@@ -1,0 +1,223 @@
+"""Geometry and value kernels (dataloader._core.ops, .resize) against references."""
+
+import numpy as np
+import pytest
+import torch
+from conftest import natural_image
+from PIL import Image as PILImage
+
+from dataloader._core import ops, resize
+
+PIL_FILTERS = {
+    "nearest": PILImage.Resampling.NEAREST,
+    "bilinear": PILImage.Resampling.BILINEAR,
+    "bicubic": PILImage.Resampling.BICUBIC,
+    "lanczos": PILImage.Resampling.LANCZOS,
+}
+SIZES = [(224, 224), (31, 45), (97, 50), (301, 131), (1, 7), (200, 1), (97, 131), (13, 400)]
+
+
+def pillow_resize(src, size, interpolation):
+    """Pillow's result, one channel at a time (Pillow premultiplies alpha)."""
+    h, w = size
+    planes = [np.asarray(PILImage.fromarray(src[:, :, c]).resize((w, h),
+                                                                   PIL_FILTERS[interpolation]))
+              for c in range(src.shape[2])]
+    return np.stack(planes, axis=-1)
+
+
+def our_resize(src, size, interpolation, antialias=True):
+    out = np.empty(size + (src.shape[2],), np.uint8)
+    resize.resize_into(src, out, resize.FILTERS.index(interpolation), antialias)
+    return out
+
+
+@pytest.mark.parametrize("interpolation", list(PIL_FILTERS))
+@pytest.mark.parametrize("size", SIZES)
+def test_resize_rgb_matches_pillow(interpolation, size):
+    src = natural_image(97, 131, 3)
+    ours = our_resize(src, size, interpolation)
+    theirs = np.asarray(PILImage.fromarray(src).resize(size[::-1], PIL_FILTERS[interpolation]))
+    # The algorithm is Pillow's to the bit; the tolerance required is 1.
+    np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("interpolation", list(PIL_FILTERS))
+@pytest.mark.parametrize("shape", [(1, 17), (19, 1), (1, 1), (5, 3)])
+@pytest.mark.parametrize("channels", [1, 2, 4])
+def test_resize_thin_images_and_every_channel_count(interpolation, shape, channels):
+    src = natural_image(*shape, channels, seed=5)
+    for size in [(1, 9), (23, 1), (7, 11), (2, 2)]:
+        ours = our_resize(src, size, interpolation)
+        diff = np.abs(ours.astype(int) - pillow_resize(src, size, interpolation))
+        assert diff.max() <= (0 if interpolation == "nearest" else 1), size
+
+
+def test_resize_real_photograph_within_one_of_pillow(photos):
+    with PILImage.open(__import__("io").BytesIO(photos["astronaut.png"])) as image:
+        src = np.asarray(image.convert("RGB"))
+    for interpolation in PIL_FILTERS:
+        for size in [(224, 224), (333, 517), (1024, 700)]:
+            ours = our_resize(src, size, interpolation)
+            theirs = np.asarray(PILImage.fromarray(src).resize(size[::-1],
+                                                                PIL_FILTERS[interpolation]))
+            assert np.abs(ours.astype(int) - theirs).max() <= 1
+
+
+def narrow_bilinear_rows(src, out_w):
+    """Reference for antialias=False: the triangle filter keeps its unit support."""
+    in_w = src.shape[1]
+    scale = in_w / out_w
+    out = np.empty((src.shape[0], out_w), np.float64)
+    for x in range(out_w):
+        center = (x + 0.5) * scale
+        taps = np.arange(max(int(center - 0.5), 0), min(int(center + 1.5), in_w))
+        weights = np.maximum(0.0, 1.0 - np.abs(taps - center + 0.5))
+        out[:, x] = src[:, taps].astype(np.float64) @ (weights / weights.sum())
+    return out
+
+
+def test_resize_without_antialias_keeps_the_filter_narrow():
+    src = natural_image(1, 64, 1, seed=4)
+    src[0, ::3] = 255   # fine detail that antialiasing would average away
+    sharp = our_resize(src, (1, 16), "bilinear", antialias=False)[:, :, 0]
+    smooth = our_resize(src, (1, 16), "bilinear", antialias=True)[:, :, 0]
+    expected = narrow_bilinear_rows(src[:, :, 0], 16)
+    assert np.abs(sharp - expected).max() <= 1
+    assert np.abs(smooth.astype(int) - sharp).max() > 20
+
+
+def test_resize_same_size_is_a_copy():
+    src = natural_image(17, 23, 3)
+    for interpolation in PIL_FILTERS:
+        np.testing.assert_array_equal(our_resize(src, (17, 23), interpolation), src)
+
+
+# --- crop, pad, flip, rotate ----------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_crop_flip_rotate_match_numpy(dtype):
+    src = natural_image(13, 17, 3).astype(dtype)
+    out = np.empty((5, 7, 3), dtype)
+    ops.crop_into(src, out, 4, 9)
+    np.testing.assert_array_equal(out, src[4:9, 9:16])
+    for horizontal, expected in [(True, src[:, ::-1]), (False, src[::-1])]:
+        out = np.empty_like(src)
+        ops.flip_into(src, out, horizontal)
+        np.testing.assert_array_equal(out, expected)
+    for k in (1, 2, 3):
+        expected = np.rot90(src, k)
+        out = np.empty(expected.shape, dtype)
+        ops.rotate90_into(src, out, k)
+        np.testing.assert_array_equal(out, expected)
+
+
+def numpy_pad(src, top, left, bottom, right, mode, fill):
+    widths = ((top, bottom), (left, right), (0, 0))
+    if mode == "constant":
+        planes = [np.pad(src[:, :, c], widths[:2], constant_values=fill[c])
+                  for c in range(src.shape[2])]
+        return np.stack(planes, axis=-1)
+    return np.pad(src, widths, mode=mode)
+
+
+@pytest.mark.parametrize("mode", ops.PAD_MODES)
+@pytest.mark.parametrize("shape", [(5, 7), (1, 4), (4, 1), (2, 2), (9, 3)])
+@pytest.mark.parametrize("widths", [(1, 2, 3, 0), (0, 0, 0, 0), (3, 3, 3, 3), (11, 0, 7, 13)])
+def test_pad_matches_numpy_pad(mode, shape, widths):
+    # numpy.pad's edge/reflect/symmetric are torchvision Pad's modes of the same
+    # names; paddings wider than the image keep mirroring (numpy's behaviour).
+    src = natural_image(*shape, 3, seed=2)
+    top, left, bottom, right = widths
+    if mode == "reflect" and 1 in shape:
+        src = src[:, :, :]   # numpy repeats the single sample, as we do
+    fill = [3.0, 200.0, 77.0]
+    expected = numpy_pad(src, top, left, bottom, right, mode, fill)
+    out = np.empty(expected.shape, np.uint8)
+    ops.pad_into(src, out, top, left, ops.PAD_MODES.index(mode), fill)
+    np.testing.assert_array_equal(out, expected)
+
+
+# --- values and layouts ---------------------------------------------------
+
+def test_to_float_is_torch_division_by_255():
+    src = np.arange(256, dtype=np.uint8)
+    out = np.empty(256, np.float32)
+    ops.to_float_into(src, out)
+    expected = torch.from_numpy(src).float().div(255).numpy()
+    np.testing.assert_array_equal(out, expected)
+
+
+def torchvision_normalize(chw, mean, std):
+    """torchvision.transforms.functional.normalize on a float tensor."""
+    tensor = torch.from_numpy(chw.copy())
+    mean_t = torch.as_tensor(mean, dtype=tensor.dtype).view(-1, 1, 1)
+    std_t = torch.as_tensor(std, dtype=tensor.dtype).view(-1, 1, 1)
+    return tensor.sub_(mean_t).div_(std_t).numpy()
+
+
+@pytest.mark.parametrize("channels", [1, 3, 4])
+def test_normalize_is_identical_to_torchvision(channels):
+    rng = np.random.default_rng(9)
+    chw = rng.random((channels, 17, 23), dtype=np.float32)
+    mean = np.array([0.485, 0.456, 0.406, 0.5][:channels], np.float32)
+    std = np.array([0.229, 0.224, 0.225, 0.3][:channels], np.float32)
+    expected = torchvision_normalize(chw, mean, std)
+    out = np.empty_like(chw)
+    ops.normalize_into(chw.reshape(-1), out.reshape(-1), channels, 17 * 23, mean, std)
+    np.testing.assert_array_equal(out, expected)
+    hwc = np.ascontiguousarray(chw.transpose(1, 2, 0))
+    out_hwc = np.empty_like(hwc)
+    ops.normalize_into(hwc.reshape(-1), out_hwc.reshape(-1), channels, 0, mean, std)
+    np.testing.assert_array_equal(out_hwc.transpose(2, 0, 1), expected)
+
+
+def test_normalize_of_uint8_is_to_tensor_then_normalize():
+    src = natural_image(11, 13, 3)
+    mean = np.array([0.485, 0.456, 0.406], np.float32)
+    std = np.array([0.229, 0.224, 0.225], np.float32)
+    chw_float = torch.from_numpy(src).permute(2, 0, 1).float().div(255).numpy()
+    expected = torchvision_normalize(chw_float, mean, std).transpose(1, 2, 0)
+    out = np.empty(src.shape, np.float32)
+    ops.normalize_into(src.reshape(-1), out.reshape(-1), 3, 0, mean, std)
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_layout_transposes_round_trip(dtype):
+    src = natural_image(7, 9, 3).astype(dtype)
+    chw = np.empty((3, 7, 9), dtype)
+    ops.hwc_to_chw_into(src, chw)
+    np.testing.assert_array_equal(chw, src.transpose(2, 0, 1))
+    back = np.empty_like(src)
+    ops.chw_to_hwc_into(chw, back)
+    np.testing.assert_array_equal(back, src)
+
+
+PIL_MODES = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
+
+
+@pytest.mark.parametrize("source", [1, 2, 3, 4])
+@pytest.mark.parametrize("target", [1, 2, 3, 4])
+def test_convert_matches_pillow(source, target):
+    src = natural_image(9, 14, source, seed=source)
+    image = PILImage.fromarray(src[:, :, 0] if source == 1 else src, PIL_MODES[source])
+    expected = np.asarray(image.convert(PIL_MODES[target])).reshape(9, 14, target)
+    out = np.empty((9, 14, target), np.uint8)
+    ops.convert_into(src, out)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_bilinear_within_one_of_pillow_at_random_sizes(photos):
+    """Any size pair: Pillow 13's choice of pass order only moves rounding by 1."""
+    import io
+
+    rng = np.random.default_rng(12)
+    with PILImage.open(io.BytesIO(photos["coffee.png"])) as image:
+        photo = np.asarray(image.convert("RGB"))[:160, :200].copy()
+    for src in (natural_image(83, 121, 3, seed=3), photo):
+        for _ in range(25):
+            size = (int(rng.integers(1, 2 * src.shape[0])), int(rng.integers(1, 2 * src.shape[1])))
+            diff = np.abs(our_resize(src, size, "bilinear").astype(int)
+                          - pillow_resize(src, size, "bilinear"))
+            assert diff.max() <= 1, size
