@@ -9,6 +9,10 @@ creation, 1 warm-up + 5 timed runs, median):
 * ``numpy_work`` -- each item is a 128x128x3 uint8 image, cropped, flipped
   and normalised in numpy.
 * ``first_batch`` -- ``iter()`` + the first ``next()`` on a new loader.
+* ``images``     -- JPEG files to normalised float32 NCHW batches of 64 with
+  the train and eval chains, against torchvision-style Pillow code, the raw
+  decode + resize limit, and peak memory; see ``images.py``, which also
+  draws ``docs/images/benchmark_images.png``.
 
 torch runs with fresh workers each epoch and with ``persistent_workers=True``;
 ratios are against torch's best. Run ``python benchmarks/compare_torch.py``.
@@ -114,11 +118,20 @@ def loaders(dataset, ours_extra: dict):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=[*WORKLOADS, "first_batch"], nargs="*")
+    parser.add_argument("--only", choices=[*WORKLOADS, "first_batch", "images"], nargs="*")
+    parser.add_argument("--no-chart", action="store_true",
+                        help="images: do not redraw docs/images/benchmark_images.png")
     args = parser.parse_args()
     import torch
 
-    selected = args.only or [*WORKLOADS, "first_batch"]
+    selected = args.only or [*WORKLOADS, "first_batch", "images"]
+    if "images" in selected:
+        import images
+
+        images.compare(args.repeats, chart=None if args.no_chart else images.CHART)
+        selected = [name for name in selected if name != "images"]
+        if not selected:
+            return
     rows, results = [], {}
     for name in selected:
         make_dataset, extra = WORKLOADS.get(name, WORKLOADS["in_memory"])

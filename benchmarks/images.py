@@ -1,0 +1,390 @@
+"""The image workload of ``compare_torch.py``: JPEG files to normalised NCHW batches.
+
+Two chains over a generated ImageNet-like folder (``_images.py``: 2,000
+JPEGs of 400-500 x 300-375 pixels at quality 90, in 10 classes), batches of
+64 float32 ``(64, 3, 224, 224)`` tensors, 2 workers:
+
+* ``train`` -- decode, RandomResizedCrop(224), random horizontal flip,
+  to float, normalise, CHW; shuffled.
+* ``eval``  -- decode, Resize(256), CenterCrop(224), to float, normalise, CHW.
+
+``dataloader`` runs the chain as ``transform=`` on its worker threads and
+collates with ``ImageCollator``; the training loop takes each batch with
+``torch.from_dlpack``.  torch runs the torchvision-style Pillow pipeline
+(written out here: torchvision is not a dependency) in a map-style dataset
+under ``torch.utils.data.DataLoader`` with 2 persistent worker processes.
+The raw limit is libjpeg-turbo decode + resize of each file to 224x224 with
+``dataloader.kernels`` in a ``ThreadPoolExecutor(2)``, no loader.
+
+Each loader runs in a fresh Python process (which imports torch in both
+cases, as a training script would): one warm-up epoch, then ``repeats``
+timed epochs, median.  Peak RSS is that process's ``ru_maxrss`` plus, for
+torch, each worker process's peak (``VmHWM``, read before the workers are
+shut down): a sum of per-process peaks, which counts the pages the
+processes share once per process.  The proportional set size (PSS, shared
+pages divided among the processes that map them) summed over the processes
+at the end of the run is reported beside it.
+
+Run ``python benchmarks/compare_torch.py --only images``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+from _common import machine, print_table, write_json
+from _images import generated_image_folder, image_paths
+
+BATCH_SIZE = 64
+NUM_WORKERS = 2
+N_IMAGES = 2000
+SIZE = 224
+RESIZE = 256
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+CHAINS = ("train", "eval")
+LIBRARIES = ("dataloader", "torch")
+CHART = Path(__file__).parents[1] / "docs" / "images" / "benchmark_images.png"
+TARGETS = {"speedup_vs_torch": 3.0, "fraction_of_raw_limit": 0.85, "rss_ratio_vs_torch": 0.5}
+
+
+# --- dataloader -------------------------------------------------------------
+
+def ours_loader(root: Path, chain: str):
+    from dataloader import DataLoader, ImageCollator, ImageFolder
+    from dataloader.transforms import (
+        CenterCrop, Compose, Decode, Normalize, RandomHFlip, RandomResizedCrop, Resize,
+        ToChw, ToFloat,
+    )
+
+    if chain == "train":
+        steps = [RandomResizedCrop(SIZE), RandomHFlip()]
+    else:
+        steps = [Resize(RESIZE), CenterCrop(SIZE)]
+    transform = Compose([Decode("RGB"), *steps, ToFloat(), Normalize(MEAN, STD), ToChw()])
+    return DataLoader(ImageFolder(root), batch_size=BATCH_SIZE, shuffle=chain == "train",
+                      num_workers=NUM_WORKERS, transform=transform, seed=0,
+                      collate_fn=ImageCollator())
+
+
+def ours_batches(loader):
+    import torch
+
+    for images, labels in loader:
+        yield torch.from_dlpack(images), labels
+
+
+# --- torch: the torchvision-style Pillow pipeline ----------------------------
+
+class PillowImageFolder:
+    """torchvision's ``ImageFolder`` with its usual Pillow transforms, written out.
+
+    The crop parameters are sampled as ``RandomResizedCrop.get_params`` does
+    (scale (0.08, 1), ratio (3/4, 4/3), ten tries, then the central crop),
+    from torch's generator, which torch seeds per worker.
+    """
+
+    def __init__(self, root: Path, chain: str) -> None:
+        import torch
+
+        classes = sorted(p.name for p in Path(root).iterdir() if p.is_dir())
+        self.samples = [(path, index) for index, name in enumerate(classes)
+                        for path in sorted((Path(root) / name).iterdir())]
+        self.train = chain == "train"
+        self.mean = torch.tensor(MEAN).view(3, 1, 1)
+        self.std = torch.tensor(STD).view(3, 1, 1)
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, index: int):
+        import torch
+        from PIL import Image as PILImage
+
+        path, label = self.samples[index]
+        with PILImage.open(path) as file:
+            image = file.convert("RGB")
+        bilinear = PILImage.Resampling.BILINEAR
+        if self.train:
+            top, left, height, width = random_resized_crop_params(image.height, image.width)
+            image = image.resize((SIZE, SIZE), bilinear,
+                                 box=(left, top, left + width, top + height))
+            if torch.rand(1).item() < 0.5:
+                image = image.transpose(PILImage.Transpose.FLIP_LEFT_RIGHT)
+        else:
+            scale = RESIZE / min(image.width, image.height)
+            if image.width <= image.height:
+                size = (RESIZE, int(image.height * scale))
+            else:
+                size = (int(image.width * scale), RESIZE)
+            image = image.resize(size, bilinear)
+            left = int(round((image.width - SIZE) / 2.0))
+            top = int(round((image.height - SIZE) / 2.0))
+            image = image.crop((left, top, left + SIZE, top + SIZE))
+        tensor = torch.from_numpy(np.array(image, np.uint8, copy=True))
+        tensor = tensor.permute(2, 0, 1).contiguous().float().div(255)
+        return tensor.sub_(self.mean).div_(self.std), label
+
+
+def random_resized_crop_params(height: int, width: int, scale=(0.08, 1.0),
+                               ratio=(3 / 4, 4 / 3)) -> tuple[int, int, int, int]:
+    """(top, left, crop height, crop width) as torchvision's ``RandomResizedCrop``."""
+    import torch
+
+    area = height * width
+    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+    for _ in range(10):
+        target_area = area * torch.empty(1).uniform_(*scale).item()
+        aspect = math.exp(torch.empty(1).uniform_(*log_ratio).item())
+        w = int(round(math.sqrt(target_area * aspect)))
+        h = int(round(math.sqrt(target_area / aspect)))
+        if 0 < w <= width and 0 < h <= height:
+            top = int(torch.randint(0, height - h + 1, size=(1,)).item())
+            left = int(torch.randint(0, width - w + 1, size=(1,)).item())
+            return top, left, h, w
+    in_ratio = width / height
+    if in_ratio < min(ratio):
+        w, h = width, int(round(width / min(ratio)))
+    elif in_ratio > max(ratio):
+        w, h = int(round(height * max(ratio))), height
+    else:
+        w, h = width, height
+    return (height - h) // 2, (width - w) // 2, h, w
+
+
+def torch_loader(root: Path, chain: str):
+    import torch.utils.data
+
+    return torch.utils.data.DataLoader(
+        PillowImageFolder(root, chain), batch_size=BATCH_SIZE, shuffle=chain == "train",
+        num_workers=NUM_WORKERS, persistent_workers=True)
+
+
+# --- one loader in a fresh process ---------------------------------------------
+
+def _status_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def run_child(library: str, chain: str, root: Path, repeats: int) -> dict:
+    """Time ``repeats`` epochs after a warm-up; peak and proportional memory."""
+    import multiprocessing
+
+    import torch
+
+    baseline_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    loader = ours_loader(root, chain) if library == "dataloader" else torch_loader(root, chain)
+    batches = ours_batches if library == "dataloader" else iter
+
+    def epoch() -> int:
+        n = 0
+        for images, labels in batches(loader):
+            assert images.shape[1:] == (3, SIZE, SIZE) and images.dtype == torch.float32
+            n += images.shape[0]
+        return n
+
+    n_images = epoch()   # warm-up: starts torch's persistent workers, warms the page cache
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        epoch()
+        seconds.append(time.perf_counter() - start)
+    workers = [p.pid for p in multiprocessing.active_children()]
+    worker_peaks_kib = [_status_kib(pid, "VmHWM") for pid in workers]
+    pss_kib = _pss_kib(os.getpid()) + sum(_pss_kib(pid) for pid in workers)
+    close = getattr(loader, "close", None)
+    if close is not None:
+        close()
+    del loader
+    main_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "images": n_images, "epoch_seconds": seconds,
+        "images_per_s": n_images / statistics.median(seconds),
+        "peak_rss_mib": (main_kib + sum(worker_peaks_kib)) / 1024,
+        "main_peak_rss_mib": main_kib / 1024,
+        "worker_peak_rss_mib": [kib / 1024 for kib in worker_peaks_kib],
+        "largest_child_peak_rss_mib":
+            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        "pss_at_end_mib": pss_kib / 1024,
+        "baseline_rss_mib": baseline_kib / 1024,
+    }
+
+
+def run_fresh(library: str, chain: str, root: Path, repeats: int) -> dict:
+    command = [sys.executable, __file__, "--child", library, chain, str(root), str(repeats)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{library} {chain} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# --- the raw limit -----------------------------------------------------------------
+
+def raw_limit(root: Path, repeats: int) -> float:
+    """Images/s of read + decode + resize to 224x224 in 2 threads, no loader."""
+    from dataloader import kernels
+
+    paths = image_paths(root)
+
+    def work(path: Path) -> np.ndarray:
+        return kernels.resize(kernels.decode(path.read_bytes(), mode="RGB"), (SIZE, SIZE))
+
+    seconds = []
+    with ThreadPoolExecutor(max_workers=NUM_WORKERS) as pool:
+        list(pool.map(work, paths))
+        for _ in range(repeats):
+            start = time.perf_counter()
+            list(pool.map(work, paths))
+            seconds.append(time.perf_counter() - start)
+    return len(paths) / statistics.median(seconds)
+
+
+# --- the comparison ------------------------------------------------------------------
+
+def machine_description() -> dict:
+    try:
+        system = platform.freedesktop_os_release().get("PRETTY_NAME", platform.system())
+    except OSError:
+        system = platform.platform()
+    return {**machine(), "os": system}
+
+
+def versions() -> dict:
+    import PIL
+    import torch
+
+    import dataloader
+
+    return {"python": platform.python_version(), "dataloader": dataloader.__version__,
+            "torch": torch.__version__, "numpy": np.__version__, "Pillow": PIL.__version__}
+
+
+def compare(repeats: int, n_images: int = N_IMAGES, chart: Path | None = CHART) -> dict:
+    root = generated_image_folder(n_images=n_images)
+    load = [os.getloadavg()]
+    runs = {chain: {} for chain in CHAINS}
+    for chain in CHAINS:
+        for library in LIBRARIES:
+            runs[chain][library] = run_fresh(library, chain, root, repeats)
+            load.append(os.getloadavg())
+            print(f"  images {chain} {library}: done", flush=True)
+    limit = raw_limit(root, repeats)
+    load.append(os.getloadavg())
+    rows = []
+    for chain in CHAINS:
+        ours, theirs = runs[chain]["dataloader"], runs[chain]["torch"]
+        runs[chain]["speedup_vs_torch"] = ours["images_per_s"] / theirs["images_per_s"]
+        runs[chain]["fraction_of_raw_limit"] = ours["images_per_s"] / limit
+        runs[chain]["rss_ratio_vs_torch"] = ours["peak_rss_mib"] / theirs["peak_rss_mib"]
+        runs[chain]["pss_ratio_vs_torch"] = ours["pss_at_end_mib"] / theirs["pss_at_end_mib"]
+        rows.append([chain, f"{ours['images_per_s']:,.0f}/s", f"{theirs['images_per_s']:,.0f}/s",
+                     f"{runs[chain]['speedup_vs_torch']:.2f}x",
+                     f"{runs[chain]['fraction_of_raw_limit']:.2f}",
+                     f"{ours['peak_rss_mib']:,.0f} MiB", f"{theirs['peak_rss_mib']:,.0f} MiB",
+                     f"{runs[chain]['rss_ratio_vs_torch']:.2f}",
+                     f"{runs[chain]['pss_ratio_vs_torch']:.2f}"])
+    command = "python benchmarks/compare_torch.py --only images" + (
+        f" --repeats {repeats}" if repeats != 5 else "")
+    result = {
+        "command": command, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine_description(), "versions": versions(), "images": n_images, "image_root": str(root),
+        "batch_size": BATCH_SIZE, "num_workers": NUM_WORKERS, "repeats": repeats,
+        "raw_limit_images_per_s": limit, "load_average_1_5_15": load,
+        "chains": runs, "targets": TARGETS,
+    }
+    print(f"\n{n_images} JPEGs (400-500 x 300-375, q90) -> float32 (64, 3, 224, 224) batches, "
+          f"{NUM_WORKERS} workers, median of {repeats} epochs; raw limit (decode + resize, "
+          f"2 threads, no loader) {limit:,.0f} images/s")
+    print_table(["chain", "dataloader", "torch", "speed-up", "of raw limit", "peak RSS ours",
+                 "peak RSS torch", "RSS ratio", "PSS ratio"], rows)
+    print("peak RSS = the main process's peak + each worker process's peak (torch); "
+          "PSS summed over the processes at the end of the run")
+    print(f"load average (1 min) during the runs: "
+          f"{min(x[0] for x in load):.1f} to {max(x[0] for x in load):.1f} "
+          f"on {os.cpu_count()} CPUs")
+    print(f"wrote {write_json('compare_torch_images', result)}")
+    if chart is not None:
+        print(f"wrote {draw_chart(result, chart)}")
+    return result
+
+
+def draw_chart(result: dict, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    chains = result["chains"]
+    colors = {"dataloader": "#1f77b4", "torch": "#ff7f0e"}
+    fig, (speed, memory) = plt.subplots(1, 2, figsize=(10, 4.6),
+                                        gridspec_kw={"width_ratios": [3, 2]})
+    x = np.arange(len(CHAINS))
+    for k, library in enumerate(LIBRARIES):
+        rates = [chains[c][library]["images_per_s"] for c in CHAINS]
+        bars = speed.bar(x + (k - 0.5) * 0.38, rates, 0.38, label=library, color=colors[library])
+        speed.bar_label(bars, fmt="{:,.0f}", fontsize=8)
+        peaks = [chains[c][library]["peak_rss_mib"] for c in CHAINS]
+        bars = memory.bar(x + (k - 0.5) * 0.38, peaks, 0.38, label=library,
+                          color=colors[library])
+        memory.bar_label(bars, fmt="{:,.0f}", fontsize=8)
+    limit = result["raw_limit_images_per_s"]
+    speed.axhline(limit, color="0.3", linestyle="--", linewidth=1)
+    speed.text(len(CHAINS) - 0.55, limit, f"raw limit {limit:,.0f}/s\n(decode + resize,\n"
+               "2 threads, no loader)", va="bottom", ha="right", fontsize=8, color="0.3")
+    speed.set_ylim(0, max(limit, *(chains[c]["dataloader"]["images_per_s"] for c in CHAINS))
+                   * 1.3)
+    speed.set_title("images/s (higher is better)", fontsize=10)
+    memory.set_title("peak RSS, MiB (main + workers)", fontsize=10)
+    labels = [f"{c}\n{chains[c]['speedup_vs_torch']:.1f}x torch, "
+              f"{chains[c]['fraction_of_raw_limit']:.2f} of limit" for c in CHAINS]
+    speed.set_xticks(x, labels, fontsize=8)
+    memory.set_xticks(x, [f"{c}\nratio {chains[c]['rss_ratio_vs_torch']:.2f}" for c in CHAINS],
+                      fontsize=8)
+    speed.legend(fontsize=8, loc="upper left")
+    v, m = result["versions"], result["machine"]
+    load = result["load_average_1_5_15"]
+    fig.suptitle(f"{result['images']:,} JPEGs -> normalised float32 NCHW batches of "
+                 f"{result['batch_size']}, {result['num_workers']} workers", fontsize=11)
+    fig.text(0.5, 0.012,
+             f"{result['command']}   ({result['date'][:16].replace('T', ' ')} UTC)\n"
+             f"{m['os']}, {m['machine']}, {m['cpus']} CPUs shared (load average "
+             f"{min(x[0] for x in load):.1f} to {max(x[0] for x in load):.1f});  "
+             f"Python {v['python']}, dataloader {v['dataloader']}, torch {v['torch']}, "
+             f"Pillow {v['Pillow']}, numpy {v['numpy']}",
+             ha="center", fontsize=7.5, color="0.25", linespacing=1.5)
+    fig.tight_layout(rect=(0, 0.07, 1, 0.95))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
+    # The fresh process of run_fresh(); compare_torch.py is the command line.
+    _library, _chain, _root, _repeats = sys.argv[2:6]
+    print(json.dumps(run_child(_library, _chain, Path(_root), int(_repeats))))
