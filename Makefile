@@ -16,7 +16,7 @@ TORCH_REQUIREMENT := torch==2.13.0
 
 .PHONY: demo test bench soak sysdeps clean
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed-demo
 	$(BIN)/python examples/demo.py
 
 test: $(VENV)/.installed-test
@@ -43,6 +43,12 @@ $(VENV)/bin/python:
 $(VENV)/.installed: pyproject.toml | sysdeps $(VENV)/bin/python
 	$(BIN)/python -m pip install -q $(BUILD_REQUIREMENTS)
 	$(BIN)/python -m pip install -q --no-build-isolation -e .
+	touch $@
+
+# The demo's generated images need Pillow and scikit-image, its progress bar
+# tqdm: all in the bench extra.
+$(VENV)/.installed-demo: $(VENV)/.installed
+	$(BIN)/python -m pip install -q --no-build-isolation -e ".[bench]"
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
