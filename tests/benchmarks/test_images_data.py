@@ -1,6 +1,5 @@
 """The generated ImageNet-like image folder of benchmarks/_images.py."""
 
-import importlib.util
 import io
 import sys
 from pathlib import Path
@@ -12,11 +11,8 @@ from dataloader.kernels import image_info
 
 pytest.importorskip("skimage")
 
-_SOURCE = Path(__file__).parents[2] / "benchmarks" / "_images.py"
-_spec = importlib.util.spec_from_file_location("benchmark_images", _SOURCE)
-images = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = images   # dataclasses look their module up
-_spec.loader.exec_module(images)
+sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+import _images as images  # noqa: E402
 
 N_IMAGES = 20
 N_CLASSES = 3
