@@ -495,3 +495,10 @@ cdef class BufferPool:
             kept = True
         pthread_mutex_unlock(&self.lock)
         return kept
+
+
+def new_batch(BufferPool pool, tuple shape, str dtype, str layout):
+    """An ``ImageBatch`` of ``shape`` whose memory comes from ``pool`` (not zero-filled)."""
+    if layout not in _BATCH_LAYOUTS:
+        raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
+    return pooled_batch(pool, shape, dtype, layout)
