@@ -15,6 +15,7 @@ Examples
 from dataloader._collate import default_collate, default_convert
 from dataloader._dataset import Dataset, IterableDataset
 from dataloader._distributed import DistributedSampler
+from dataloader._images import ImageCollator, ImageFolder
 from dataloader._loader import DataLoader
 from dataloader._sampler import (
     BatchSampler,
@@ -35,6 +36,8 @@ __all__ = [
     "DataLoader",
     "Dataset",
     "DistributedSampler",
+    "ImageCollator",
+    "ImageFolder",
     "IterableDataset",
     "RandomSampler",
     "Sampler",

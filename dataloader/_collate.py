@@ -14,6 +14,7 @@ mapping                   the same mapping type, each key collated
 namedtuple                the same namedtuple, each field collated
 tuple / list / sequence   a list (or the same sequence type), position by position
 torch.Tensor              ``torch.stack`` (torch is imported only when items are tensors)
+Image                     one ``ImageBatch`` (NCHW), as :class:`ImageCollator` makes
 ========================  =====================================================
 """
 
@@ -26,6 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from dataloader._core.collate import collate_numbers, stack_arrays
+from dataloader._core.image import Image
 
 __all__ = ["default_collate", "default_convert"]
 
@@ -149,6 +151,12 @@ def _collate_sequence(elem: collections.abc.Sequence, batch: list[Any]) -> Any:
         return columns
 
 
+def _collate_images(batch: list[Any]) -> Any:
+    from dataloader._images import default_image_collator
+
+    return default_image_collator().stack(batch)
+
+
 def _collate_by_isinstance(elem: Any, batch: list[Any]) -> Any:
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(elem, torch.Tensor):
@@ -177,6 +185,7 @@ def _collate_by_isinstance(elem: Any, batch: list[Any]) -> Any:
 # Exact-type fast paths for the common leaves; everything else (subclasses,
 # containers, tensors) goes through the isinstance chain above.
 _COLLATE_BY_TYPE: dict[type, Callable[[list[Any]], Any]] = {
+    Image: _collate_images,
     np.ndarray: _collate_arrays,
     bool: _collate_bools,
     int: _collate_ints,

@@ -60,6 +60,10 @@ class BatchRecipe:
         one item to its converted form.
     batched : bool
         Whether indices come in batches (``batch_size`` or ``batch_sampler``).
+    assemble : callable or None
+        ``assemble(indices, items)``: transform and collate a batch in one
+        step (a native chain writing into its batch slots), replacing
+        ``transform`` and ``collate`` for whole batches.
     """
 
     fetch: Callable[[list[int]], Sequence[Any]] | None
@@ -67,6 +71,7 @@ class BatchRecipe:
     transform: Callable[[int, Any], Any] | None
     collate: Callable[[Any], Any]
     batched: bool
+    assemble: Callable[[list[int], Sequence[Any]], Any] | None = None
 
     @classmethod
     def for_dataset(
@@ -77,6 +82,7 @@ class BatchRecipe:
         collate: Callable[[Any], Any],
         batched: bool,
         use_getitems: bool = True,
+        assemble: Callable[[list[int], Sequence[Any]], Any] | None = None,
     ) -> BatchRecipe:
         getitems = getattr(dataset, "__getitems__", None) if use_getitems else None
         return cls(
@@ -85,6 +91,7 @@ class BatchRecipe:
             transform=transform,
             collate=collate,
             batched=batched,
+            assemble=assemble if batched else None,
         )
 
     def load(self, indices: Any, row: Row | None = None) -> Any:

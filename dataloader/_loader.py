@@ -16,8 +16,10 @@ from dataloader._collate import default_collate, default_convert
 from dataloader._dataset import is_iterable_style, is_map_style
 from dataloader._fetch import BatchRecipe, check_batch_indices, check_index
 from dataloader._core.pool import Pool
+from dataloader._images import ImageCollator, ItemTransform
 from dataloader._iterators import DirectEpoch, EpochPlan, ThreadedEpoch
 from dataloader._worker import WorkerSetup
+from dataloader.transforms import Transform
 from dataloader._sampler import (
     BatchSampler,
     RandomSampler,
@@ -149,7 +151,7 @@ class DataLoader(Generic[T_co]):
                 "equal shares on every rank from DistributedSampler"
             )
         _check_exclusive_options(batch_size, shuffle, sampler, batch_sampler, drop_last)
-        _check_randomness(shuffle, generator, seed)
+        _check_randomness(shuffle, generator, seed, transform)
         for name, value in (("sampler", sampler), ("batch_sampler", batch_sampler)):
             if value is not None and not isinstance(value, Iterable):
                 raise TypeError(
@@ -381,6 +383,21 @@ class DataLoader(Generic[T_co]):
                 found.append(sampler)
         return found
 
+    def _epoch_transform(self) -> tuple[Any, Any]:
+        """This epoch's ``transform(index, item)``, and a batch assembler when one applies.
+
+        A native chain is bound to the loader's seed and this epoch; with an
+        ``ImageCollator`` and a fixed output shape, batch tasks write each
+        item straight into its batch slot (lanes keep the per-item path).
+        """
+        if not isinstance(self.transform, Transform):
+            return self.transform, None
+        transform = ItemTransform(self.transform, self.seed, self.epoch)
+        assemble = None
+        if isinstance(self.collate_fn, ImageCollator) and self.item_concurrency == 1:
+            assemble = self.collate_fn.assembler(transform)
+        return transform, assemble
+
     def _plan_epoch(self) -> EpochPlan:
         progress, resume = self._progress.start_epoch(self._epoch_samplers())
         skipped = progress.delivered
@@ -396,11 +413,13 @@ class DataLoader(Generic[T_co]):
             check = None
         else:
             check = check_batch_indices if self._auto_collation else check_index
+        transform, assemble = self._epoch_transform()
         recipe = BatchRecipe.for_dataset(
             self.dataset,
-            transform=self.transform,
+            transform=transform,
             collate=self.collate_fn,
             batched=self._auto_collation,
+            assemble=assemble,
         )
         batches = skip_batches(index_sampler, self._auto_collation, skipped)
         return EpochPlan(batches, total, check, recipe, progress, self._stats)
@@ -466,14 +485,17 @@ def _check_exclusive_options(
         )
 
 
-def _check_randomness(shuffle: Any, generator: Any, seed: Any) -> None:
+def _check_randomness(shuffle: Any, generator: Any, seed: Any, transform: Any) -> None:
     check_generator(generator)
     if seed is None:
         return
     if not _is_int(seed):
         raise TypeError(f"seed should be an int, but got seed={seed!r}")
-    if not shuffle:
-        raise ValueError("seed makes shuffle=True reproducible; pass shuffle=True with seed")
+    if not shuffle and transform is None:
+        raise ValueError(
+            "seed makes shuffle=True and random transforms reproducible; "
+            "pass shuffle=True or a transform with seed"
+        )
     if generator is not None:
         raise ValueError("pass either seed or generator, not both")
 

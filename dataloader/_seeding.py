@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from dataloader._core.pipeline import item_seed as native_item_seed
+
 __all__ = ["EpochSeeded", "epoch_generator", "item_seed", "random_seed"]
 
 # Seeds are non-negative and fit in a signed 64-bit integer (a torch seed).
@@ -54,8 +56,9 @@ def epoch_generator(seed: int, epoch: int) -> np.random.Generator:
 def item_seed(seed: int, epoch: int, index: int) -> int:
     """The seed of one item's random transform in one epoch.
 
-    A stable function of ``(seed, epoch, index)`` (numpy ``SeedSequence``),
-    the same on every thread, process and machine: a random augmentation
+    A stable mix of ``(seed, epoch, index)`` (splitmix64, computed natively:
+    the native transforms seed each item's draws with it), the same on every
+    thread, process and machine: a random augmentation
     seeded with it gives the same result whichever worker runs it, and a
     resumed epoch repeats it exactly. ``seed`` is ``loader.seed`` and
     ``epoch`` is ``loader.epoch``.
@@ -84,8 +87,7 @@ def item_seed(seed: int, epoch: int, index: int) -> int:
     True
     >>> rng = np.random.default_rng(item_seed(0, 1, 5))  # seeds an augmentation
     """
-    state = np.random.SeedSequence([check_seed(seed), epoch, index]).generate_state(1, np.uint64)
-    return int(state[0] % _SEED_BOUND)
+    return native_item_seed(check_seed(seed), epoch, index) % _SEED_BOUND
 
 
 class EpochSeeded:

@@ -20,11 +20,11 @@ from dataloader._core._dlpack cimport (
     DL_CPU, DL_FLAG_IS_COPIED, DL_FLOAT, DL_UINT, DLManagedTensor, DLManagedTensorVersioned,
     DLTensor,
 )
+from dataloader._core._sync cimport (
+    pthread_mutex_destroy, pthread_mutex_init, pthread_mutex_lock, pthread_mutex_unlock,
+)
 from dataloader._core._typedefs cimport intp_t
 
-
-cdef extern from "<stdlib.h>" nogil:
-    void* aligned_alloc(size_t alignment, size_t size)
 
 import numpy as np
 
@@ -37,6 +37,12 @@ cdef dict _DTYPES = {"uint8": ("B", 1, "|u1", DL_UINT), "float32": ("f", 4, "<f4
 cdef tuple _IMAGE_LAYOUTS = ("HWC", "CHW")
 cdef tuple _BATCH_LAYOUTS = ("NCHW", "NHWC")
 cdef size_t _ALIGNMENT = 64
+
+
+cdef inline size_t _aligned_size(size_t nbytes) noexcept nogil:
+    """``nbytes`` rounded up to whole alignment blocks, at least one block."""
+    cdef size_t size = (nbytes + _ALIGNMENT - 1) // _ALIGNMENT * _ALIGNMENT
+    return size if size else _ALIGNMENT
 
 
 cdef void _dlpack_deleter(DLManagedTensor* managed) noexcept nogil:
@@ -68,21 +74,21 @@ cdef void _capsule_destructor(object capsule) noexcept:
 cdef class _Samples:
     """An owned C-contiguous block of uint8 or float32 samples (private base)."""
 
-    cdef void* data
-    cdef readonly str layout
-    cdef str _dtype
-    cdef int _ndim
-    cdef Py_ssize_t _itemsize
-    cdef Py_ssize_t _shape[4]
-    cdef Py_ssize_t _strides[4]
-    cdef bytes _format
-    cdef object __weakref__
-
     def __dealloc__(self):
         free(self.data)
 
     cdef _allocate(self, tuple shape, str dtype, str layout):
-        cdef Py_ssize_t nbytes, size
+        cdef Py_ssize_t nbytes = self._describe(shape, dtype, layout)
+        # aligned_alloc wants a multiple of the alignment; allocate at least one block.
+        cdef size_t size = _aligned_size(nbytes)
+        self.data = aligned_alloc(_ALIGNMENT, size)
+        if self.data == NULL:
+            raise MemoryError(f"cannot allocate {nbytes} bytes for shape {shape}")
+        memset(self.data, 0, size)
+
+    cdef Py_ssize_t _describe(self, tuple shape, str dtype, str layout) except -1:
+        """Record shape, strides and sample type; return the size in bytes."""
+        cdef Py_ssize_t nbytes
         cdef int axis
         if dtype not in _DTYPES:
             raise ValueError(f"dtype must be 'uint8' or 'float32', got {dtype!r}")
@@ -99,12 +105,7 @@ cdef class _Samples:
             self._shape[axis] = shape[axis]
             self._strides[axis] = nbytes
             nbytes *= shape[axis]
-        # aligned_alloc wants a multiple of the alignment; allocate at least one block.
-        size = ((nbytes + _ALIGNMENT - 1) // _ALIGNMENT) * _ALIGNMENT or _ALIGNMENT
-        self.data = aligned_alloc(_ALIGNMENT, size)
-        if self.data == NULL:
-            raise MemoryError(f"cannot allocate {nbytes} bytes for shape {shape}")
-        memset(self.data, 0, size)
+        return nbytes
 
     @property
     def shape(self):
@@ -416,5 +417,88 @@ cdef class ImageBatch(_Samples):
         np.copyto(np.asarray(batch), array)
         return batch
 
+    def __dealloc__(self):
+        # Runs before _Samples.__dealloc__: a pooled block goes back to its pool.
+        if self.pool is not None and self.pool.give(self.data, _aligned_size(self.nbytes)):
+            self.data = NULL
+
     def __repr__(self):
         return f"ImageBatch(shape={self.shape}, dtype={self._dtype}, layout={self.layout!r})"
+
+
+cdef Image adopt_image(void* data, tuple shape, str dtype, str layout):
+    """An ``Image`` owning ``data`` (from ``aligned_alloc``), which it frees."""
+    cdef Image image = Image.__new__(Image)
+    image._describe(shape, dtype, layout)
+    image.data = data
+    return image
+
+
+cdef ImageBatch pooled_batch(BufferPool pool, tuple shape, str dtype, str layout):
+    """An uninitialised ``ImageBatch`` whose memory comes from (and returns to) ``pool``."""
+    cdef ImageBatch batch = ImageBatch.__new__(ImageBatch)
+    cdef size_t size = _aligned_size(batch._describe(shape, dtype, layout))
+    batch.data = pool.take(size)
+    if batch.data == NULL:
+        raise MemoryError(f"cannot allocate {size} bytes for a batch of shape {shape}")
+    batch.pool = pool
+    return batch
+
+
+cdef class BufferPool:
+    """Batch memory that is reused instead of freed.
+
+    An ``ImageBatch`` made from a pool gives its memory back when the batch
+    and every view of it (numpy arrays, DLPack tensors) are gone; the next
+    batch of the same size takes it, so a steady epoch allocates no new batch
+    memory. At most ``capacity`` idle blocks are kept; the rest are freed.
+    """
+
+    def __cinit__(self, int capacity=8):
+        if not 0 <= capacity <= MAX_POOLED:
+            raise ValueError(f"capacity must be 0 to {MAX_POOLED}, got {capacity}")
+        self.capacity = capacity
+        pthread_mutex_init(&self.lock, NULL)
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(self.count):
+            free(self.blocks[i])
+        pthread_mutex_destroy(&self.lock)
+
+    @property
+    def idle(self):
+        """The number of idle blocks held for reuse."""
+        return self.count
+
+    cdef void* take(self, size_t size) noexcept nogil:
+        cdef int i
+        cdef void* block = NULL
+        pthread_mutex_lock(&self.lock)
+        for i in range(self.count):
+            if self.sizes[i] == size:
+                block = self.blocks[i]
+                self.count -= 1
+                self.blocks[i] = self.blocks[self.count]
+                self.sizes[i] = self.sizes[self.count]
+                break
+        pthread_mutex_unlock(&self.lock)
+        return block if block != NULL else aligned_alloc(_ALIGNMENT, size)
+
+    cdef bint give(self, void* block, size_t size) noexcept nogil:
+        cdef bint kept = False
+        pthread_mutex_lock(&self.lock)
+        if self.count < self.capacity:
+            self.blocks[self.count] = block
+            self.sizes[self.count] = size
+            self.count += 1
+            kept = True
+        pthread_mutex_unlock(&self.lock)
+        return kept
+
+
+def new_batch(BufferPool pool, tuple shape, str dtype, str layout):
+    """An ``ImageBatch`` of ``shape`` whose memory comes from ``pool`` (not zero-filled)."""
+    if layout not in _BATCH_LAYOUTS:
+        raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
+    return pooled_batch(pool, shape, dtype, layout)

@@ -47,6 +47,15 @@ cpdef object load_batch(object recipe, object indices, Row row, bint consumer):
         items = recipe.fetch_items(indices)
         count = len(indices)
     stage_end = record(row, FETCH_COUNT, count, started)
+    assemble = recipe.assemble
+    if assemble is not None:
+        # Transform and collation in one step: each item into its batch slot.
+        batch = assemble(indices, items)
+        stage_end = record(row, TRANSFORM_COUNT, count, stage_end)
+        if consumer:
+            row.values[WAIT_COUNT] += 1
+            row.values[WAIT_NS] += stage_end - started
+        return batch
     transform = recipe.transform
     if transform is not None:
         if recipe.batched:

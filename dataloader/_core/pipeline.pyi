@@ -1,0 +1,21 @@
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from dataloader._core.image import Image, ImageBatch
+
+OPS: tuple[str, ...]
+
+def item_seed(seed: int, epoch: int, index: int) -> int: ...
+
+class Chain:
+    """A compiled chain of ops."""
+
+    steps: tuple[tuple[str, tuple[int, ...], tuple[float, ...]], ...]
+    def __init__(
+        self,
+        steps: Sequence[tuple[str, Sequence[int], Sequence[float]]],
+        fallback: Callable[[Any], np.ndarray] | None = None,
+    ) -> None: ...
+    def apply(self, data: Any, seed: int) -> Image: ...
+    def apply_into(self, data: Any, seed: int, batch: ImageBatch, index: int) -> None: ...

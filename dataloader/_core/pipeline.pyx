@@ -1,0 +1,208 @@
+"""Native transform chains: one item through decode, geometry and value ops.
+
+A ``Chain`` holds the C description of a ``dataloader.transforms`` chain
+(``src/dl_pipeline.c``: op codes and their parameters) and runs it on one
+item in a single call without the GIL: only turning the input into a C view
+and the output into an ``Image`` touch the interpreter. ``apply_into``
+writes the result straight into an item's slot of an ``ImageBatch``.
+"""
+from libc.stddef cimport ptrdiff_t
+from libc.stdint cimport uint64_t
+from libc.stdlib cimport free, malloc
+
+import numpy as np
+
+from dataloader._core._typedefs cimport uint8_t
+from dataloader._core.image cimport Image, ImageBatch, _Samples, adopt_image
+from dataloader._core.ops cimport dl_image_t
+
+
+cdef extern from "dl_codecs.h" nogil:
+    int DL_OK
+    int DL_ERR_CORRUPT
+    int DL_ERR_NOMEM
+    int DL_MSG_LEN
+
+
+cdef extern from "dl_pipeline.h" nogil:
+    ctypedef struct dl_op_t:
+        int kind
+        int i[6]
+        double f[8]
+    ctypedef struct dl_chain_input_t:
+        const uint8_t* bytes
+        size_t size
+        dl_image_t image
+        int layout
+    ctypedef struct dl_chain_output_t:
+        uint8_t* data
+        ptrdiff_t row_stride
+        int height, width, channels, sample_size, layout
+    int DL_NEEDS_FALLBACK
+    int DL_LAYOUT_HWC
+    int DL_LAYOUT_CHW
+    int dl_chain_run(const dl_op_t* ops, int n_ops, const dl_chain_input_t* input,
+                     uint64_t seed, dl_chain_output_t* output, char* msg)
+    uint64_t dl_item_seed(uint64_t seed, uint64_t epoch, uint64_t index)
+
+
+# Op names, indexed by dl_op_kind_t.
+OPS = (
+    "decode", "convert", "crop", "center_crop", "random_crop", "random_resized_crop", "pad",
+    "pad_to", "resize", "flip", "random_flip", "rotate90", "to_float", "normalize", "to_chw",
+    "to_hwc",
+)
+_KINDS = {name: kind for kind, name in enumerate(OPS)}
+_SAMPLE_DTYPES = {1: "uint8", 4: "float32"}
+
+
+def item_seed(uint64_t seed, uint64_t epoch, uint64_t index):
+    """The seed of one item's random draws: a stable mix of ``(seed, epoch, index)``."""
+    return dl_item_seed(seed, epoch, index)
+
+
+cdef class Chain:
+    """A compiled chain of ops.
+
+    Parameters
+    ----------
+    steps : sequence of (name, ints, floats)
+        One entry per op: its name in ``OPS``, up to 6 integer and 8 real
+        parameters (meanings in ``src/dl_pipeline.h``).
+    fallback : callable, optional
+        ``fallback(data)`` decodes formats without a native decoder (through
+        Pillow) when the chain starts with a decode.
+    """
+
+    cdef dl_op_t* ops
+    cdef int n
+    cdef readonly tuple steps
+    cdef object fallback
+    cdef Chain rest       # the chain after its decode, for the fallback
+
+    def __cinit__(self, steps, fallback=None):
+        cdef int k, j
+        self.steps = tuple(steps)
+        self.n = len(self.steps)
+        self.ops = <dl_op_t*> malloc(max(self.n, 1) * sizeof(dl_op_t))
+        if self.ops == NULL:
+            raise MemoryError()
+        for k, (name, ints, floats) in enumerate(self.steps):
+            if len(ints) > 6 or len(floats) > 8:
+                raise ValueError(f"op {name!r} has too many parameters")
+            self.ops[k].kind = _KINDS[name]
+            for j in range(6):
+                self.ops[k].i[j] = ints[j] if j < len(ints) else 0
+            for j in range(8):
+                self.ops[k].f[j] = floats[j] if j < len(floats) else 0.0
+        self.fallback = fallback
+        if fallback is not None and self.n and self.steps[0][0] == "decode":
+            self.rest = Chain(self.steps[1:])
+
+    def __dealloc__(self):
+        free(self.ops)
+
+    def apply(self, data, uint64_t seed):
+        """Run the chain on ``data`` (encoded bytes, an ``Image`` or an array); return an ``Image``."""
+        cdef dl_chain_output_t out
+        out.data = NULL
+        status = self._run(data, seed, &out)
+        if status == DL_NEEDS_FALLBACK:
+            return self.rest.apply(self.fallback(data), seed)
+        shape = (out.height, out.width, out.channels)
+        if out.layout == DL_LAYOUT_CHW:
+            shape = (out.channels, out.height, out.width)
+        return adopt_image(out.data, shape, _SAMPLE_DTYPES[out.sample_size],
+                           "HWC" if out.layout == DL_LAYOUT_HWC else "CHW")
+
+    def apply_into(self, data, uint64_t seed, ImageBatch batch not None, Py_ssize_t index):
+        """Run the chain on ``data`` and write the result into image ``index`` of ``batch``."""
+        cdef dl_chain_output_t out
+        cdef Py_ssize_t item_bytes = batch._strides[0]
+        if not 0 <= index < batch._shape[0]:
+            raise IndexError(f"index {index} is out of range for a batch of {batch._shape[0]}")
+        out.data = <uint8_t*> batch.data + index * item_bytes
+        out.sample_size = batch._itemsize
+        if batch.layout == "NCHW":
+            out.layout = DL_LAYOUT_CHW
+            out.channels, out.height, out.width = batch._shape[1], batch._shape[2], batch._shape[3]
+        else:
+            out.layout = DL_LAYOUT_HWC
+            out.height, out.width, out.channels = batch._shape[1], batch._shape[2], batch._shape[3]
+        out.row_stride = batch._strides[1]
+        if self._run(data, seed, &out) == DL_NEEDS_FALLBACK:
+            self.rest.apply_into(self.fallback(data), seed, batch, index)
+
+    cdef int _run(self, data, uint64_t seed, dl_chain_output_t* out) except -1:
+        cdef dl_chain_input_t source
+        cdef const uint8_t[::1] encoded
+        cdef char msg[256]
+        cdef int status
+        keep = _describe_input(data, &source, self._first_op_name())
+        if isinstance(keep, (bytes, bytearray, memoryview)) or (
+                isinstance(keep, np.ndarray) and keep.ndim == 1):
+            encoded = keep
+            source.bytes = &encoded[0] if encoded.shape[0] else <const uint8_t*> b""
+            source.size = encoded.shape[0]
+        with nogil:
+            status = dl_chain_run(self.ops, self.n, &source, seed, out, msg)
+        if status == DL_OK or (status == DL_NEEDS_FALLBACK and self.rest is not None):
+            return status
+        text = msg.decode("utf-8", "replace")
+        if status == DL_ERR_NOMEM:
+            raise MemoryError(text)
+        if status == DL_NEEDS_FALLBACK:
+            raise ValueError(f"{self._first_op_name()}: no native decoder for this format")
+        if status == DL_ERR_CORRUPT and not text.startswith("cannot decode"):
+            text = f"cannot decode image: {text}"
+        raise ValueError(f"Decode: {text}" if status == DL_ERR_CORRUPT else text)
+
+    cdef str _first_op_name(self):
+        return self.steps[0][0] if self.n else "the chain"
+
+
+cdef object _describe_input(data, dl_chain_input_t* source, str first_op):
+    """Fill ``source`` from ``data``; return the object that owns the memory."""
+    cdef _Samples samples
+    cdef dl_image_t* image = &source.image
+    source.bytes = NULL
+    source.size = 0
+    source.layout = DL_LAYOUT_HWC
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return data
+    if isinstance(data, (Image, ImageBatch)):
+        samples = <_Samples> data
+        if samples._ndim != 3:
+            raise ValueError(f"{first_op} got an ImageBatch; transforms apply to one image")
+        if samples.layout == "CHW":
+            source.layout = DL_LAYOUT_CHW
+            image.channels, image.height, image.width = (
+                samples._shape[0], samples._shape[1], samples._shape[2])
+        else:
+            image.height, image.width, image.channels = (
+                samples._shape[0], samples._shape[1], samples._shape[2])
+        image.data = <uint8_t*> samples.data
+        image.sample_size = samples._itemsize
+        image.row_stride = image.width * image.channels * image.sample_size
+        return data
+    if not isinstance(data, np.ndarray):
+        raise ValueError(f"{first_op} got {type(data).__name__}; transforms take encoded "
+                         "bytes, an Image or a numpy array")
+    array = data
+    if array.ndim == 1 and array.dtype == np.uint8:
+        return np.ascontiguousarray(array)
+    if array.dtype not in (np.uint8, np.float32) or array.ndim not in (2, 3):
+        raise ValueError(f"{first_op} got an array of shape {array.shape} and dtype "
+                         f"{array.dtype}; images are (H, W) or (H, W, C) uint8 or float32")
+    if array.ndim == 2:
+        array = array[:, :, None]
+    if not 1 <= array.shape[2] <= 4:
+        raise ValueError(f"{first_op} got an array of shape {array.shape}: 1 to 4 channels")
+    if (array.strides[2] != array.itemsize or array.strides[1] != array.shape[2] * array.itemsize
+            or array.strides[0] < 0):
+        array = np.ascontiguousarray(array)
+    image.height, image.width, image.channels = array.shape[0], array.shape[1], array.shape[2]
+    image.sample_size = array.itemsize
+    image.row_stride = array.strides[0]
+    image.data = <uint8_t*> <size_t> array.ctypes.data
+    return array

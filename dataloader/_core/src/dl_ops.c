@@ -1,0 +1,171 @@
+#include "dl_ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static inline uint8_t *pixel(const dl_image_t *image, ptrdiff_t y, ptrdiff_t x)
+{
+    return image->data + y * image->row_stride + x * image->channels * image->sample_size;
+}
+
+dl_image_t dl_crop_view(dl_image_t image, int top, int left, int height, int width)
+{
+    image.data = pixel(&image, top, left);
+    image.height = height;
+    image.width = width;
+    return image;
+}
+
+void dl_copy(const dl_image_t *src, const dl_image_t *dst)
+{
+    size_t row = (size_t)src->width * src->channels * src->sample_size;
+    for (ptrdiff_t y = 0; y < src->height; y++)
+        memcpy(pixel(dst, y, 0), pixel(src, y, 0), row);
+}
+
+void dl_flip(const dl_image_t *src, const dl_image_t *dst, int horizontal)
+{
+    size_t px = (size_t)src->channels * src->sample_size;
+    ptrdiff_t h = src->height, w = src->width;
+    for (ptrdiff_t y = 0; y < h; y++) {
+        if (!horizontal) {
+            memcpy(pixel(dst, h - 1 - y, 0), pixel(src, y, 0), px * (size_t)w);
+            continue;
+        }
+        const uint8_t *s = pixel(src, y, 0);
+        uint8_t *d = pixel(dst, y, w - 1);
+        for (ptrdiff_t x = 0; x < w; x++, s += px, d -= px)
+            memcpy(d, s, px);
+    }
+}
+
+void dl_rotate90(const dl_image_t *src, const dl_image_t *dst, int k)
+{
+    size_t px = (size_t)src->channels * src->sample_size;
+    ptrdiff_t h = src->height, w = src->width;
+    for (ptrdiff_t y = 0; y < h; y++) {
+        const uint8_t *s = pixel(src, y, 0);
+        for (ptrdiff_t x = 0; x < w; x++, s += px) {
+            uint8_t *d;
+            if (k == 1)
+                d = pixel(dst, w - 1 - x, y);
+            else if (k == 2)
+                d = pixel(dst, h - 1 - y, w - 1 - x);
+            else
+                d = pixel(dst, x, h - 1 - y);
+            memcpy(d, s, px);
+        }
+    }
+}
+
+/* Source index of padded position i (relative to the image), -1 for fill. */
+static ptrdiff_t source_index(ptrdiff_t i, ptrdiff_t n, int mode)
+{
+    ptrdiff_t period;
+    if (i >= 0 && i < n) return i;
+    if (mode == DL_PAD_CONSTANT) return -1;
+    if (mode == DL_PAD_EDGE || n == 1) return i < 0 ? 0 : n - 1;
+    if (mode == DL_PAD_REFLECT) { /* the edge sample is not repeated */
+        period = 2 * (n - 1);
+        i %= period;
+        if (i < 0) i += period;
+        return i >= n ? period - i : i;
+    }
+    period = 2 * n; /* symmetric: the edge sample is repeated */
+    i %= period;
+    if (i < 0) i += period;
+    return i >= n ? period - 1 - i : i;
+}
+
+int dl_pad(const dl_image_t *src, const dl_image_t *dst, ptrdiff_t top, ptrdiff_t left,
+           int mode, const uint8_t *fill)
+{
+    size_t px = (size_t)src->channels * src->sample_size;
+    ptrdiff_t *columns = malloc(sizeof(ptrdiff_t) * (size_t)(dst->width > 0 ? dst->width : 1));
+    if (columns == NULL) return -1;
+    for (ptrdiff_t x = 0; x < dst->width; x++)
+        columns[x] = source_index(x - left, src->width, mode);
+    for (ptrdiff_t y = 0; y < dst->height; y++) {
+        ptrdiff_t sy = source_index(y - top, src->height, mode);
+        uint8_t *d = pixel(dst, y, 0);
+        for (ptrdiff_t x = 0; x < dst->width; x++, d += px) {
+            if (sy < 0 || columns[x] < 0)
+                memcpy(d, fill, px);
+            else
+                memcpy(d, pixel(src, sy, columns[x]), px);
+        }
+    }
+    free(columns);
+    return 0;
+}
+
+void dl_hwc_to_chw(const dl_image_t *src, uint8_t *dst)
+{
+    size_t size = (size_t)src->sample_size;
+    ptrdiff_t plane = (ptrdiff_t)src->height * src->width;
+    for (ptrdiff_t y = 0; y < src->height; y++) {
+        const uint8_t *s = pixel(src, y, 0);
+        for (ptrdiff_t x = 0; x < src->width; x++)
+            for (int k = 0; k < src->channels; k++, s += size)
+                memcpy(dst + (k * plane + y * src->width + x) * (ptrdiff_t)size, s, size);
+    }
+}
+
+void dl_chw_to_hwc(const uint8_t *src, const dl_image_t *dst)
+{
+    size_t size = (size_t)dst->sample_size;
+    ptrdiff_t plane = (ptrdiff_t)dst->height * dst->width;
+    for (ptrdiff_t y = 0; y < dst->height; y++) {
+        uint8_t *d = pixel(dst, y, 0);
+        for (ptrdiff_t x = 0; x < dst->width; x++)
+            for (int k = 0; k < dst->channels; k++, d += size)
+                memcpy(d, src + (k * plane + y * dst->width + x) * (ptrdiff_t)size, size);
+    }
+}
+
+void dl_to_float(const uint8_t *src, float *dst, ptrdiff_t n)
+{
+    /* A float32 division, as torchvision's to_tensor computes it. */
+    for (ptrdiff_t i = 0; i < n; i++)
+        dst[i] = (float)src[i] / 255.0f;
+}
+
+static inline float sample_at(const void *src, int src_is_uint8, ptrdiff_t i)
+{
+    if (src_is_uint8) return (float)((const uint8_t *)src)[i] / 255.0f;
+    return ((const float *)src)[i];
+}
+
+void dl_normalize(const void *src, int src_is_uint8, float *dst, ptrdiff_t n, int channels,
+                  ptrdiff_t plane, const float *mean, const float *std)
+{
+    /* Subtract, then divide: two float32 roundings, as torchvision's
+     * Normalize (a reciprocal multiply would round differently). */
+    if (plane == 0) {
+        for (ptrdiff_t p = 0; p < n / channels; p++)
+            for (int k = 0; k < channels; k++) {
+                ptrdiff_t i = p * channels + k;
+                dst[i] = (sample_at(src, src_is_uint8, i) - mean[k]) / std[k];
+            }
+        return;
+    }
+    for (ptrdiff_t p = 0; p < n / plane; p++) {
+        int k = (int)(p % channels);
+        for (ptrdiff_t i = p * plane; i < (p + 1) * plane; i++)
+            dst[i] = (sample_at(src, src_is_uint8, i) - mean[k]) / std[k];
+    }
+}
+
+void dl_normalize_to_chw(const dl_image_t *src, float *dst, const float *mean, const float *std)
+{
+    ptrdiff_t plane = (ptrdiff_t)src->height * src->width;
+    int is_uint8 = src->sample_size == 1;
+    for (ptrdiff_t y = 0; y < src->height; y++) {
+        const uint8_t *row = pixel(src, y, 0);
+        for (ptrdiff_t x = 0; x < src->width; x++)
+            for (int k = 0; k < src->channels; k++) {
+                float value = sample_at(row, is_uint8, x * src->channels + k);
+                dst[k * plane + y * src->width + x] = (value - mean[k]) / std[k];
+            }
+    }
+}

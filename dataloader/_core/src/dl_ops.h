@@ -1,0 +1,60 @@
+/* Pixel kernels on packed images, with no Python.
+ *
+ * An image is `height` rows of `width * channels` samples, rows `row_stride`
+ * bytes apart (so a crop is a pointer and a stride, not a copy); a sample
+ * is `sample_size` bytes: 1 for uint8, 4 for float32. The data-movement
+ * kernels (flip, rotate, pad, transposes) move samples as opaque bytes;
+ * the value kernels say which sample types they read and write. */
+#ifndef DL_OPS_H
+#define DL_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    uint8_t *data;
+    ptrdiff_t row_stride;   /* bytes between rows */
+    int height, width, channels;
+    int sample_size;        /* bytes per sample */
+} dl_image_t;
+
+typedef enum { DL_PAD_CONSTANT = 0, DL_PAD_EDGE = 1, DL_PAD_REFLECT = 2, DL_PAD_SYMMETRIC = 3 }
+    dl_pad_mode_t;
+
+/* The window of `image` at (top, left) of height x width: a view, no copy. */
+dl_image_t dl_crop_view(dl_image_t image, int top, int left, int height, int width);
+
+/* Copy `src` into `dst` of the same size (rows may be strided differently). */
+void dl_copy(const dl_image_t *src, const dl_image_t *dst);
+
+void dl_flip(const dl_image_t *src, const dl_image_t *dst, int horizontal);
+
+/* `k` (1, 2 or 3) counter-clockwise quarter turns, as numpy.rot90. */
+void dl_rotate90(const dl_image_t *src, const dl_image_t *dst, int k);
+
+/* Place `src` at (top, left) of `dst` (either may be negative or past the
+ * edge) and fill the rest by `mode`; `fill` holds one pixel of samples
+ * (channels * sample_size bytes) for DL_PAD_CONSTANT. Returns 0, or -1 when
+ * scratch memory could not be allocated. */
+int dl_pad(const dl_image_t *src, const dl_image_t *dst, ptrdiff_t top, ptrdiff_t left,
+           int mode, const uint8_t *fill);
+
+/* (H, W, C) -> (C, H, W) and back, both packed; `dst` must not overlap `src`. */
+void dl_hwc_to_chw(const dl_image_t *src, uint8_t *dst);
+void dl_chw_to_hwc(const uint8_t *src, const dl_image_t *dst);
+
+/* Flat samples: dst[i] = src[i] / 255 (float32). */
+void dl_to_float(const uint8_t *src, float *dst, ptrdiff_t n);
+
+/* dst[i] = (x[i] - mean[c]) / std[c], subtract then divide (torchvision's
+ * Normalize), where x is src as float32, uint8 samples first divided by 255.
+ * Channels are interleaved when `plane` is 0 (HWC), else planes of `plane`
+ * samples cycle through the channels (CHW). */
+void dl_normalize(const void *src, int src_is_uint8, float *dst, ptrdiff_t n, int channels,
+                  ptrdiff_t plane, const float *mean, const float *std);
+
+/* The same from an HWC image (uint8 or float32) straight into packed CHW
+ * float32: normalisation and transposition in one pass. */
+void dl_normalize_to_chw(const dl_image_t *src, float *dst, const float *mean, const float *std);
+
+#endif

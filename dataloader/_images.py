@@ -1,0 +1,261 @@
+"""Images in the loader: ``ImageCollator``, ``ImageFolder``, and native chains per item.
+
+A native :class:`~dataloader.transforms.Transform` given to a ``DataLoader``
+is bound, each epoch, to the loader's seed and the epoch number
+(:class:`ItemTransform`), so every item draws its random crops and flips
+from its own generator, whichever thread runs it. When the chain has a fixed
+output shape and the loader collates with an :class:`ImageCollator`, each
+item's last op writes straight into its slot of a pooled batch buffer
+(:meth:`ImageCollator.assembler`); otherwise items become ``Image`` objects
+and the collator copies them into the batch.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from dataloader._collate import default_collate
+from dataloader._core.image import BufferPool, Image, ImageBatch, new_batch
+from dataloader._core.pipeline import item_seed as native_item_seed
+from dataloader.transforms import Transform, compile_chain, output_shape
+
+__all__ = ["ImageCollator", "ImageFolder", "ItemTransform"]
+
+_SEED_MASK = 2**63 - 1
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
+
+
+class ItemTransform:
+    """A native chain bound to one epoch: ``transform(index, item)`` as the loader calls it.
+
+    The item is encoded bytes, an ``Image`` or an array, or a tuple or list
+    whose first element is (``(image, label)``): then the chain applies to
+    that element and the rest is kept.
+    """
+
+    __slots__ = ("chain", "seed", "epoch", "transform")
+
+    def __init__(self, transform: Transform, seed: int, epoch: int) -> None:
+        self.transform = transform
+        self.chain = compile_chain(transform)
+        self.seed = seed
+        self.epoch = epoch
+
+    def item_seed(self, index: int) -> int:
+        return native_item_seed(self.seed, self.epoch, index) & _SEED_MASK
+
+    def __call__(self, index: int, item: Any) -> Any:
+        if isinstance(item, (tuple, list)):
+            return (self.chain.apply(item[0], self.item_seed(index)), *item[1:])
+        return self.chain.apply(item, self.item_seed(index))
+
+
+class ImageCollator:
+    """Collate images of one shape into one :class:`~dataloader.kernels.ImageBatch`.
+
+    Items are ``Image`` objects (or uint8/float32 HWC arrays), or tuples
+    ``(image, label, ...)``: those give ``(ImageBatch, labels, ...)`` with
+    the rest collated by :func:`default_collate`. Batch memory comes from
+    this collator's pool and returns to it when the batch and every view of
+    it are gone, so a steady epoch allocates no new batch memory.
+
+    Parameters
+    ----------
+    layout : {"NCHW", "NHWC"}, default "NCHW"
+    dtype : {None, "uint8", "float32"}
+        ``None`` keeps the images' sample type; ``"float32"`` converts uint8
+        samples to float32 in [0, 1] (as ``ToFloat``).
+    pool_capacity : int, default 8
+        Idle batch buffers kept for reuse.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader import ImageCollator
+    >>> from dataloader.kernels import Image
+    >>> images = [Image.from_array(np.full((2, 3, 3), i, np.uint8)) for i in range(4)]
+    >>> batch, labels = ImageCollator()([(image, i) for i, image in enumerate(images)])
+    >>> batch.shape, labels.tolist()
+    ((4, 3, 2, 3), [0, 1, 2, 3])
+    """
+
+    def __init__(self, layout: str = "NCHW", dtype: str | None = None, pool_capacity: int = 8):
+        if layout not in ("NCHW", "NHWC"):
+            raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
+        if dtype not in (None, "uint8", "float32"):
+            raise ValueError(f"dtype must be None, 'uint8' or 'float32', got {dtype!r}")
+        self.layout = layout
+        self.dtype = dtype
+        self.pool = BufferPool(pool_capacity)
+
+    def __repr__(self) -> str:
+        return f"ImageCollator(layout={self.layout!r}, dtype={self.dtype!r})"
+
+    def __call__(self, items: Sequence[Any]) -> Any:
+        if len(items) == 0:
+            raise ValueError("ImageCollator got an empty batch")
+        if isinstance(items[0], (tuple, list)):
+            images = [item[0] for item in items]
+            rest = default_collate([tuple(item[1:]) for item in items])
+            return (self.stack(images), *rest)
+        return self.stack(items)
+
+    def stack(self, images: Sequence[Any]) -> ImageBatch:
+        """One pooled ``ImageBatch`` holding ``images`` (all of one shape and type)."""
+        arrays = [_hwc_array(image, position) for position, image in enumerate(images)]
+        first = arrays[0]
+        for position, array in enumerate(arrays):
+            if array.shape != first.shape or array.dtype != first.dtype:
+                raise ValueError(
+                    f"ImageCollator: item {position} is a {array.dtype} image of shape (H, W, C) "
+                    f"{array.shape}, item 0 is a {first.dtype} image of shape {first.shape}"
+                )
+        dtype = self.dtype or str(first.dtype)
+        if dtype == "uint8" and first.dtype != np.uint8:
+            raise ValueError("ImageCollator: cannot store float32 images as uint8")
+        batch = self.new_batch(len(arrays), *first.shape, dtype)
+        slots = np.asarray(batch)
+        for position, array in enumerate(arrays):
+            slot = slots[position].transpose(1, 2, 0) if self.layout == "NCHW" else slots[position]
+            if slot.dtype != array.dtype:
+                np.divide(array, np.float32(255), out=slot, dtype=np.float32)
+            else:
+                slot[...] = array
+        return batch
+
+    def new_batch(self, n: int, height: int, width: int, channels: int, dtype: str) -> ImageBatch:
+        """An uninitialised pooled batch of ``n`` images in this collator's layout."""
+        shape = (n, channels, height, width) if self.layout == "NCHW" else (n, height, width, channels)
+        return new_batch(self.pool, shape, dtype, self.layout)
+
+    def assembler(self, transform: ItemTransform) -> Callable[[list[int], list[Any]], Any] | None:
+        """A function writing each item's transform straight into its batch slot.
+
+        ``None`` when the chain's output shape depends on the image, or does
+        not fit this collator's layout and dtype.
+        """
+        shape = output_shape(transform.transform)
+        if shape is None:
+            return None
+        height, width, channels, dtype, layout = shape
+        if layout != self.layout[1:] or (self.dtype is not None and self.dtype != dtype):
+            return None
+        chain = transform.chain
+
+        def assemble(indices: list[int], items: list[Any]) -> Any:
+            batch = self.new_batch(len(items), height, width, channels, dtype)
+            labelled = len(items) > 0 and isinstance(items[0], (tuple, list))
+            for position, (index, item) in enumerate(zip(indices, items)):
+                data = item[0] if labelled else item
+                chain.apply_into(data, transform.item_seed(index), batch, position)
+            if not labelled:
+                return batch
+            return (batch, *default_collate([tuple(item[1:]) for item in items]))
+
+        return assemble
+
+
+_DEFAULT_COLLATOR: list[ImageCollator] = []
+
+
+def default_image_collator() -> ImageCollator:
+    """The collator ``default_collate`` uses for ``Image`` items (one pool per process)."""
+    if not _DEFAULT_COLLATOR:
+        _DEFAULT_COLLATOR.append(ImageCollator())
+    return _DEFAULT_COLLATOR[0]
+
+
+def _hwc_array(image: Any, position: int) -> np.ndarray:
+    if isinstance(image, Image):
+        array = np.asarray(image)
+        return array.transpose(1, 2, 0) if image.layout == "CHW" else array
+    if isinstance(image, np.ndarray) and image.dtype in (np.uint8, np.float32):
+        if image.ndim == 2:
+            return image[:, :, None]
+        if image.ndim == 3:
+            return image
+    raise ValueError(f"ImageCollator: item {position} is {type(image).__name__}, expected an "
+                     "Image or a uint8/float32 (H, W, C) array")
+
+
+class ImageFolder:
+    """Images in one subfolder per class, as torchvision's ``ImageFolder``.
+
+    Items are ``(data, class_index)``: ``data`` is the file's bytes, read
+    without the GIL, or ``transform(data)`` when a transform is given. For
+    native random transforms seeded per epoch, pass the chain to the
+    ``DataLoader`` (``transform=``) instead.
+
+    Parameters
+    ----------
+    root : path
+    transform : callable, optional
+        Applied to each file's bytes.
+    extensions : tuple of str
+        File name suffixes (case-insensitive) that count as images.
+
+    Attributes
+    ----------
+    classes : list of str
+        Sorted subfolder names.
+    class_to_idx : dict
+        Class name to index.
+    samples : list of (str, int)
+        Every image path with its class index.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> for name in ("cat/a.jpg", "cat/b.png", "dog/c.jpg"):
+    ...     (root / name).parent.mkdir(exist_ok=True)
+    ...     _ = (root / name).write_bytes(b"...")
+    >>> from dataloader import ImageFolder
+    >>> folder = ImageFolder(root)
+    >>> folder.classes, len(folder), folder[2][1]
+    (['cat', 'dog'], 3, 1)
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        transform: Callable[[Any], Any] | None = None,
+        extensions: Sequence[str] = IMAGE_EXTENSIONS,
+    ) -> None:
+        self.root = Path(root)
+        if not self.root.is_dir():
+            raise FileNotFoundError(f"image folder not found: {self.root}")
+        suffixes = tuple(extension.lower() for extension in extensions)
+        self.classes = sorted(entry.name for entry in os.scandir(self.root) if entry.is_dir())
+        if not self.classes:
+            raise FileNotFoundError(f"no class subfolders in {self.root}")
+        self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
+        self.samples = [
+            (str(path), self.class_to_idx[name])
+            for name in self.classes
+            for path in sorted((self.root / name).rglob("*"))
+            if path.suffix.lower() in suffixes and path.is_file()
+        ]
+        if not self.samples:
+            raise FileNotFoundError(f"no images with extensions {list(suffixes)} under {self.root}")
+        self.targets = [target for _, target in self.samples]
+        self.transform = transform
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, index: int) -> tuple[Any, int]:
+        path, target = self.samples[index]
+        with open(path, "rb") as file:
+            # FileIO.readall reads without the GIL.
+            data = file.read()
+        if self.transform is not None:
+            data = self.transform(data)
+        return data, target
+
+    def __repr__(self) -> str:
+        return f"ImageFolder(root={str(self.root)!r}, {len(self)} images, {len(self.classes)} classes)"

@@ -1,0 +1,684 @@
+"""Image transforms that run natively: decode, geometry and value ops.
+
+Each constructor returns an immutable, picklable :class:`Transform`; chain
+them with :class:`Compose`. A chain runs in one native call per item without
+the GIL (``dataloader._core.pipeline``), and a ``DataLoader`` given one as
+``transform=`` runs it on its workers, with random ops drawing from a
+per-item generator derived from ``(seed, epoch, index)``.
+
+Calling a transform applies it at once: ``Resize(256)(array)``. Encoded
+bytes, an :class:`~dataloader.kernels.Image` or a uint8/float32 numpy array
+(``(H, W)`` or ``(H, W, C)``) go in; an ``Image`` comes out (a numpy array
+for a numpy array).
+
+Examples
+--------
+>>> import numpy as np
+>>> from dataloader.transforms import CenterCrop, Compose, Normalize, Resize, ToChw, ToFloat
+>>> chain = Compose([Resize(8), CenterCrop(6), ToFloat(), Normalize([0.5] * 3, [0.25] * 3), ToChw()])
+>>> chain(np.full((16, 20, 3), 128, np.uint8)).shape
+(3, 6, 6)
+>>> chain
+Compose([Resize(size=8), CenterCrop(size=(6, 6)), ToFloat(), Normalize(mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25)), ToChw()])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from dataloader._core.image import MAX_BYTES, MAX_SIDE
+from dataloader._core.pipeline import Chain
+from dataloader._core.resize import FILTERS
+
+__all__ = [
+    "CenterCrop", "Compose", "Crop", "Decode", "HFlip", "Normalize", "Pad", "PadTo",
+    "RandomCrop", "RandomHFlip", "RandomResizedCrop", "Resize", "Rotate90", "ToChw",
+    "ToFloat", "ToGray", "ToHwc", "ToRgb", "ToRgba", "Transform", "VFlip",
+]
+
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric")
+_ANCHORS = {
+    "top-left": (0.0, 0.0), "top": (0.0, 0.5), "top-right": (0.0, 1.0),
+    "left": (0.5, 0.0), "center": (0.5, 0.5), "right": (0.5, 1.0),
+    "bottom-left": (1.0, 0.0), "bottom": (1.0, 0.5), "bottom-right": (1.0, 1.0),
+}
+_CHANNELS = {"L": 1, "RGB": 3, "RGBA": 4}
+
+
+class Transform:
+    """Base class of the native transforms: immutable, picklable, callable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import HFlip
+    >>> HFlip()(np.arange(3, dtype=np.uint8).reshape(1, 3)).ravel().tolist()
+    [2, 1, 0]
+    """
+
+    def _steps(self) -> list[tuple[str, tuple, tuple]]:
+        raise NotImplementedError
+
+    def __call__(self, data: Any, *, seed: int | None = None) -> Any:
+        """Apply the transform to ``data`` now; ``seed`` fixes its random draws."""
+        if seed is None:
+            seed = int(np.random.default_rng().integers(2**63))
+        image = compile_chain(self).apply(data, seed)
+        return np.asarray(image) if isinstance(data, np.ndarray) and data.ndim > 1 else image
+
+    def __repr__(self) -> str:
+        # Only the arguments that differ from their defaults, as they would be typed.
+        shown = []
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.default is dataclasses.MISSING or value != field.default:
+                shown.append(f"{field.name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+
+def _frozen(cls):
+    """A transform class: a frozen dataclass whose repr shows the arguments."""
+    return dataclasses.dataclass(frozen=True, repr=False, eq=True)(cls)
+
+
+def _int(name: str, value: Any, minimum: int = 0) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _size(name: str, value: Any) -> tuple[int, int]:
+    """(height, width) from an int (square) or a pair."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = (value, value)
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise TypeError(f"{name} must be an int or a (height, width) pair, got {value!r}")
+    return (_int(f"{name}[0]", value[0], 1), _int(f"{name}[1]", value[1], 1))
+
+
+def _fill(name: str, value: Any) -> tuple[float, ...]:
+    values = (value,) if isinstance(value, (int, float)) else tuple(value)
+    if not 1 <= len(values) <= 4 or not all(isinstance(v, (int, float)) for v in values):
+        raise TypeError(f"{name} must be a number or 1 to 4 numbers, got {value!r}")
+    return tuple(float(v) for v in values) * (4 if len(values) == 1 else 1)
+
+
+def _padding(value: Any) -> tuple[int, int, int, int]:
+    """torchvision's padding forms: all sides, (left/right, top/bottom), or (l, t, r, b)."""
+    values = (value,) if isinstance(value, int) else tuple(value)
+    if len(values) not in (1, 2, 4):
+        raise ValueError(f"padding must be an int or 1, 2 or 4 ints, got {value!r}")
+    values = tuple(_int("padding", v) for v in values)
+    if len(values) == 1:
+        return values * 4
+    if len(values) == 2:
+        return (values[0], values[1], values[0], values[1])
+    return values
+
+
+def _filter(interpolation: Any) -> int:
+    if interpolation not in FILTERS:
+        raise ValueError(f"interpolation must be one of {list(FILTERS)}, got {interpolation!r}")
+    return FILTERS.index(interpolation)
+
+
+@_frozen
+class Decode(Transform):
+    """Decode JPEG, PNG or WebP bytes (others through Pillow) into uint8 HWC.
+
+    Parameters
+    ----------
+    mode : {None, "L", "RGB", "RGBA"}
+        Convert while decoding; ``None`` keeps the image's own channels.
+    max_width, max_height, max_bytes : int
+        Limits checked from the header before any pixel memory is allocated.
+    exact : bool, default False
+        Turn fusion off: by default a JPEG that the next op shrinks is
+        decoded at a DCT scale (1/2, 1/4, 1/8) that still covers its target,
+        which is faster and changes pixels slightly.
+
+    Examples
+    --------
+    >>> import io
+    >>> from PIL import Image as PILImage
+    >>> from dataloader.transforms import Decode
+    >>> buffer = io.BytesIO()
+    >>> PILImage.new("RGB", (4, 2), (10, 20, 30)).save(buffer, "PNG")
+    >>> Decode()(buffer.getvalue()).shape
+    (2, 4, 3)
+    """
+
+    mode: str | None = None
+    max_width: int = MAX_SIDE
+    max_height: int = MAX_SIDE
+    max_bytes: int = MAX_BYTES
+    exact: bool = False
+
+    def __post_init__(self) -> None:
+        if self.mode not in (None, *_CHANNELS):
+            raise ValueError(f"mode must be None, 'L', 'RGB' or 'RGBA', got {self.mode!r}")
+        for name in ("max_width", "max_height", "max_bytes"):
+            _int(name, getattr(self, name), 1)
+        if not isinstance(self.exact, bool):
+            raise TypeError(f"exact must be a bool, got {self.exact!r}")
+
+    def _steps(self):
+        channels = _CHANNELS[self.mode] if self.mode else 0
+        ints = (channels, self.max_width, self.max_height, int(self.exact))
+        return [("decode", ints, (float(self.max_bytes),))]
+
+    def _fallback(self, data: Any) -> np.ndarray:
+        from dataloader.kernels import decode
+
+        return decode(data, mode=self.mode, max_width=self.max_width,
+                      max_height=self.max_height, max_bytes=self.max_bytes)
+
+
+def _converter(name: str, channels: int, doc: str) -> type:
+    @_frozen
+    class Convert(Transform):
+        def _steps(self):
+            return [("convert", (channels,), ())]
+
+    Convert.__name__ = Convert.__qualname__ = name
+    Convert.__doc__ = doc
+    return Convert
+
+
+ToRgb = _converter("ToRgb", 3, """Convert to 3 channels, as Pillow's ``convert("RGB")``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import ToRgb
+    >>> ToRgb()(np.zeros((2, 2), np.uint8)).shape
+    (2, 2, 3)
+    """)
+ToRgba = _converter("ToRgba", 4, """Convert to 4 channels (alpha 255 when added).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import ToRgba
+    >>> ToRgba()(np.zeros((2, 2, 3), np.uint8))[0, 0].tolist()
+    [0, 0, 0, 255]
+    """)
+ToGray = _converter("ToGray", 1, """Convert to 1 channel, as Pillow's ``convert("L")``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import ToGray
+    >>> ToGray()(np.full((1, 1, 3), 200, np.uint8)).tolist()
+    [[[200]]]
+    """)
+
+
+@_frozen
+class Crop(Transform):
+    """Keep the window of ``height`` x ``width`` pixels at (``top``, ``left``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import Crop
+    >>> Crop(1, 1, 2, 2)(np.arange(16, dtype=np.uint8).reshape(4, 4))[:, :, 0].tolist()
+    [[5, 6], [9, 10]]
+    """
+
+    top: int
+    left: int
+    height: int
+    width: int
+
+    def __post_init__(self) -> None:
+        _int("top", self.top)
+        _int("left", self.left)
+        _int("height", self.height, 1)
+        _int("width", self.width, 1)
+
+    def _steps(self):
+        return [("crop", (self.top, self.left, self.height, self.width), ())]
+
+
+@_frozen
+class CenterCrop(Transform):
+    """Keep the centre ``size`` (int or (height, width)), padding with 0 when larger.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import CenterCrop
+    >>> CenterCrop(2)(np.arange(16, dtype=np.uint8).reshape(4, 4))[:, :, 0].tolist()
+    [[5, 6], [9, 10]]
+    """
+
+    size: Any
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "size", _size("size", self.size))
+
+    def _steps(self):
+        return [("center_crop", self.size, ())]
+
+
+@_frozen
+class RandomCrop(Transform):
+    """A window of ``size`` at a random position, after optional zero ``padding``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import RandomCrop
+    >>> RandomCrop(3, padding=1)(np.ones((4, 4), np.uint8), seed=0).shape
+    (3, 3, 1)
+    """
+
+    size: Any
+    padding: Any = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "size", _size("size", self.size))
+        if self.padding is not None:
+            object.__setattr__(self, "padding", _padding(self.padding))
+
+    def _steps(self):
+        return [("random_crop", self.size + (self.padding or (0, 0, 0, 0)), ())]
+
+
+@_frozen
+class RandomResizedCrop(Transform):
+    """A random window of random area and aspect ratio, resized to ``size``.
+
+    torchvision's ``RandomResizedCrop``: ``scale`` bounds the window's share
+    of the image area, ``ratio`` its width / height.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import RandomResizedCrop
+    >>> RandomResizedCrop(8)(np.zeros((32, 48, 3), np.uint8), seed=1).shape
+    (8, 8, 3)
+    """
+
+    size: Any
+    scale: tuple[float, float] = (0.08, 1.0)
+    ratio: tuple[float, float] = (3 / 4, 4 / 3)
+    interpolation: str = "bilinear"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "size", _size("size", self.size))
+        for name in ("scale", "ratio"):
+            value = tuple(getattr(self, name))
+            if len(value) != 2 or not 0 < value[0] <= value[1] or not math.isfinite(value[1]):
+                raise ValueError(f"{name} must be (low, high) with 0 < low <= high, got {value!r}")
+            object.__setattr__(self, name, (float(value[0]), float(value[1])))
+        if self.scale[1] > 1:
+            raise ValueError(f"scale must be within (0, 1], got {self.scale!r}")
+        _filter(self.interpolation)
+
+    def _steps(self):
+        ints = self.size + (_filter(self.interpolation),)
+        return [("random_resized_crop", ints, self.scale + self.ratio)]
+
+
+@_frozen
+class Pad(Transform):
+    """Pad the borders: ``padding`` as torchvision's ``Pad``, ``mode`` constant/edge/reflect/symmetric.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import Pad
+    >>> Pad(1, fill=9)(np.zeros((1, 1), np.uint8))[:, :, 0].tolist()
+    [[9, 9, 9], [9, 0, 9], [9, 9, 9]]
+    """
+
+    padding: Any
+    fill: Any = 0
+    mode: str = "constant"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "padding", _padding(self.padding))
+        object.__setattr__(self, "fill", _fill("fill", self.fill))
+        if self.mode not in _PAD_MODES:
+            raise ValueError(f"mode must be one of {list(_PAD_MODES)}, got {self.mode!r}")
+
+    def _steps(self):
+        return [("pad", self.padding + (_PAD_MODES.index(self.mode),), self.fill)]
+
+
+@_frozen
+class PadTo(Transform):
+    """Pad to exactly ``height`` x ``width``, placing the image at ``anchor``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import PadTo
+    >>> PadTo(2, 3, fill=7, anchor="center")(np.zeros((1, 1), np.uint8))[:, :, 0].tolist()
+    [[7, 0, 7], [7, 7, 7]]
+    """
+
+    height: int
+    width: int
+    fill: Any = 0
+    anchor: str = "top-left"
+
+    def __post_init__(self) -> None:
+        _int("height", self.height, 1)
+        _int("width", self.width, 1)
+        object.__setattr__(self, "fill", _fill("fill", self.fill))
+        if self.anchor not in _ANCHORS:
+            raise ValueError(f"anchor must be one of {list(_ANCHORS)}, got {self.anchor!r}")
+
+    def _steps(self):
+        return [("pad_to", (self.height, self.width), self.fill + _ANCHORS[self.anchor])]
+
+
+@_frozen
+class Resize(Transform):
+    """Resize with Pillow's filters; an int ``size`` sets the shorter side (torchvision's rule).
+
+    Parameters
+    ----------
+    size : int or (int, int)
+    max_size : int, optional
+        With an int ``size``: the longer side's bound.
+    interpolation : {"nearest", "bilinear", "bicubic", "lanczos"}
+    antialias : bool, default True
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import Resize
+    >>> Resize(4)(np.zeros((8, 12, 3), np.uint8)).shape
+    (4, 6, 3)
+    """
+
+    size: Any
+    max_size: int | None = None
+    interpolation: str = "bilinear"
+    antialias: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.size, (list, tuple)) and len(self.size) == 1:
+            object.__setattr__(self, "size", self.size[0])
+        if isinstance(self.size, int) and not isinstance(self.size, bool):
+            _int("size", self.size, 1)
+        else:
+            object.__setattr__(self, "size", _size("size", self.size))
+            if self.max_size is not None:
+                raise ValueError("max_size is only allowed with an int size")
+        if self.max_size is not None:
+            _int("max_size", self.max_size, 1)
+            if self.max_size <= self.size:
+                raise ValueError(f"max_size ({self.max_size}) must be larger than size ({self.size})")
+        _filter(self.interpolation)
+        if not isinstance(self.antialias, bool):
+            raise TypeError(f"antialias must be a bool, got {self.antialias!r}")
+
+    def _steps(self):
+        height, width = (self.size, 0) if isinstance(self.size, int) else self.size
+        ints = (height, width, self.max_size or 0, _filter(self.interpolation), int(self.antialias))
+        return [("resize", ints, ())]
+
+
+@_frozen
+class HFlip(Transform):
+    """Mirror left-right.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import HFlip
+    >>> HFlip()(np.array([[1, 2]], np.uint8))[:, :, 0].tolist()
+    [[2, 1]]
+    """
+
+    def _steps(self):
+        return [("flip", (1,), ())]
+
+
+@_frozen
+class VFlip(Transform):
+    """Mirror top-bottom.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import VFlip
+    >>> VFlip()(np.array([[1], [2]], np.uint8))[:, :, 0].tolist()
+    [[2], [1]]
+    """
+
+    def _steps(self):
+        return [("flip", (0,), ())]
+
+
+@_frozen
+class RandomHFlip(Transform):
+    """Mirror left-right with probability ``p``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import RandomHFlip
+    >>> RandomHFlip(p=1.0)(np.array([[1, 2]], np.uint8))[:, :, 0].tolist()
+    [[2, 1]]
+    """
+
+    p: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.p, (int, float)) or not 0 <= self.p <= 1:
+            raise ValueError(f"p must be a probability in [0, 1], got {self.p!r}")
+
+    def _steps(self):
+        return [("random_flip", (1,), (float(self.p),))]
+
+
+@_frozen
+class Rotate90(Transform):
+    """Rotate by ``k`` counter-clockwise quarter turns (as ``numpy.rot90``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import Rotate90
+    >>> Rotate90()(np.array([[1, 2]], np.uint8))[:, :, 0].tolist()
+    [[2], [1]]
+    """
+
+    k: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.k, int) or isinstance(self.k, bool):
+            raise TypeError(f"k must be an int, got {self.k!r}")
+
+    def _steps(self):
+        return [("rotate90", (self.k % 4,), ())]
+
+
+@_frozen
+class ToFloat(Transform):
+    """uint8 samples to float32 in [0, 1] (divided by 255).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import ToFloat
+    >>> ToFloat()(np.array([[0, 255]], np.uint8))[:, :, 0].tolist()
+    [[0.0, 1.0]]
+    """
+
+    def _steps(self):
+        return [("to_float", (), ())]
+
+
+@_frozen
+class Normalize(Transform):
+    """``(x - mean[c]) / std[c]`` in float32, as torchvision's ``Normalize``.
+
+    uint8 input is first divided by 255 (as :class:`ToFloat`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import Normalize
+    >>> Normalize([0.5], [0.5])(np.array([[0.0, 1.0]], np.float32))[:, :, 0].tolist()
+    [[-1.0, 1.0]]
+    """
+
+    mean: Sequence[float]
+    std: Sequence[float]
+
+    def __post_init__(self) -> None:
+        for name in ("mean", "std"):
+            values = getattr(self, name)
+            if isinstance(values, (int, float)):
+                values = (values,)
+            values = tuple(float(v) for v in values)
+            if not 1 <= len(values) <= 4 or not all(math.isfinite(v) for v in values):
+                raise ValueError(f"{name} must be 1 to 4 finite numbers, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, values)
+        if len(self.mean) != len(self.std):
+            raise ValueError(f"mean and std must have the same length, got {len(self.mean)} "
+                             f"and {len(self.std)}")
+        if any(v == 0 for v in self.std):
+            raise ValueError(f"std must not contain zeros, got {self.std!r}")
+
+    def _steps(self):
+        pad = (0.0,) * (4 - len(self.mean))
+        return [("normalize", (len(self.mean),), self.mean + pad + self.std + pad)]
+
+
+@_frozen
+class ToChw(Transform):
+    """HWC to CHW (channels first).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import ToChw
+    >>> ToChw()(np.zeros((4, 5, 3), np.uint8)).shape
+    (3, 4, 5)
+    """
+
+    def _steps(self):
+        return [("to_chw", (), ())]
+
+
+@_frozen
+class ToHwc(Transform):
+    """CHW back to HWC.
+
+    Examples
+    --------
+    >>> from dataloader.kernels import Image
+    >>> from dataloader.transforms import ToHwc
+    >>> ToHwc()(Image(4, 5, 3, layout="CHW")).shape
+    (4, 5, 3)
+    """
+
+    def _steps(self):
+        return [("to_hwc", (), ())]
+
+
+class Compose(Transform):
+    """Chain transforms; nested ``Compose`` objects are flattened.
+
+    Parameters
+    ----------
+    transforms : sequence of Transform
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import Compose, HFlip, Resize
+    >>> Compose([Resize((2, 2)), HFlip()])(np.zeros((4, 4, 3), np.uint8)).shape
+    (2, 2, 3)
+    """
+
+    __slots__ = ("transforms",)
+
+    def __init__(self, transforms: Sequence[Transform]) -> None:
+        if isinstance(transforms, Transform) or not isinstance(transforms, (list, tuple)):
+            raise TypeError(f"Compose takes a list of transforms, got {type(transforms).__name__}")
+        flat: list[Transform] = []
+        for position, transform in enumerate(transforms):
+            if isinstance(transform, Compose):
+                flat.extend(transform.transforms)
+            elif isinstance(transform, Transform):
+                flat.append(transform)
+            else:
+                raise TypeError(f"transforms[{position}] must be a Transform, got "
+                                f"{type(transform).__name__}; wrap Python code in the "
+                                "DataLoader's transform= instead")
+        object.__setattr__(self, "transforms", tuple(flat))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __reduce__(self):
+        return (Compose, (list(self.transforms),))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Compose) and self.transforms == other.transforms
+
+    def __hash__(self) -> int:
+        return hash(self.transforms)
+
+    def __repr__(self) -> str:
+        return f"Compose([{', '.join(map(repr, self.transforms))}])"
+
+    def _steps(self):
+        return [step for transform in self.transforms for step in transform._steps()]
+
+
+@functools.lru_cache(maxsize=256)
+def compile_chain(transform: Transform) -> Chain:
+    """The native ``Chain`` of ``transform`` (cached: transforms are immutable)."""
+    first = transform.transforms[0] if isinstance(transform, Compose) and transform.transforms else transform
+    fallback = first._fallback if isinstance(first, Decode) else None
+    return Chain(transform._steps(), fallback)
+
+
+def output_shape(transform: Transform) -> tuple[int, int, int, str, str] | None:
+    """``(height, width, channels, dtype, layout)`` when every output has the same shape.
+
+    ``None`` when the size or channels depend on the input image.
+    """
+    size = channels = None
+    dtype, layout = "uint8", "HWC"
+    for step_name, ints, _ in transform._steps():
+        if step_name == "decode":
+            channels = ints[0] or None
+        elif step_name == "convert":
+            channels = ints[0]
+        elif step_name in ("crop",):
+            size = (ints[2], ints[3])
+        elif step_name in ("center_crop", "random_crop", "random_resized_crop", "pad_to"):
+            size = (ints[0], ints[1])
+        elif step_name == "resize":
+            size = (ints[0], ints[1]) if ints[1] else None
+        elif step_name == "pad":
+            size = None if size is None else (size[0] + ints[1] + ints[3], size[1] + ints[0] + ints[2])
+        elif step_name == "rotate90" and ints[0] % 2 and size is not None:
+            size = (size[1], size[0])
+        elif step_name in ("to_float", "normalize"):
+            dtype = "float32"
+        elif step_name == "to_chw":
+            layout = "CHW"
+        elif step_name == "to_hwc":
+            layout = "HWC"
+    if size is None or channels is None:
+        return None
+    return (*size, channels, dtype, layout)
