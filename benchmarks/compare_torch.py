@@ -119,6 +119,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", choices=[*WORKLOADS, "first_batch", "images"], nargs="*")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="images: fresh processes per chain and library")
     parser.add_argument("--no-chart", action="store_true",
                         help="images: do not redraw docs/images/benchmark_images.png")
     args = parser.parse_args()
@@ -128,7 +130,8 @@ def main() -> None:
     if "images" in selected:
         import images
 
-        images.compare(args.repeats, chart=None if args.no_chart else images.CHART)
+        images.compare(args.repeats, args.rounds,
+                       chart=None if args.no_chart else images.CHART)
         selected = [name for name in selected if name != "images"]
         if not selected:
             return
