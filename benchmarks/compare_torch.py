@@ -119,7 +119,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", choices=[*WORKLOADS, "first_batch", "images"], nargs="*")
-    parser.add_argument("--rounds", type=int, default=2,
+    parser.add_argument("--rounds", type=int, default=3,
                         help="images: fresh processes per chain and library")
     parser.add_argument("--no-chart", action="store_true",
                         help="images: do not redraw docs/images/benchmark_images.png")

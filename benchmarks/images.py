@@ -194,13 +194,27 @@ def _pss_kib(pid: int) -> int:
     return 0
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads) from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_child(library: str, chain: str, root: Path, repeats: int) -> dict:
-    """Time ``repeats`` epochs after a warm-up; peak and proportional memory."""
+    """Time ``repeats`` epochs after a warm-up; CPU time, peak and proportional memory.
+
+    Peaks are ``VmHWM``, the high-water mark of each process's own memory:
+    ``ru_maxrss`` would do for the main process only if it were not carried
+    over from the parent through fork and exec (Linux keeps it across
+    ``execve``), and ``RUSAGE_CHILDREN`` gives the largest child's peak, not
+    the sum of the workers' (it would also count the build check the
+    editable install runs).
+    """
     import multiprocessing
 
     import torch
 
-    baseline_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    baseline_kib = _status_kib(os.getpid(), "VmHWM")
     loader = ours_loader(root, chain) if library == "dataloader" else torch_loader(root, chain)
     batches = ours_batches if library == "dataloader" else iter
 
@@ -216,24 +230,24 @@ def run_child(library: str, chain: str, root: Path, repeats: int) -> dict:
         return n
 
     n_images = epoch()   # warm-up: starts torch's persistent workers, warms the page cache
+    workers = [p.pid for p in multiprocessing.active_children()]
+    pids = [os.getpid(), *workers]
+    cpu_start = sum(_cpu_seconds(pid) for pid in pids)
     seconds = []
     for _ in range(repeats):
         start = time.perf_counter()
         epoch()
         seconds.append(time.perf_counter() - start)
-    workers = [p.pid for p in multiprocessing.active_children()]
+    cpu = sum(_cpu_seconds(pid) for pid in pids) - cpu_start
     worker_peaks_kib = [_status_kib(pid, "VmHWM") for pid in workers]
-    pss_kib = _pss_kib(os.getpid()) + sum(_pss_kib(pid) for pid in workers)
+    pss_kib = sum(_pss_kib(pid) for pid in pids)
+    main_kib = _status_kib(os.getpid(), "VmHWM")
     close = getattr(loader, "close", None)
     if close is not None:
         close()
-    del loader
-    main_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    # RUSAGE_CHILDREN is not used: on Linux it is the largest child's peak
-    # only, and it would include the build check the editable install forks.
     return {
         "images": n_images, "epoch_seconds": seconds,
-        "images_per_s": n_images / statistics.median(seconds),
+        "cpu_ms_per_image": cpu * 1e3 / (n_images * repeats),
         "peak_rss_mib": (main_kib + sum(worker_peaks_kib)) / 1024,
         "main_peak_rss_mib": main_kib / 1024,
         "worker_peak_rss_mib": [kib / 1024 for kib in worker_peaks_kib],
@@ -252,8 +266,9 @@ def run_fresh(library: str, chain: str, root: Path, repeats: int) -> dict:
 
 # --- the raw limit -----------------------------------------------------------------
 
-def raw_limit(root: Path, repeats: int) -> list[float]:
-    """Images/s of read + decode + resize to 224x224 in 2 threads, no loader, per pass."""
+def raw_limit(root: Path, repeats: int) -> tuple[list[float], list[float]]:
+    """Images/s and CPU ms per image of read + decode + resize to 224x224 in 2 threads,
+    no loader, per pass."""
     from dataloader import kernels
 
     paths = image_paths(root)
@@ -261,14 +276,15 @@ def raw_limit(root: Path, repeats: int) -> list[float]:
     def work(path: Path) -> np.ndarray:
         return kernels.resize(kernels.decode(path.read_bytes(), mode="RGB"), (SIZE, SIZE))
 
-    rates = []
+    rates, cpu_ms = [], []
     with ThreadPoolExecutor(max_workers=NUM_WORKERS) as pool:
         list(pool.map(work, paths))
         for _ in range(repeats):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             list(pool.map(work, paths))
             rates.append(len(paths) / (time.perf_counter() - start))
-    return rates
+            cpu_ms.append((time.process_time() - cpu_start) * 1e3 / len(paths))
+    return rates, cpu_ms
 
 
 # --- the comparison ------------------------------------------------------------------
@@ -296,10 +312,11 @@ def summary(runs: list[dict]) -> dict:
     rates = [run["images"] / seconds for run in runs for seconds in run["epoch_seconds"]]
     return {"images_per_s": max(rates), "images_per_s_median": statistics.median(rates),
             "peak_rss_mib": max(run["peak_rss_mib"] for run in runs),
-            "pss_at_end_mib": max(run["pss_at_end_mib"] for run in runs), "runs": runs}
+            "pss_at_end_mib": max(run["pss_at_end_mib"] for run in runs),
+            "cpu_ms_per_image": min(run["cpu_ms_per_image"] for run in runs), "runs": runs}
 
 
-def compare(repeats: int, rounds: int = 2, n_images: int = N_IMAGES,
+def compare(repeats: int, rounds: int = 3, n_images: int = N_IMAGES,
             chart: Path | None = CHART) -> dict:
     """Run every chain and library in ``rounds`` rounds of fresh processes, the limit between.
 
@@ -309,14 +326,16 @@ def compare(repeats: int, rounds: int = 2, n_images: int = N_IMAGES,
     root = generated_image_folder(n_images=n_images)
     load = [os.getloadavg()]
     runs = {chain: {library: [] for library in LIBRARIES} for chain in CHAINS}
-    limit_rates = []
+    limit_rates, limit_cpu = [], []
     for round_ in range(rounds):
         for chain in CHAINS:
             for library in LIBRARIES:
                 runs[chain][library].append(run_fresh(library, chain, root, repeats))
                 load.append(os.getloadavg())
             print(f"  images round {round_ + 1}/{rounds}: {chain} done", flush=True)
-        limit_rates += raw_limit(root, repeats)
+        rates, cpu = raw_limit(root, repeats)
+        limit_rates += rates
+        limit_cpu += cpu
         load.append(os.getloadavg())
     limit = max(limit_rates)
     chains, rows = {}, []
@@ -330,28 +349,34 @@ def compare(repeats: int, rounds: int = 2, n_images: int = N_IMAGES,
             "fraction_of_raw_limit": ours["images_per_s"] / limit,
             "fraction_of_raw_limit_medians":
                 ours["images_per_s_median"] / statistics.median(limit_rates),
+            "cpu_ratio_torch_over_ours": theirs["cpu_ms_per_image"] / ours["cpu_ms_per_image"],
             "rss_ratio_vs_torch": ours["peak_rss_mib"] / theirs["peak_rss_mib"],
             "pss_ratio_vs_torch": ours["pss_at_end_mib"] / theirs["pss_at_end_mib"],
         }
         rows.append([chain, f"{ours['images_per_s']:,.0f}/s", f"{theirs['images_per_s']:,.0f}/s",
                      f"{entry['speedup_vs_torch']:.2f}x", f"{entry['fraction_of_raw_limit']:.2f}",
+                     f"{ours['cpu_ms_per_image']:.2f}", f"{theirs['cpu_ms_per_image']:.2f}",
+                     f"{entry['cpu_ratio_torch_over_ours']:.2f}x",
                      f"{ours['peak_rss_mib']:,.0f} MiB", f"{theirs['peak_rss_mib']:,.0f} MiB",
                      f"{entry['rss_ratio_vs_torch']:.2f}", f"{entry['pss_ratio_vs_torch']:.2f}"])
     command = "python benchmarks/compare_torch.py --only images" + (
         f" --repeats {repeats}" if repeats != 5 else "") + (
-        f" --rounds {rounds}" if rounds != 2 else "")
+        f" --rounds {rounds}" if rounds != 3 else "")
     result = {
         "command": command, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": machine_description(), "versions": versions(), "images": n_images,
         "image_root": str(root), "batch_size": BATCH_SIZE, "num_workers": NUM_WORKERS,
         "epochs_per_run": repeats, "rounds": rounds, "raw_limit_images_per_s": limit,
-        "raw_limit_passes_images_per_s": limit_rates, "load_average_1_5_15": load,
+        "raw_limit_passes_images_per_s": limit_rates,
+        "raw_limit_cpu_ms_per_image": min(limit_cpu), "load_average_1_5_15": load,
         "chains": chains, "targets": TARGETS,
     }
     print(f"\n{n_images} JPEGs (400-500 x 300-375, q90) -> float32 (64, 3, 224, 224) batches, "
           f"{NUM_WORKERS} workers; best epoch of {rounds} fresh processes x {repeats} epochs; "
-          f"raw limit (read + decode + resize, 2 threads, no loader) {limit:,.0f} images/s")
-    print_table(["chain", "dataloader", "torch", "speed-up", "of raw limit", "peak RSS ours",
+          f"raw limit (read + decode + resize, 2 threads, no loader) {limit:,.0f} images/s, "
+          f"{min(limit_cpu):.2f} CPU ms/image")
+    print_table(["chain", "dataloader", "torch", "speed-up", "of raw limit", "CPU ms/img ours",
+                 "CPU ms/img torch", "CPU ratio", "peak RSS ours",
                  "peak RSS torch", "RSS ratio", "PSS ratio"], rows)
     print("medians of the epochs: " + ", ".join(
         f"{chain} {chains[chain]['dataloader']['images_per_s_median']:,.0f}/s against "
@@ -359,6 +384,8 @@ def compare(repeats: int, rounds: int = 2, n_images: int = N_IMAGES,
         f"({chains[chain]['speedup_vs_torch_medians']:.2f}x, "
         f"{chains[chain]['fraction_of_raw_limit_medians']:.2f} of the median limit)"
         for chain in CHAINS))
+    print("CPU ms/img: user + system time of the main process and its workers over the timed "
+          "epochs, per image (the lowest run); CPU ratio: torch's over ours")
     print("peak RSS: the main process's peak + each worker process's peak (torch), the "
           "highest over the rounds; PSS: summed over the processes at the end of a run")
     print(f"load average (1 min) during the runs: "
@@ -397,8 +424,10 @@ def draw_chart(result: dict, path: Path) -> Path:
                    * 1.3)
     speed.set_title("images/s, best epoch (higher is better)", fontsize=10)
     memory.set_title("peak RSS, MiB (main + workers)", fontsize=10)
-    labels = [f"{c}\n{chains[c]['speedup_vs_torch']:.1f}x torch, "
-              f"{chains[c]['fraction_of_raw_limit']:.2f} of limit" for c in CHAINS]
+    labels = [f"{c}: {chains[c]['speedup_vs_torch']:.1f}x torch, "
+              f"{chains[c]['fraction_of_raw_limit']:.2f} of limit\nCPU per image "
+              f"{chains[c]['dataloader']['cpu_ms_per_image']:.2f} ms vs "
+              f"{chains[c]['torch']['cpu_ms_per_image']:.2f} ms" for c in CHAINS]
     speed.set_xticks(x, labels, fontsize=8)
     memory.set_xticks(x, [f"{c}\nratio {chains[c]['rss_ratio_vs_torch']:.2f}" for c in CHAINS],
                       fontsize=8)
