@@ -21,12 +21,18 @@ cases, as a training script would): one warm-up epoch, then ``repeats``
 timed epochs.  The processes run in ``rounds`` rounds (ours and torch
 alternating, the raw limit after each round); the headline rate is the best
 epoch of all rounds, the least disturbed on a shared machine, and the
-median epoch is kept beside it.  Peak RSS is that process's ``ru_maxrss`` plus, for
-torch, each worker process's peak (``VmHWM``, read before the workers are
-shut down): a sum of per-process peaks, which counts the pages the
-processes share once per process.  The proportional set size (PSS, shared
-pages divided among the processes that map them) summed over the processes
-at the end of the run is reported beside it.
+median epoch is kept beside it.  CPU time per image (user + system, main
+process and workers, over the timed epochs) is reported too: unlike the
+rates, it hardly depends on what else the machine runs.
+
+Peak RSS is the main process's peak plus, for torch, each worker process's
+peak: each is the process's ``VmHWM``, read before the workers shut down
+(see ``run_child`` for why not ``ru_maxrss``).  The sum counts the pages
+the processes share once per process; the proportional set size (PSS,
+shared pages divided among the processes mapping them) summed over the
+processes at the end of the run is reported beside it.  The training loop
+reads one value per page of every batch, so that the batch memory counts
+for torch's main process as it does for ours.
 
 Run ``python benchmarks/compare_torch.py --only images``.
 """
@@ -37,7 +43,6 @@ import json
 import math
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -96,7 +101,8 @@ class PillowImageFolder:
 
     The crop parameters are sampled as ``RandomResizedCrop.get_params`` does
     (scale (0.08, 1), ratio (3/4, 4/3), ten tries, then the central crop),
-    from torch's generator, which torch seeds per worker.
+    from torch's generator, which torch seeds per worker; then, as
+    torchvision's ``resized_crop`` on a Pillow image, a crop and a resize.
     """
 
     def __init__(self, root: Path, chain: str) -> None:
@@ -122,8 +128,8 @@ class PillowImageFolder:
         bilinear = PILImage.Resampling.BILINEAR
         if self.train:
             top, left, height, width = random_resized_crop_params(image.height, image.width)
-            image = image.resize((SIZE, SIZE), bilinear,
-                                 box=(left, top, left + width, top + height))
+            image = image.crop((left, top, left + width, top + height))
+            image = image.resize((SIZE, SIZE), bilinear)
             if torch.rand(1).item() < 0.5:
                 image = image.transpose(PILImage.Transpose.FLIP_LEFT_RIGHT)
         else:
