@@ -648,7 +648,7 @@ def compile_chain(transform: Transform) -> Chain:
     """The native ``Chain`` of ``transform`` (cached: transforms are immutable)."""
     first = transform.transforms[0] if isinstance(transform, Compose) and transform.transforms else transform
     fallback = first._fallback if isinstance(first, Decode) else None
-    return Chain(transform._steps(), fallback)
+    return Chain(transform._steps(), fallback, type(first).__name__)
 
 
 def output_shape(transform: Transform) -> tuple[int, int, int, str, str] | None:

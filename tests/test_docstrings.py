@@ -9,12 +9,14 @@ MODULES = [
     "dataloader",
     "dataloader._collate",
     "dataloader._dataset",
+    "dataloader._images",
     "dataloader._distributed",
     "dataloader._loader",
     "dataloader._sampler",
     "dataloader._seeding",
     "dataloader._streaming",
     "dataloader._worker",
+    "dataloader.transforms",
 ]
 
 
