@@ -235,3 +235,16 @@ def test_a_python_transform_still_gets_index_and_item(folder):
 
     loader = DataLoader(ImageFolder(folder), batch_size=None, transform=transform)
     assert next(iter(loader)) == [1, 0, 0]  # default_convert: tuples become lists, as in torch
+
+
+def test_a_streaming_dataset_runs_native_transforms(folder):
+    from dataloader import IterableDataset
+
+    class Stream(IterableDataset):
+        def __iter__(self):
+            return iter(ImageFolder(folder))
+
+    loader = DataLoader(Stream(), batch_size=4, transform=TRAIN, collate_fn=ImageCollator(),
+                        seed=3)
+    batch, labels = next(iter(loader))
+    assert batch.shape == (4, 3, 32, 32) and labels.tolist() == [0, 0, 0, 0]
