@@ -21,7 +21,8 @@ import numpy as np
 from dataloader._collate import default_collate
 from dataloader._core.image import BufferPool, Image, ImageBatch, new_batch
 from dataloader._core.pipeline import item_seed as native_item_seed
-from dataloader.transforms import Transform, compile_chain, output_shape
+from dataloader._chains import compile_chain, output_shape
+from dataloader.transforms import Transform
 
 __all__ = ["ImageCollator", "ImageFolder", "ItemTransform"]
 
