@@ -12,6 +12,7 @@ Examples
 [3 4 5]
 """
 
+from dataloader._async import AsyncDataset
 from dataloader._collate import default_collate, default_convert
 from dataloader._dataset import Dataset, IterableDataset
 from dataloader._loader import DataLoader
@@ -28,6 +29,7 @@ from dataloader._worker import WorkerInfo, get_worker_info
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncDataset",
     "BatchSampler",
     "DataLoader",
     "Dataset",

@@ -42,12 +42,19 @@ class EpochPlan:
         the sampler is one of ours and yields valid indices by construction.
     recipe : BatchRecipe
         How indices become a batch.
+    item_lanes : bool
+        Load item by item (lanes) even with ``item_concurrency=1``.
+    on_cancel : callable or None
+        Called when a threaded epoch is dropped, after the engine's own
+        cancel (an async dataset cancels its coroutines in flight).
     """
 
     batches: Iterator[Any]
     total: int | None
     check_indices: Callable[[Any], Any] | None
     recipe: BatchRecipe
+    item_lanes: bool = False
+    on_cancel: Callable[[], None] | None = None
 
 
 def describe_batch(position: int, indices: Any) -> str:
@@ -113,7 +120,7 @@ class ThreadedEpoch:
     discarded.
     """
 
-    __slots__ = ("_loader", "_engine", "_total")
+    __slots__ = ("_loader", "_engine", "_total", "_on_cancel")
 
     def __init__(
         self, loader: DataLoader, plan: EpochPlan, pool: Pool, worker_setup: WorkerSetup
@@ -121,6 +128,7 @@ class ThreadedEpoch:
         # Holding the loader keeps its pool and dataset alive while the epoch runs.
         self._loader = loader
         self._total = plan.total
+        self._on_cancel = plan.on_cancel
         self._engine = Epoch(
             pool,
             plan.recipe,
@@ -131,6 +139,7 @@ class ThreadedEpoch:
             in_order=loader.in_order,
             timeout=float(loader.timeout),
             worker_setup=worker_setup,
+            item_lanes=plan.item_lanes,
         )
         self._engine.start()
 
@@ -149,3 +158,6 @@ class ThreadedEpoch:
         engine = getattr(self, "_engine", None)
         if engine is not None:
             engine.cancel()
+        on_cancel = getattr(self, "_on_cancel", None)
+        if on_cancel is not None:
+            on_cancel()

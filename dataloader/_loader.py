@@ -11,6 +11,7 @@ from typing import Any, Callable, Generic, Iterable, TypeVar
 
 import numpy as np
 
+from dataloader._async import EpochItems, EventLoop, check_async_dataset, is_async_dataset
 from dataloader._collate import default_collate, default_convert
 from dataloader._dataset import is_iterable_style, is_map_style
 from dataloader._fetch import BatchRecipe, check_batch_indices, check_index
@@ -125,6 +126,7 @@ class DataLoader(Generic[T_co]):
         seed: int | None = None,
     ) -> None:
         _check_dataset(dataset)
+        check_async_dataset(dataset)
         _check_counts(batch_size, num_workers, prefetch_factor, timeout, item_concurrency)
         _check_exclusive_options(batch_size, shuffle, sampler, batch_sampler, drop_last)
         _check_randomness(shuffle, generator, seed)
@@ -167,6 +169,12 @@ class DataLoader(Generic[T_co]):
         self._pool: Pool | None = None
         self._pool_finalizer: weakref.finalize | None = None
         self._worker_setup: WorkerSetup | None = None
+        # An async dataset's coroutines run on an event loop owned by the
+        # loader (see dataloader/_async.py); the finalizer holds the loop's
+        # owner, not the loader, like the pool's.
+        self._event_loop = EventLoop(dataset) if is_async_dataset(dataset) else None
+        if self._event_loop is not None:
+            weakref.finalize(self, self._event_loop.close)
         self._base_seed = int(np.random.default_rng(seed).integers(2**62))
         self._initialized = True
 
@@ -223,7 +231,9 @@ class DataLoader(Generic[T_co]):
     def close(self) -> None:
         """Stop the worker threads; epochs still running raise on their next batch.
 
-        The loader stays usable: its next threaded epoch starts a new pool.
+        For an async dataset, its ``aclose()`` is awaited first, then its
+        event loop stops. The loader stays usable: its next threaded epoch
+        starts a new pool (and event loop).
 
         Examples
         --------
@@ -232,6 +242,9 @@ class DataLoader(Generic[T_co]):
         ...     [batch.tolist() for batch in loader]
         [[0, 1], [2, 3]]
         """
+        # The loop first: it cancels coroutines that pool threads wait for.
+        if self._event_loop is not None:
+            self._event_loop.close()
         self._shutdown_pool()
 
     def __enter__(self) -> DataLoader[T_co]:
@@ -250,13 +263,17 @@ class DataLoader(Generic[T_co]):
             check = None
         else:
             check = check_batch_indices if self._auto_collation else check_index
+        source, item_lanes, on_cancel = self.dataset, False, None
+        if self._event_loop is not None:
+            source = EpochItems(self.dataset, self._event_loop)
+            item_lanes, on_cancel = source.item_lanes, source.cancel
         recipe = BatchRecipe.for_dataset(
-            self.dataset,
+            source,
             transform=self.transform,
             collate=self.collate_fn,
             batched=self._auto_collation,
         )
-        return EpochPlan(iter(index_sampler), total, check, recipe)
+        return EpochPlan(iter(index_sampler), total, check, recipe, item_lanes, on_cancel)
 
 
 def _check_dataset(dataset: Any) -> None:

@@ -7,6 +7,7 @@ import pytest
 
 MODULES = [
     "dataloader",
+    "dataloader._async",
     "dataloader._collate",
     "dataloader._dataset",
     "dataloader._loader",

@@ -18,6 +18,7 @@ class Epoch:
         in_order: bool,
         timeout: float,
         worker_setup: Callable[[int], None],
+        item_lanes: bool = False,
     ) -> None: ...
     @property
     def delivered(self) -> int: ...
