@@ -25,6 +25,7 @@ from dataloader._sampler import (
     WeightedRandomSampler,
 )
 from dataloader._worker import WorkerInfo, get_worker_info
+from dataloader.sources import FileDataset, HttpDataset, ObjectStoreDataset, Retry
 
 __version__ = "0.1.0"
 
@@ -33,8 +34,12 @@ __all__ = [
     "BatchSampler",
     "DataLoader",
     "Dataset",
+    "FileDataset",
+    "HttpDataset",
     "IterableDataset",
+    "ObjectStoreDataset",
     "RandomSampler",
+    "Retry",
     "Sampler",
     "SequentialSampler",
     "SubsetRandomSampler",

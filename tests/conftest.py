@@ -41,7 +41,8 @@ class HttpServer:
     instead of the plain answer: a status (``503``), ``("status", 503,
     {headers})``, ``("delay", seconds)``, ``"truncate"`` (a body cut short)
     or ``"chunked"`` (no ``Content-Length``). ``requests`` counts requests
-    per path; ``peak`` is the most requests ever in flight at once.
+    per path, ``headers`` keeps the last request headers of each path;
+    ``peak`` is the most requests ever in flight at once.
     """
 
     def __init__(self):
@@ -51,6 +52,7 @@ class HttpServer:
         self.bodies = {}
         self.scripts = collections.defaultdict(collections.deque)
         self.requests = collections.Counter()
+        self.headers = {}
         self.in_flight = 0
         self.peak = 0
         self.url = None
@@ -103,6 +105,7 @@ class HttpServer:
 
         path = request.path
         self.requests[path] += 1
+        self.headers[path] = dict(request.headers)
         self.in_flight += 1  # only the server's loop thread touches these
         self.peak = max(self.peak, self.in_flight)
         try:

@@ -13,6 +13,11 @@ MODULES = [
     "dataloader._loader",
     "dataloader._sampler",
     "dataloader._worker",
+    "dataloader.sources",
+    "dataloader.sources._file",
+    "dataloader.sources._http",
+    "dataloader.sources._object_store",
+    "dataloader.sources._retry",
 ]
 
 
