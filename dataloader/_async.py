@@ -26,6 +26,7 @@ import asyncio
 import concurrent.futures
 import inspect
 import logging
+import os
 import threading
 import weakref
 from typing import Any, Awaitable, Generic, Sequence, TypeVar
@@ -137,6 +138,7 @@ class EventLoop:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
 
     @property
     def thread(self) -> threading.Thread | None:
@@ -146,6 +148,11 @@ class EventLoop:
     def loop(self) -> asyncio.AbstractEventLoop:
         """The running loop, started on first use."""
         with self._lock:
+            if self._pid != os.getpid():
+                # A child of fork(): the loop's thread exists in the parent
+                # only. Its loop is abandoned untouched; the child makes its own.
+                self._loop = self._thread = None
+                self._pid = os.getpid()
             if self._loop is None:
                 loop = asyncio.new_event_loop()
                 ready = threading.Event()
@@ -186,7 +193,7 @@ class EventLoop:
         with self._lock:
             loop, thread = self._loop, self._thread
             self._loop = self._thread = None
-        if loop is None or thread is None:
+        if loop is None or thread is None or self._pid != os.getpid():
             return
         shutdown = _shutdown(self._dataset_ref())
         if threading.current_thread() is thread:

@@ -3,6 +3,9 @@
 import asyncio
 import gc
 import os
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -361,3 +364,36 @@ def test_close_cancels_coroutines_a_running_epoch_waits_for():
     with pytest.raises(RuntimeError, match="closed"):
         while True:
             next(it)
+
+
+def test_a_forked_child_runs_its_own_event_loop():
+    code = textwrap.dedent(
+        """
+        import asyncio, os
+        from dataloader import AsyncDataset, DataLoader
+
+        class Items(AsyncDataset):
+            def __len__(self):
+                return 6
+
+            async def __getitem__(self, index):
+                await asyncio.sleep(0)
+                return index
+
+        loader = DataLoader(Items(), batch_size=3, num_workers=2)
+        assert [b.tolist() for b in loader] == [[0, 1, 2], [3, 4, 5]]
+        pid = os.fork()
+        if pid == 0:
+            ok = [b.tolist() for b in loader] == [[0, 1, 2], [3, 4, 5]]
+            loader.close()
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert [b.tolist() for b in loader] == [[0, 1, 2], [3, 4, 5]]
+        loader.close()
+        print("ok")
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.stdout.strip() == "ok", result.stderr

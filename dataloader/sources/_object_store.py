@@ -118,12 +118,12 @@ class ObjectStoreDataset(AsyncDataset[bytes]):
         try:
             result = await obstore.get_async(self.store, key)
             limit = self.max_bytes
-            if limit is None:
-                return bytes(await result.bytes_async())
             size = result.meta.get("size")
-            if size is not None and size > limit:
+            if limit is not None and size is not None and size > limit:
                 raise ValueError(f"{what} is {size} bytes, more than max_bytes={limit}")
-            body = bytearray()
+            if limit is None or size is not None:
+                return bytes(await result.bytes_async())
+            body = bytearray()  # size unknown: count while streaming
             async for chunk in result.stream():
                 body += chunk
                 if len(body) > limit:
