@@ -9,11 +9,12 @@ the pool threads. See ``docs/architecture.md``, "Async datasets".
 
 Ownership:
 
-* ``EventLoop`` owns one asyncio loop and the thread running it. A loader
-  creates it for an async dataset, starts it on the first epoch and keeps it
-  for its life, so clients bound to the loop (an ``aiohttp`` session created
-  inside ``__getitem__``) keep working across epochs. A ``weakref.finalize``
-  on the loader holds the ``EventLoop`` (never the loader) and closes it.
+* ``EventLoop`` owns the loader's ``LoopThread`` (an asyncio loop and the
+  thread running it). A loader creates it for an async dataset; its first
+  epoch starts the loop, which is kept for the loader's life, so clients
+  bound to the loop (an ``aiohttp`` session created inside ``__getitem__``)
+  keep working across epochs. A ``weakref.finalize`` on the loader holds the
+  ``EventLoop`` (never the loader) and closes it.
 * ``EpochItems`` is one epoch's view of the dataset with synchronous
   ``__getitem__`` / ``__getitems__``; it records the coroutines it started,
   and ``cancel()`` (called when the epoch's iterator is dropped) cancels them
@@ -35,7 +36,10 @@ from dataloader._core.epoch import EpochClosedError
 
 T_co = TypeVar("T_co", covariant=True)
 
-__all__ = ["AsyncDataset", "EpochItems", "EventLoop", "check_async_dataset", "is_async_dataset"]
+__all__ = [
+    "AsyncDataset", "EpochItems", "EventLoop", "LoopThread", "check_async_dataset",
+    "is_async_dataset",
+]
 
 logger = logging.getLogger("dataloader")
 
@@ -121,48 +125,63 @@ def check_async_dataset(dataset: Any) -> None:
 
 
 class EventLoop:
-    """One asyncio event loop on a thread of its own, owned by one loader.
+    """The event loop of one loader: started on demand, restarted after ``close()``.
 
-    ``loop()`` starts it (again, after ``close()``); ``submit()`` runs a
-    coroutine on it from any thread; ``close()`` awaits the dataset's
-    ``aclose()`` (bounded), cancels what is still pending and joins the
-    thread. The dataset is held weakly: a finalizer holding this object must
-    not keep a dataset that refers to its loader alive.
+    ``running()`` returns the running :class:`LoopThread`, starting one when
+    there is none; ``close()`` awaits the dataset's ``aclose()`` (bounded),
+    cancels what is still pending and joins the thread. The dataset is held
+    weakly, because a finalizer holds this object: a dataset that refers to
+    its loader must not be kept alive by it.
     """
 
     def __init__(self, dataset: Any) -> None:
         try:
             self._dataset_ref: Any = weakref.ref(dataset)
-        except TypeError:  # no __weakref__ slot: hold it, it cannot be in a cycle through it
+        except TypeError:  # no __weakref__ slot: held strongly
             self._dataset_ref = lambda dataset=dataset: dataset
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._running: LoopThread | None = None
         self._pid = os.getpid()
 
-    @property
-    def thread(self) -> threading.Thread | None:
-        """The loop's thread while it runs, else ``None``."""
-        return self._thread
-
-    def loop(self) -> asyncio.AbstractEventLoop:
-        """The running loop, started on first use."""
+    def running(self) -> LoopThread:
+        """The running loop, started when there is none."""
         with self._lock:
             if self._pid != os.getpid():
                 # A child of fork(): the loop's thread exists in the parent
                 # only. Its loop is abandoned untouched; the child makes its own.
-                self._loop = self._thread = None
+                self._running = None
                 self._pid = os.getpid()
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                ready = threading.Event()
-                thread = threading.Thread(
-                    target=_run_loop, args=(loop, ready), name="dataloader-event-loop", daemon=True
-                )
-                thread.start()
-                ready.wait()
-                self._loop, self._thread = loop, thread
-            return self._loop
+            if self._running is None:
+                self._running = LoopThread()
+            return self._running
+
+    def close(self) -> None:
+        """Await the dataset's ``aclose()``, cancel every pending coroutine, join the thread."""
+        with self._lock:
+            running, self._running = self._running, None
+        if running is not None and self._pid == os.getpid():
+            running.close(self._dataset_ref())
+
+
+class LoopThread:
+    """One asyncio loop running on a thread of its own (``dataloader-event-loop``).
+
+    ``submit()`` runs a coroutine on it from any thread. A coroutine
+    submitted while the loop stops is never started: ``close()`` cancels
+    its future once the thread has ended, so no thread waits forever.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._lock = threading.Lock()
+        # Submitted, not yet started on the loop: future -> coroutine.
+        self._unstarted: dict[concurrent.futures.Future, Any] = {}
+        ready = threading.Event()
+        self.thread = threading.Thread(
+            target=_run_loop, args=(self.loop, ready), name="dataloader-event-loop", daemon=True
+        )
+        self.thread.start()
+        ready.wait()
 
     def submit(self, coroutine: Awaitable[Any]) -> concurrent.futures.Future:
         """Run ``coroutine`` on the loop; cancelling the returned future cancels it.
@@ -171,31 +190,32 @@ class EventLoop:
         coroutine's exception object itself (with its notes and cause).
         """
         future: concurrent.futures.Future = concurrent.futures.Future()
-        loop = self.loop()
+        loop = self.loop
 
         def start() -> None:
+            with self._lock:
+                self._unstarted.pop(future, None)
             if future.cancelled():
-                coroutine.close()
+                coroutine.close()  # type: ignore[attr-defined]
                 return
-            task = loop.create_task(coroutine)
+            task = loop.create_task(coroutine)  # type: ignore[arg-type]
             task.add_done_callback(lambda task: _copy_outcome(task, future))
             future.add_done_callback(lambda future: _cancel_task(loop, task, future))
 
+        with self._lock:
+            self._unstarted[future] = coroutine
         try:
             loop.call_soon_threadsafe(start)
-        except RuntimeError:  # closed by another thread in between
-            coroutine.close()
+        except RuntimeError:  # the loop is closed
+            with self._lock:
+                self._unstarted.pop(future, None)
+            coroutine.close()  # type: ignore[attr-defined]
             raise EpochClosedError("the DataLoader was closed") from None
         return future
 
-    def close(self) -> None:
-        """Await the dataset's ``aclose()``, cancel every pending coroutine, join the thread."""
-        with self._lock:
-            loop, thread = self._loop, self._thread
-            self._loop = self._thread = None
-        if loop is None or thread is None or self._pid != os.getpid():
-            return
-        shutdown = _shutdown(self._dataset_ref())
+    def close(self, dataset: Any) -> None:
+        loop, thread = self.loop, self.thread
+        shutdown = _shutdown(dataset)
         if threading.current_thread() is thread:
             # Collected on the loop's own thread: it cannot wait for itself.
             loop.create_task(shutdown).add_done_callback(lambda _: loop.stop())
@@ -209,6 +229,13 @@ class EventLoop:
         finally:
             loop.call_soon_threadsafe(loop.stop)
         thread.join(STOP_TIMEOUT_SECONDS)
+        # The loop is closed now (or stuck): nothing submitted from here on
+        # starts, and what was submitted but never started is cancelled.
+        with self._lock:
+            unstarted, self._unstarted = self._unstarted, {}
+        for future, coroutine in unstarted.items():
+            future.cancel()
+            coroutine.close()
 
 
 def _run_loop(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
@@ -283,8 +310,10 @@ class EpochItems:
 
     def __init__(self, dataset: Any, event_loop: EventLoop) -> None:
         self._dataset = dataset
-        self._event_loop = event_loop
-        event_loop.loop()  # started by the consumer thread, not by a worker
+        # Started here, by the consumer thread. The epoch keeps to this loop:
+        # once the loader is closed, its items fail instead of starting a
+        # new loop from a worker.
+        self._loop_thread = event_loop.running()
         self._lock = threading.Lock()
         self._pending: set[concurrent.futures.Future] = set()
         self._cancelled = False
@@ -312,7 +341,7 @@ class EpochItems:
             if self._cancelled:
                 coroutine.close()  # type: ignore[attr-defined]
                 raise EpochClosedError("this epoch was cancelled")
-            future = self._event_loop.submit(coroutine)
+            future = self._loop_thread.submit(coroutine)
             self._pending.add(future)
         try:
             return future.result()

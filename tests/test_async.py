@@ -351,11 +351,14 @@ def test_failing_aclose_is_logged_not_raised(caplog):
     assert loop_threads() == []
 
 
-def test_close_cancels_coroutines_a_running_epoch_waits_for():
-    dataset = Blocking(8, blocked=[2])
-    loader = DataLoader(dataset, batch_size=1, num_workers=2)
+@pytest.mark.parametrize("mode", [(0, 4), (2, 1), (2, 4)], ids=["lanes", "workers", "workers+lanes"])
+def test_close_cancels_coroutines_a_running_epoch_waits_for(mode):
+    num_workers, item_concurrency = mode
+    dataset = Blocking(64, blocked=[2])
+    loader = DataLoader(dataset, batch_size=2, num_workers=num_workers,
+                        item_concurrency=item_concurrency)
     it = iter(loader)
-    assert next(it).item() == 0
+    assert next(it).tolist() == [0, 1]
     assert dataset.entered.wait(PROMPTLY)
     started = time.monotonic()
     loader.close()
@@ -364,6 +367,8 @@ def test_close_cancels_coroutines_a_running_epoch_waits_for():
     with pytest.raises(RuntimeError, match="closed"):
         while True:
             next(it)
+    # Workers of the closed epoch never start a new loop.
+    assert loop_threads() == []
 
 
 def test_a_forked_child_runs_its_own_event_loop():
