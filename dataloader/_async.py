@@ -166,9 +166,10 @@ class EventLoop:
 class LoopThread:
     """One asyncio loop running on a thread of its own (``dataloader-event-loop``).
 
-    ``submit()`` runs a coroutine on it from any thread. A coroutine
-    submitted while the loop stops is never started: ``close()`` cancels
-    its future once the thread has ended, so no thread waits forever.
+    ``submit()`` runs a coroutine on it from any thread. ``close()`` first
+    refuses new coroutines, so every coroutine accepted before is started
+    (its start is queued on the loop ahead of the shutdown) and then
+    cancelled by the shutdown: no thread waits forever for a future.
     """
 
     def __init__(self) -> None:
@@ -176,6 +177,7 @@ class LoopThread:
         self._lock = threading.Lock()
         # Submitted, not yet started on the loop: future -> coroutine.
         self._unstarted: dict[concurrent.futures.Future, Any] = {}
+        self._closing = False
         ready = threading.Event()
         self.thread = threading.Thread(
             target=_run_loop, args=(self.loop, ready), name="dataloader-event-loop", daemon=True
@@ -203,17 +205,18 @@ class LoopThread:
             future.add_done_callback(lambda future: _cancel_task(loop, task, future))
 
         with self._lock:
-            self._unstarted[future] = coroutine
-        try:
-            loop.call_soon_threadsafe(start)
-        except RuntimeError:  # the loop is closed
-            with self._lock:
-                self._unstarted.pop(future, None)
-            coroutine.close()  # type: ignore[attr-defined]
-            raise EpochClosedError("the DataLoader was closed") from None
-        return future
+            # Queued under the lock: a start accepted before close() began
+            # runs before the shutdown, which close() queues later.
+            if not self._closing:
+                self._unstarted[future] = coroutine
+                loop.call_soon_threadsafe(start)
+                return future
+        coroutine.close()  # type: ignore[attr-defined]
+        raise EpochClosedError("the DataLoader was closed")
 
     def close(self, dataset: Any) -> None:
+        with self._lock:
+            self._closing = True
         loop, thread = self.loop, self.thread
         shutdown = _shutdown(dataset)
         if threading.current_thread() is thread:
@@ -229,8 +232,8 @@ class LoopThread:
         finally:
             loop.call_soon_threadsafe(loop.stop)
         thread.join(STOP_TIMEOUT_SECONDS)
-        # The loop is closed now (or stuck): nothing submitted from here on
-        # starts, and what was submitted but never started is cancelled.
+        # Only a loop stuck past the timeouts leaves coroutines unstarted:
+        # their waiters must not wait forever.
         with self._lock:
             unstarted, self._unstarted = self._unstarted, {}
         for future, coroutine in unstarted.items():
