@@ -152,8 +152,8 @@ def http_workload(repeats: int) -> tuple[list[str], dict]:
         server.wait()
     ideal = in_flight / HTTP_LATENCY
     rate = {key: HTTP_ITEMS / value for key, value in seconds.items()}
-    row = [f"http ({in_flight} in flight)", f"{rate['dataloader']:,.0f}/s", f"{rate['torch']:,.0f}/s",
-           "-", f"{seconds['torch'] / seconds['dataloader']:.1f}x"]
+    row = [f"http ({in_flight} in flight)", f"{rate['dataloader']:,.0f}/s",
+           f"{rate['torch']:,.0f}/s", "-", f"{seconds['torch'] / seconds['dataloader']:.1f}x"]
     result = {"seconds": seconds, "ideal_items_per_second": ideal,
               "fraction_of_ideal": rate["dataloader"] / ideal,
               "fraction_of_aiohttp_alone": rate["dataloader"] / rate["aiohttp_alone"],

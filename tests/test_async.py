@@ -19,6 +19,10 @@ from dataloader import AsyncDataset, DataLoader, get_worker_info
 PROMPTLY = 5.0
 
 
+# The threaded modes of conftest.MODES, where an epoch has items in flight.
+THREADED_MODES = [(0, 4), (2, 1), (2, 4)]
+
+
 def thread_count():
     """The loader's threads: its pool's OS threads (named ``dataloader-N``) and
     its Python threads (the event loop's, named ``dataloader-...``).
@@ -206,7 +210,7 @@ class Blocking(AsyncDataset):
             )
 
 
-@pytest.mark.parametrize("mode", [(0, 4), (2, 1), (2, 4)], ids=["lanes", "workers", "workers+lanes"])
+@pytest.mark.parametrize("mode", THREADED_MODES, ids=["lanes", "workers", "workers+lanes"])
 def test_break_cancels_pending_coroutines_and_the_next_epoch_is_complete(mode):
     num_workers, item_concurrency = mode
     dataset = Blocking(16, blocked=[4, 5, 9])
@@ -351,7 +355,7 @@ def test_failing_aclose_is_logged_not_raised(caplog):
     assert loop_threads() == []
 
 
-@pytest.mark.parametrize("mode", [(0, 4), (2, 1), (2, 4)], ids=["lanes", "workers", "workers+lanes"])
+@pytest.mark.parametrize("mode", THREADED_MODES, ids=["lanes", "workers", "workers+lanes"])
 def test_close_cancels_coroutines_a_running_epoch_waits_for(mode):
     num_workers, item_concurrency = mode
     dataset = Blocking(64, blocked=[2])

@@ -90,7 +90,7 @@ class HttpDataset(AsyncDataset[bytes]):
         headers: Mapping[str, str] | None = None,
         timeout: float = 30.0,
         max_bytes: int | None = None,
-        retry: Retry = Retry(),
+        retry: Retry = Retry(),  # noqa: B008 -- frozen, so sharing it is safe
     ) -> None:
         self._aiohttp = require("aiohttp", "http", type(self).__name__)
         if not isinstance(timeout, (int, float)) or not timeout > 0:
@@ -116,7 +116,7 @@ class HttpDataset(AsyncDataset[bytes]):
         headers: Mapping[str, str] | None = None,
         timeout: float = 30.0,
         max_bytes: int | None = None,
-        retry: Retry = Retry(),
+        retry: Retry = Retry(),  # noqa: B008 -- frozen, so sharing it is safe
         **columns: Sequence[Any],
     ) -> HttpDataset:
         """URLs made from a template and columns of values, one row per item.

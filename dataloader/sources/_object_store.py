@@ -148,7 +148,8 @@ def _mapped(exc: Exception, what: str, obstore: Any) -> Exception:
     detail = f"{type(exc).__name__}: {redact(str(exc))}"
     if isinstance(exc, (FileNotFoundError, errors.NotFoundError)):
         return FileNotFoundError(f"{what} not found")
-    if isinstance(exc, (PermissionError, errors.PermissionDeniedError, errors.UnauthenticatedError)):
+    denied = (PermissionError, errors.PermissionDeniedError, errors.UnauthenticatedError)
+    if isinstance(exc, denied):
         return PermissionError(f"{what}: access denied ({detail})")
     if isinstance(exc, TimeoutError):
         return TimeoutError(f"{what}: timed out ({detail})")

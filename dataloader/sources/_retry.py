@@ -61,7 +61,9 @@ class Retry:
         for name in ("initial_backoff", "max_backoff"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise ValueError(f"{name} should be a non-negative number of seconds, got {value!r}")
+                raise ValueError(
+                    f"{name} should be a non-negative number of seconds, got {value!r}"
+                )
 
     def retries_status(self, status: int) -> bool:
         """Whether an HTTP ``status`` is worth another attempt.

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dataloader import DataLoader
 from dataloader._core.io import read_file
 from dataloader.sources import FileDataset
 
