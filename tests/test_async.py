@@ -8,6 +8,7 @@ import sys
 import textwrap
 import threading
 import time
+import weakref
 
 import aiohttp
 import numpy as np
@@ -406,3 +407,18 @@ def test_a_forked_child_runs_its_own_event_loop():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120)
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_loader_in_a_reference_cycle_with_its_dataset_is_collected_and_its_loop_stops():
+    baseline = thread_count()
+    dataset = Failing()
+    loader = DataLoader(dataset, batch_size=2, num_workers=2, sampler=[0, 1, 2, 3])
+    dataset.loader = loader
+    assert [b.tolist() for b in loader] == [[0, 1], [2, 3]]
+    assert len(loop_threads()) == 1
+    alive = weakref.ref(loader)
+    del dataset, loader
+    gc.collect()
+    assert alive() is None
+    assert loop_threads() == []
+    assert thread_count() == baseline
