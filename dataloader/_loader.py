@@ -231,9 +231,10 @@ class DataLoader(Generic[T_co]):
     def close(self) -> None:
         """Stop the worker threads; epochs still running raise on their next batch.
 
-        For an async dataset, its ``aclose()`` is awaited first, then its
-        event loop stops. The loader stays usable: its next threaded epoch
-        starts a new pool (and event loop).
+        For an async dataset, the coroutines in flight are cancelled, its
+        ``aclose()`` is awaited and its event loop stops, before the pool.
+        The loader stays usable: its next threaded epoch starts a new pool
+        (and its next async epoch a new event loop).
 
         Examples
         --------
