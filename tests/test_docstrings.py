@@ -7,6 +7,7 @@ import pytest
 
 MODULES = [
     "dataloader",
+    "dataloader._async",
     "dataloader._collate",
     "dataloader._dataset",
     "dataloader._images",
@@ -17,6 +18,11 @@ MODULES = [
     "dataloader._streaming",
     "dataloader._worker",
     "dataloader.transforms",
+    "dataloader.sources",
+    "dataloader.sources._file",
+    "dataloader.sources._http",
+    "dataloader.sources._object_store",
+    "dataloader.sources._retry",
 ]
 
 
