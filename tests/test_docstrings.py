@@ -7,11 +7,15 @@ import pytest
 
 MODULES = [
     "dataloader",
+    "dataloader._bench",
+    "dataloader._cli",
     "dataloader._collate",
     "dataloader._dataset",
     "dataloader._images",
     "dataloader._distributed",
+    "dataloader._exif",
     "dataloader._loader",
+    "dataloader._sample_images",
     "dataloader._sampler",
     "dataloader._seeding",
     "dataloader._streaming",
