@@ -247,16 +247,17 @@ def report(ours: BenchResult, torch: BenchResult | None) -> str:
     text = format_table(headers, rows)
     if ours.stages:
         labels = {
-            "fetch": "fetch (read files)",
-            "transform": "transform (decode .. CHW, into the batch)",
+            "fetch": "fetch: read files",
+            "transform": "transform: decode .. CHW",
             "collate": "collate",
-            "wait": "wait (consumer, in next())",
+            "wait": "wait: in next()",
         }
         stage_rows = []
         for stage, figures in ours.stages.items():
             per_image = figures["seconds"] / ours.images * 1e3 if ours.images else math.nan
             stage_rows.append([labels.get(stage, stage), str(figures["count"]),
                                number(figures["seconds"], 3), number(per_image, 3)])
-        text += "\n\n" + format_table(
-            ["dataloader stage", "count", "seconds (all threads)", "ms per image"], stage_rows)
+        text += "\n\n" + format_table(["dataloader stage", "count", "seconds", "ms/image"],
+                                     stage_rows)
+        text += "\n(worker stages: seconds summed over the threads)"
     return text

@@ -82,12 +82,20 @@ def render_transforms(folder: Path) -> None:
 
 
 def benchmark_rows(page: Path) -> list[tuple[str, str, float]]:
-    """(operation, library, speed-up over Pillow on one thread) from the results table of ``page``."""
+    """(operation, library, speed-up over Pillow on one thread) from ``page``'s kernels table.
+
+    The table is the one in the section ``## Image kernels``, whose sixth
+    column is the one-thread speed-up over Pillow (``1.49x``).
+    """
+    section = re.search(r"^## Image kernels$(.*?)(?=^## |\Z)", page.read_text(), re.M | re.S)
     rows = []
-    for line in page.read_text().splitlines():
+    for line in section.group(1).splitlines() if section else ():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if len(cells) >= 6 and re.fullmatch(r"[\d.]+x", cells[5]):
             rows.append((cells[0], cells[1], float(cells[5][:-1])))
+    if not rows:
+        raise ValueError(f"no results table with speed-ups over Pillow under '## Image kernels' "
+                         f"in {page}")
     return rows
 
 
