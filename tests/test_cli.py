@@ -322,3 +322,16 @@ def test_show_errors(folder, tmp_path, capsys):
                  "--transform", "CenterCrop(8)"]) == 1
     err = capsys.readouterr().err
     assert "zz.png" in err and "Traceback" not in err
+
+
+def test_console_script_is_installed():
+    script = os.path.join(os.path.dirname(sys.executable), "dataloader")
+    result = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=TIMEOUT)
+    assert result.returncode == 0 and result.stdout.startswith("dataloader ")
+
+
+def test_bench_progress_without_tqdm(folder, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # import tqdm raises ImportError
+    assert main(["bench", str(folder), "--batch-size", "4", "--workers", "1", "--size", "8"]) == 0
+    err = capsys.readouterr().err
+    assert "\rdataloader: 8/8 images" in err and err.endswith("\n")
