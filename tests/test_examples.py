@@ -14,6 +14,10 @@ DEADLINE_SECONDS = 120
 EXPECTED = {
     "basic_loop.py": [r"epoch 0: 16 batches, 1000 items", r"epoch 1: 16 batches, 1000 items",
                       r"fetched 2000 items, collated 32 batches"],
+    "http_dataset.py": [r"HttpDataset: 6 batches of \(8, 3, 64, 64\)",
+                        r"AsyncDataset epoch 0: 6 batches", r"AsyncDataset epoch 1: 6 batches"],
+    "object_store.py": [r"24 objects, first key blue/000.jpg",
+                        r"batch 2: \(8, 3, 64, 64\) float32, classes \[0\]"],
     "getitems.py": [r"20 batches from 20 __getitems__ calls", r"sum of first column: 399960000"],
     "image_folder.py": [r"60 images, classes \['blue', 'green', 'red'\]",
                         r"batch \(16, 3, 64, 64\) torch\.float32"],
