@@ -14,7 +14,7 @@ BUILD_REQUIREMENTS := "meson-python>=0.16" "meson>=1.4" ninja "Cython>=3.0.10" "
 # The CPU build of torch, for the interoperability tests and the benchmarks.
 TORCH_REQUIREMENT := torch==2.13.0
 
-.PHONY: demo test bench soak sysdeps clean
+.PHONY: demo test bench docs soak sysdeps clean
 
 demo: $(VENV)/.installed-demo
 	$(BIN)/python examples/demo.py
@@ -24,6 +24,10 @@ test: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/loader_overhead.py
+
+# The documentation, into site/. `make test` builds it too (tests/test_docs.py).
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
 
 sysdeps:
 	@if pkg-config --exists $(PKG_CONFIG_MODULES) 2>/dev/null; then :; \
@@ -53,8 +57,12 @@ $(VENV)/.installed-demo: $(VENV)/.installed
 
 $(VENV)/.installed-test: $(VENV)/.installed
 	$(BIN)/python -m pip install -q $(TORCH_REQUIREMENT)
-	$(BIN)/python -m pip install -q --no-build-isolation -e ".[test,torch,bench]"
+	$(BIN)/python -m pip install -q --no-build-isolation -e ".[test,torch,bench,docs]"
+	touch $@
+
+$(VENV)/.installed-docs: $(VENV)/.installed
+	$(BIN)/python -m pip install -q --no-build-isolation -e ".[docs]"
 	touch $@
 
 clean:
-	rm -rf build $(VENV) .pytest_cache
+	rm -rf build $(VENV) .pytest_cache site docs/images/transforms docs/images/kernels_chart.svg

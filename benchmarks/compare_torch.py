@@ -13,6 +13,14 @@ creation, 1 warm-up + 5 timed runs, median):
   the train and eval chains, against torchvision-style Pillow code, the raw
   decode + resize limit, and peak memory; see ``images.py``, which also
   draws ``docs/images/benchmark_images.png``.
+* ``http``       -- 2,000 items (1 KiB) from a local HTTP server answering
+  after 10 ms (``benchmarks/_http_server.py``, a process of its own): ours
+  is ``HttpDataset`` with ``item_concurrency=16`` (32 requests in flight),
+  torch's workers make blocking ``urllib`` requests (2 in flight). Printed
+  against the ideal rate, requests in flight / latency, and against aiohttp
+  alone (one event loop, 32 requests in flight, no loader): the ceiling of
+  this client and server on this machine. torch takes about 10 s per epoch
+  here, so it is timed once after its warm-up.
 
 torch runs with fresh workers each epoch and with ``persistent_workers=True``;
 ratios are against torch's best. Run ``python benchmarks/compare_torch.py``.
@@ -21,7 +29,11 @@ ratios are against torch's best. Run ``python benchmarks/compare_torch.py``.
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 import time
+import urllib.request
+from pathlib import Path
 
 import numpy as np
 from _common import median_seconds, print_table, write_json
@@ -71,6 +83,94 @@ WORKLOADS = {
 }
 
 
+HTTP_ITEMS = 2_000
+HTTP_LATENCY = 0.010
+HTTP_CONCURRENCY = 16
+
+
+class UrlOpen(InMemory):
+    """What a torch user writes today: one blocking request per item."""
+
+    def __init__(self, urls: list[str]) -> None:
+        super().__init__(len(urls))
+        self.urls = urls
+
+    def __getitem__(self, index: int) -> bytes:
+        with urllib.request.urlopen(self.urls[index], timeout=30) as response:
+            return response.read()
+
+
+def aiohttp_alone_seconds(urls: list[str], in_flight: int, repeats: int) -> float:
+    """An epoch of requests on one event loop with no loader: the client's ceiling."""
+    import asyncio
+
+    import aiohttp
+
+    async def run() -> float:
+        limit = asyncio.Semaphore(in_flight)
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+
+            async def get(url: str) -> bytes:
+                async with limit, session.get(url) as response:
+                    return await response.read()
+
+            times = []
+            for _ in range(repeats + 1):  # the first is the warm-up
+                start = time.perf_counter()
+                await asyncio.gather(*map(get, urls))
+                times.append(time.perf_counter() - start)
+            return sorted(times[1:])[len(times[1:]) // 2]
+
+    return asyncio.run(run())
+
+
+def http_workload(repeats: int) -> tuple[list[str], dict]:
+    """Ours (HttpDataset) and torch (urllib in its workers) against one local server."""
+    import torch.utils.data
+
+    from dataloader.sources import HttpDataset
+
+    server = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("_http_server.py")),
+         "--latency", str(HTTP_LATENCY)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        port = int(server.stdout.readline())
+        urls = [f"http://127.0.0.1:{port}/items/{n}" for n in range(HTTP_ITEMS)]
+
+        def ours():
+            return DataLoader(HttpDataset(urls), batch_size=BATCH_SIZE, num_workers=NUM_WORKERS,
+                              item_concurrency=HTTP_CONCURRENCY, collate_fn=list)
+
+        def torch_blocking():
+            return torch.utils.data.DataLoader(UrlOpen(urls), batch_size=BATCH_SIZE,
+                                               num_workers=NUM_WORKERS, collate_fn=list)
+
+        in_flight = NUM_WORKERS * HTTP_CONCURRENCY
+        seconds = {"dataloader": epoch_seconds(ours, repeats),
+                   "aiohttp_alone": aiohttp_alone_seconds(urls, in_flight, repeats),
+                   "torch": epoch_seconds(torch_blocking, 1)}
+    finally:
+        server.kill()
+        server.wait()
+    ideal = in_flight / HTTP_LATENCY
+    rate = {key: HTTP_ITEMS / value for key, value in seconds.items()}
+    row = [f"http ({in_flight} in flight)", f"{rate['dataloader']:,.0f}/s",
+           f"{rate['torch']:,.0f}/s", "-", f"{seconds['torch'] / seconds['dataloader']:.1f}x"]
+    result = {"seconds": seconds, "ideal_items_per_second": ideal,
+              "fraction_of_ideal": rate["dataloader"] / ideal,
+              "fraction_of_aiohttp_alone": rate["dataloader"] / rate["aiohttp_alone"],
+              "ratio_vs_best_torch": seconds["torch"] / seconds["dataloader"]}
+    print(f"  http: ideal {ideal:,.0f} items/s ({in_flight} in flight / "
+          f"{HTTP_LATENCY * 1e3:.0f} ms); ours {rate['dataloader']:,.0f}/s = "
+          f"{result['fraction_of_ideal']:.2f} of ideal, "
+          f"{result['fraction_of_aiohttp_alone']:.2f} of aiohttp alone "
+          f"({rate['aiohttp_alone']:,.0f}/s), "
+          f"{result['ratio_vs_best_torch']:.1f}x torch ({rate['torch']:,.0f}/s)", flush=True)
+    return row, result
+
+
 def epoch_seconds(make_loader, repeats: int) -> float:
     loader = make_loader()
 
@@ -118,7 +218,8 @@ def loaders(dataset, ours_extra: dict):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=[*WORKLOADS, "first_batch", "images"], nargs="*")
+    parser.add_argument("--only", choices=[*WORKLOADS, "first_batch", "http", "images"],
+                        nargs="*")
     parser.add_argument("--rounds", type=int, default=3,
                         help="images: fresh processes per chain and library")
     parser.add_argument("--no-chart", action="store_true",
@@ -126,7 +227,7 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    selected = args.only or [*WORKLOADS, "first_batch", "images"]
+    selected = args.only or [*WORKLOADS, "first_batch", "http", "images"]
     if "images" in selected:
         import images
 
@@ -137,6 +238,10 @@ def main() -> None:
             return
     rows, results = [], {}
     for name in selected:
+        if name == "http":
+            row, results[name] = http_workload(args.repeats)
+            rows.append(row)
+            continue
         make_dataset, extra = WORKLOADS.get(name, WORKLOADS["in_memory"])
         dataset = make_dataset()
         makers = loaders(dataset, extra)

@@ -12,6 +12,7 @@ Examples
 [3 4 5]
 """
 
+from dataloader._async import AsyncDataset
 from dataloader._collate import default_collate, default_convert
 from dataloader._dataset import Dataset, IterableDataset
 from dataloader._distributed import DistributedSampler
@@ -28,18 +29,24 @@ from dataloader._sampler import (
 from dataloader._seeding import item_seed
 from dataloader._streaming import shard
 from dataloader._worker import WorkerInfo, get_worker_info
+from dataloader.sources import FileDataset, HttpDataset, ObjectStoreDataset, Retry
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncDataset",
     "BatchSampler",
     "DataLoader",
     "Dataset",
     "DistributedSampler",
+    "FileDataset",
+    "HttpDataset",
     "ImageCollator",
     "ImageFolder",
     "IterableDataset",
+    "ObjectStoreDataset",
     "RandomSampler",
+    "Retry",
     "Sampler",
     "SequentialSampler",
     "SubsetRandomSampler",

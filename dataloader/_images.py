@@ -20,8 +20,10 @@ import numpy as np
 
 from dataloader._collate import default_collate
 from dataloader._core.image import BufferPool, Image, ImageBatch, new_batch
+from dataloader._core.io import read_file
 from dataloader._core.pipeline import item_seed as native_item_seed
-from dataloader.transforms import Transform, compile_chain, output_shape
+from dataloader._chains import compile_chain, output_shape
+from dataloader.transforms import Transform
 
 __all__ = ["ImageCollator", "ImageFolder", "ItemTransform"]
 
@@ -250,9 +252,7 @@ class ImageFolder:
 
     def __getitem__(self, index: int) -> tuple[Any, int]:
         path, target = self.samples[index]
-        with open(path, "rb") as file:
-            # FileIO.readall reads without the GIL.
-            data = file.read()
+        data = read_file(path)  # read without the GIL
         if self.transform is not None:
             data = self.transform(data)
         return data, target

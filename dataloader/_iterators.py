@@ -49,6 +49,11 @@ class EpochPlan:
         The loader's record of this epoch, kept up to date by the iterator.
     stats : Stats
         The loader's counters.
+    item_lanes : bool
+        Load item by item (lanes) even with ``item_concurrency=1``.
+    on_cancel : callable or None
+        Called when a threaded epoch is dropped, after the engine's own
+        cancel (an async dataset cancels its coroutines in flight).
     """
 
     batches: Iterator[Any]
@@ -57,6 +62,8 @@ class EpochPlan:
     recipe: BatchRecipe
     progress: EpochProgress
     stats: Stats
+    item_lanes: bool = False
+    on_cancel: Callable[[], None] | None = None
 
 
 def describe_batch(position: int, indices: Any) -> str:
@@ -127,7 +134,7 @@ class ThreadedEpoch:
     discarded.
     """
 
-    __slots__ = ("_loader", "_engine", "_total", "_progress", "_skipped")
+    __slots__ = ("_loader", "_engine", "_total", "_progress", "_skipped", "_on_cancel")
 
     def __init__(
         self, loader: DataLoader, plan: EpochPlan, pool: Pool, worker_setup: WorkerSetup
@@ -137,6 +144,7 @@ class ThreadedEpoch:
         self._total = plan.total
         self._progress = plan.progress
         self._skipped = plan.progress.delivered
+        self._on_cancel = plan.on_cancel
         self._engine = Epoch(
             pool,
             plan.recipe,
@@ -148,6 +156,7 @@ class ThreadedEpoch:
             timeout=float(loader.timeout),
             worker_setup=worker_setup,
             stats=plan.stats,
+            item_lanes=plan.item_lanes,
         )
         self._engine.start()
 
@@ -172,3 +181,6 @@ class ThreadedEpoch:
         engine = getattr(self, "_engine", None)
         if engine is not None:
             engine.cancel()
+        on_cancel = getattr(self, "_on_cancel", None)
+        if on_cancel is not None:
+            on_cancel()

@@ -11,6 +11,14 @@ from collections.abc import Sequence
 import numpy as np
 
 
+# Where pad_to places an image: (fraction of the free rows above, of the free columns left).
+ANCHORS = {
+    "top-left": (0.0, 0.0), "top": (0.0, 0.5), "top-right": (0.0, 1.0),
+    "left": (0.5, 0.0), "center": (0.5, 0.5), "right": (0.5, 1.0),
+    "bottom-left": (1.0, 0.0), "bottom": (1.0, 0.5), "bottom-right": (1.0, 1.0),
+}
+
+
 def bytes_view(data) -> np.ndarray:
     try:
         buf = np.frombuffer(data, dtype=np.uint8)

@@ -12,6 +12,7 @@ from typing import Any, Callable, Generic, Iterable, TypeVar
 import numpy as np
 
 from dataloader import _streaming
+from dataloader._async import EpochItems, EventLoop, check_async_dataset, is_async_dataset
 from dataloader._collate import default_collate, default_convert
 from dataloader._dataset import is_iterable_style, is_map_style
 from dataloader._fetch import BatchRecipe, check_batch_indices, check_index
@@ -141,6 +142,7 @@ class DataLoader(Generic[T_co]):
         equal_batches: bool = False,
     ) -> None:
         _check_dataset(dataset)
+        check_async_dataset(dataset)
         _check_counts(batch_size, num_workers, prefetch_factor, timeout, item_concurrency)
         iterable = is_iterable_style(dataset)
         if iterable:
@@ -197,6 +199,12 @@ class DataLoader(Generic[T_co]):
         self._pool: Pool | None = None
         self._pool_finalizer: weakref.finalize | None = None
         self._worker_setup: WorkerSetup | None = None
+        # An async dataset's coroutines run on an event loop owned by the
+        # loader (see dataloader/_async.py); the finalizer holds the loop's
+        # owner, not the loader, like the pool's.
+        self._event_loop = EventLoop(dataset) if is_async_dataset(dataset) else None
+        if self._event_loop is not None:
+            weakref.finalize(self, self._event_loop.close)
         self._base_seed = int(np.random.default_rng(seed).integers(2**62))
         self._progress = LoaderProgress()
         self._stats = Stats()
@@ -285,7 +293,10 @@ class DataLoader(Generic[T_co]):
     def close(self) -> None:
         """Stop the worker threads; epochs still running raise on their next batch.
 
-        The loader stays usable: its next threaded epoch starts a new pool.
+        For an async dataset, the coroutines in flight are cancelled, its
+        ``aclose()`` is awaited and its event loop stops, before the pool.
+        The loader stays usable: its next threaded epoch starts a new pool
+        (and its next async epoch a new event loop).
 
         Examples
         --------
@@ -294,6 +305,9 @@ class DataLoader(Generic[T_co]):
         ...     [batch.tolist() for batch in loader]
         [[0, 1], [2, 3]]
         """
+        # The loop first: it cancels coroutines that pool threads wait for.
+        if self._event_loop is not None:
+            self._event_loop.close()
         self._shutdown_pool()
 
     def __enter__(self) -> DataLoader[T_co]:
@@ -414,15 +428,22 @@ class DataLoader(Generic[T_co]):
         else:
             check = check_batch_indices if self._auto_collation else check_index
         transform, assemble = self._epoch_transform()
+        source, item_lanes, on_cancel = self.dataset, False, None
+        if self._event_loop is not None:
+            source = EpochItems(self.dataset, self._event_loop)
+            item_lanes, on_cancel = source.item_lanes, source.cancel
+            assemble = None  # async items are loaded by lanes, item by item
         recipe = BatchRecipe.for_dataset(
-            self.dataset,
+            source,
             transform=transform,
             collate=self.collate_fn,
             batched=self._auto_collation,
             assemble=assemble,
         )
         batches = skip_batches(index_sampler, self._auto_collation, skipped)
-        return EpochPlan(batches, total, check, recipe, progress, self._stats)
+        return EpochPlan(
+            batches, total, check, recipe, progress, self._stats, item_lanes, on_cancel
+        )
 
 
 def _shutdown(pool: Pool, streams: weakref.WeakSet[Any]) -> None:

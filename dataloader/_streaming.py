@@ -377,7 +377,8 @@ def start_epoch(loader: DataLoader) -> StreamEpoch:
             )
         states = {key: value for key, value in saved.items() if value is not None}
     progress.streams = {stream: states.get(stream) for stream in range(streams)}
-    recipe = _Recipe(loader.transform, loader.collate_fn, loader.batch_size, loader.drop_last)
+    transform, _ = loader._epoch_transform()  # a native chain, bound to this epoch
+    recipe = _Recipe(transform, loader.collate_fn, loader.batch_size, loader.drop_last)
     epoch = StreamEpoch(loader, progress, _limit(loader))
     epoch.engine = _engine(loader, recipe, streams, states)
     loader._streams.add(epoch)

@@ -29,7 +29,7 @@ from dataloader._core import ops as _ops
 from dataloader._core import resize as _resize
 from dataloader._core.image import MAX_SIDE, Image, ImageBatch
 from dataloader._decoding import ImageInfo, decode, image_info
-from dataloader._kernel_args import as_array, fill_values, image_array, output, size_pair
+from dataloader._kernel_args import ANCHORS, as_array, fill_values, image_array, output, size_pair
 
 __all__ = [
     "Image",
@@ -52,11 +52,6 @@ __all__ = [
     "vflip",
 ]
 
-_ANCHORS = {
-    "top-left": (0.0, 0.0), "top": (0.0, 0.5), "top-right": (0.0, 1.0),
-    "left": (0.5, 0.0), "center": (0.5, 0.5), "right": (0.5, 1.0),
-    "bottom-left": (1.0, 0.0), "bottom": (1.0, 0.5), "bottom-right": (1.0, 1.0),
-}
 
 
 # --- geometry -------------------------------------------------------------
@@ -228,13 +223,13 @@ def pad_to(img, height, width, *, anchor="top-left", fill=0, out=None):
     [[0, 9, 0], [0, 0, 0]]
     """
     src, flat = image_array(img, dtypes=(np.uint8, np.float32))
-    if anchor not in _ANCHORS:
-        raise ValueError(f"anchor must be one of {list(_ANCHORS)}, got {anchor!r}")
+    if anchor not in ANCHORS:
+        raise ValueError(f"anchor must be one of {list(ANCHORS)}, got {anchor!r}")
     h, w, c = src.shape
     if not (h <= height <= MAX_SIDE and w <= width <= MAX_SIDE):
         raise ValueError(f"target size {height}x{width} must be at least the image's "
                          f"{h}x{w} (and at most {MAX_SIDE} per side)")
-    fy, fx = _ANCHORS[anchor]
+    fy, fx = ANCHORS[anchor]
     top, left = int((height - h) * fy), int((width - w) * fx)
     values = fill_values(fill, c, src.dtype)
     result, target = output(out, (height, width, c), src.dtype, flat)

@@ -25,30 +25,23 @@ Compose([Resize(size=8), CenterCrop(size=(6, 6)), ToFloat(), Normalize(mean=(0.5
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from typing import Any, Sequence
 
 import numpy as np
 
+from dataloader._chains import compile_chain
+from dataloader._kernel_args import ANCHORS
+from dataloader._transform_args import (
+    CHANNELS, PAD_MODES, check_fill, check_int, check_padding, check_size, filter_index,
+)
 from dataloader._core.image import MAX_BYTES, MAX_SIDE
-from dataloader._core.pipeline import Chain
-from dataloader._core.resize import FILTERS
 
 __all__ = [
     "CenterCrop", "Compose", "Crop", "Decode", "HFlip", "Normalize", "Pad", "PadTo",
     "RandomCrop", "RandomHFlip", "RandomResizedCrop", "Resize", "Rotate90", "ToChw",
     "ToFloat", "ToGray", "ToHwc", "ToRgb", "ToRgba", "Transform", "VFlip",
 ]
-
-_PAD_MODES = ("constant", "edge", "reflect", "symmetric")
-_ANCHORS = {
-    "top-left": (0.0, 0.0), "top": (0.0, 0.5), "top-right": (0.0, 1.0),
-    "left": (0.5, 0.0), "center": (0.5, 0.5), "right": (0.5, 1.0),
-    "bottom-left": (1.0, 0.0), "bottom": (1.0, 0.5), "bottom-right": (1.0, 1.0),
-}
-_CHANNELS = {"L": 1, "RGB": 3, "RGBA": 4}
-
 
 class Transform:
     """Base class of the native transforms: immutable, picklable, callable.
@@ -62,7 +55,12 @@ class Transform:
     """
 
     def _steps(self) -> list[tuple[str, tuple, tuple]]:
+        """The native ops of this transform: ``(name, ints, floats)`` each."""
         raise NotImplementedError
+
+    def _first(self) -> Transform | None:
+        """The first op of the chain this transform stands for."""
+        return self
 
     def __call__(self, data: Any, *, seed: int | None = None) -> Any:
         """Apply the transform to ``data`` now; ``seed`` fixes its random draws."""
@@ -84,49 +82,6 @@ class Transform:
 def _frozen(cls):
     """A transform class: a frozen dataclass whose repr shows the arguments."""
     return dataclasses.dataclass(frozen=True, repr=False, eq=True)(cls)
-
-
-def _int(name: str, value: Any, minimum: int = 0) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return value
-
-
-def _size(name: str, value: Any) -> tuple[int, int]:
-    """(height, width) from an int (square) or a pair."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = (value, value)
-    if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise TypeError(f"{name} must be an int or a (height, width) pair, got {value!r}")
-    return (_int(f"{name}[0]", value[0], 1), _int(f"{name}[1]", value[1], 1))
-
-
-def _fill(name: str, value: Any) -> tuple[float, ...]:
-    values = (value,) if isinstance(value, (int, float)) else tuple(value)
-    if not 1 <= len(values) <= 4 or not all(isinstance(v, (int, float)) for v in values):
-        raise TypeError(f"{name} must be a number or 1 to 4 numbers, got {value!r}")
-    return tuple(float(v) for v in values) * (4 if len(values) == 1 else 1)
-
-
-def _padding(value: Any) -> tuple[int, int, int, int]:
-    """torchvision's padding forms: all sides, (left/right, top/bottom), or (l, t, r, b)."""
-    values = (value,) if isinstance(value, int) else tuple(value)
-    if len(values) not in (1, 2, 4):
-        raise ValueError(f"padding must be an int or 1, 2 or 4 ints, got {value!r}")
-    values = tuple(_int("padding", v) for v in values)
-    if len(values) == 1:
-        return values * 4
-    if len(values) == 2:
-        return (values[0], values[1], values[0], values[1])
-    return values
-
-
-def _filter(interpolation: Any) -> int:
-    if interpolation not in FILTERS:
-        raise ValueError(f"interpolation must be one of {list(FILTERS)}, got {interpolation!r}")
-    return FILTERS.index(interpolation)
 
 
 @_frozen
@@ -162,15 +117,15 @@ class Decode(Transform):
     exact: bool = False
 
     def __post_init__(self) -> None:
-        if self.mode not in (None, *_CHANNELS):
+        if self.mode not in (None, *CHANNELS):
             raise ValueError(f"mode must be None, 'L', 'RGB' or 'RGBA', got {self.mode!r}")
         for name in ("max_width", "max_height", "max_bytes"):
-            _int(name, getattr(self, name), 1)
+            check_int(name, getattr(self, name), 1)
         if not isinstance(self.exact, bool):
             raise TypeError(f"exact must be a bool, got {self.exact!r}")
 
     def _steps(self):
-        channels = _CHANNELS[self.mode] if self.mode else 0
+        channels = CHANNELS[self.mode] if self.mode else 0
         ints = (channels, self.max_width, self.max_height, int(self.exact))
         return [("decode", ints, (float(self.max_bytes),))]
 
@@ -239,10 +194,10 @@ class Crop(Transform):
     width: int
 
     def __post_init__(self) -> None:
-        _int("top", self.top)
-        _int("left", self.left)
-        _int("height", self.height, 1)
-        _int("width", self.width, 1)
+        check_int("top", self.top)
+        check_int("left", self.left)
+        check_int("height", self.height, 1)
+        check_int("width", self.width, 1)
 
     def _steps(self):
         return [("crop", (self.top, self.left, self.height, self.width), ())]
@@ -263,7 +218,7 @@ class CenterCrop(Transform):
     size: Any
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "size", _size("size", self.size))
+        object.__setattr__(self, "size", check_size("size", self.size))
 
     def _steps(self):
         return [("center_crop", self.size, ())]
@@ -285,9 +240,9 @@ class RandomCrop(Transform):
     padding: Any = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "size", _size("size", self.size))
+        object.__setattr__(self, "size", check_size("size", self.size))
         if self.padding is not None:
-            object.__setattr__(self, "padding", _padding(self.padding))
+            object.__setattr__(self, "padding", check_padding(self.padding))
 
     def _steps(self):
         return [("random_crop", self.size + (self.padding or (0, 0, 0, 0)), ())]
@@ -314,7 +269,7 @@ class RandomResizedCrop(Transform):
     interpolation: str = "bilinear"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "size", _size("size", self.size))
+        object.__setattr__(self, "size", check_size("size", self.size))
         for name in ("scale", "ratio"):
             value = tuple(getattr(self, name))
             if len(value) != 2 or not 0 < value[0] <= value[1] or not math.isfinite(value[1]):
@@ -322,10 +277,10 @@ class RandomResizedCrop(Transform):
             object.__setattr__(self, name, (float(value[0]), float(value[1])))
         if self.scale[1] > 1:
             raise ValueError(f"scale must be within (0, 1], got {self.scale!r}")
-        _filter(self.interpolation)
+        filter_index(self.interpolation)
 
     def _steps(self):
-        ints = self.size + (_filter(self.interpolation),)
+        ints = self.size + (filter_index(self.interpolation),)
         return [("random_resized_crop", ints, self.scale + self.ratio)]
 
 
@@ -346,13 +301,13 @@ class Pad(Transform):
     mode: str = "constant"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "padding", _padding(self.padding))
-        object.__setattr__(self, "fill", _fill("fill", self.fill))
-        if self.mode not in _PAD_MODES:
-            raise ValueError(f"mode must be one of {list(_PAD_MODES)}, got {self.mode!r}")
+        object.__setattr__(self, "padding", check_padding(self.padding))
+        object.__setattr__(self, "fill", check_fill("fill", self.fill))
+        if self.mode not in PAD_MODES:
+            raise ValueError(f"mode must be one of {list(PAD_MODES)}, got {self.mode!r}")
 
     def _steps(self):
-        return [("pad", self.padding + (_PAD_MODES.index(self.mode),), self.fill)]
+        return [("pad", self.padding + (PAD_MODES.index(self.mode),), self.fill)]
 
 
 @_frozen
@@ -373,14 +328,14 @@ class PadTo(Transform):
     anchor: str = "top-left"
 
     def __post_init__(self) -> None:
-        _int("height", self.height, 1)
-        _int("width", self.width, 1)
-        object.__setattr__(self, "fill", _fill("fill", self.fill))
-        if self.anchor not in _ANCHORS:
-            raise ValueError(f"anchor must be one of {list(_ANCHORS)}, got {self.anchor!r}")
+        check_int("height", self.height, 1)
+        check_int("width", self.width, 1)
+        object.__setattr__(self, "fill", check_fill("fill", self.fill))
+        if self.anchor not in ANCHORS:
+            raise ValueError(f"anchor must be one of {list(ANCHORS)}, got {self.anchor!r}")
 
     def _steps(self):
-        return [("pad_to", (self.height, self.width), self.fill + _ANCHORS[self.anchor])]
+        return [("pad_to", (self.height, self.width), self.fill + ANCHORS[self.anchor])]
 
 
 @_frozen
@@ -412,22 +367,22 @@ class Resize(Transform):
         if isinstance(self.size, (list, tuple)) and len(self.size) == 1:
             object.__setattr__(self, "size", self.size[0])
         if isinstance(self.size, int) and not isinstance(self.size, bool):
-            _int("size", self.size, 1)
+            check_int("size", self.size, 1)
         else:
-            object.__setattr__(self, "size", _size("size", self.size))
+            object.__setattr__(self, "size", check_size("size", self.size))
             if self.max_size is not None:
                 raise ValueError("max_size is only allowed with an int size")
         if self.max_size is not None:
-            _int("max_size", self.max_size, 1)
+            check_int("max_size", self.max_size, 1)
             if self.max_size <= self.size:
                 raise ValueError(f"max_size ({self.max_size}) must be larger than size ({self.size})")
-        _filter(self.interpolation)
+        filter_index(self.interpolation)
         if not isinstance(self.antialias, bool):
             raise TypeError(f"antialias must be a bool, got {self.antialias!r}")
 
     def _steps(self):
         height, width = (self.size, 0) if isinstance(self.size, int) else self.size
-        ints = (height, width, self.max_size or 0, _filter(self.interpolation), int(self.antialias))
+        ints = (height, width, self.max_size or 0, filter_index(self.interpolation), int(self.antialias))
         return [("resize", ints, ())]
 
 
@@ -642,43 +597,5 @@ class Compose(Transform):
     def _steps(self):
         return [step for transform in self.transforms for step in transform._steps()]
 
-
-@functools.lru_cache(maxsize=256)
-def compile_chain(transform: Transform) -> Chain:
-    """The native ``Chain`` of ``transform`` (cached: transforms are immutable)."""
-    first = transform.transforms[0] if isinstance(transform, Compose) and transform.transforms else transform
-    fallback = first._fallback if isinstance(first, Decode) else None
-    return Chain(transform._steps(), fallback)
-
-
-def output_shape(transform: Transform) -> tuple[int, int, int, str, str] | None:
-    """``(height, width, channels, dtype, layout)`` when every output has the same shape.
-
-    ``None`` when the size or channels depend on the input image.
-    """
-    size = channels = None
-    dtype, layout = "uint8", "HWC"
-    for step_name, ints, _ in transform._steps():
-        if step_name == "decode":
-            channels = ints[0] or None
-        elif step_name == "convert":
-            channels = ints[0]
-        elif step_name in ("crop",):
-            size = (ints[2], ints[3])
-        elif step_name in ("center_crop", "random_crop", "random_resized_crop", "pad_to"):
-            size = (ints[0], ints[1])
-        elif step_name == "resize":
-            size = (ints[0], ints[1]) if ints[1] else None
-        elif step_name == "pad":
-            size = None if size is None else (size[0] + ints[1] + ints[3], size[1] + ints[0] + ints[2])
-        elif step_name == "rotate90" and ints[0] % 2 and size is not None:
-            size = (size[1], size[0])
-        elif step_name in ("to_float", "normalize"):
-            dtype = "float32"
-        elif step_name == "to_chw":
-            layout = "CHW"
-        elif step_name == "to_hwc":
-            layout = "HWC"
-    if size is None or channels is None:
-        return None
-    return (*size, channels, dtype, layout)
+    def _first(self) -> Transform | None:
+        return self.transforms[0] if self.transforms else None

@@ -88,3 +88,122 @@ def photos():
     names = ["rocket.jpg", "retina.jpg", "hubble_deep_field.jpg", "astronaut.png",
              "coffee.png", "chelsea.png"]
     return {name: (root / name).read_bytes() for name in names}
+
+
+class HttpServer:
+    """An HTTP server on 127.0.0.1 (aiohttp.web on a thread of its own).
+
+    ``GET /items/<n>`` answers ``item <n>``; ``bodies`` maps other paths to
+    their bytes; anything else is a 404. ``latency`` delays every answer.
+    ``script(path, *steps)`` queues what the next requests of ``path`` get
+    instead of the plain answer: a status (``503``), ``("status", 503,
+    {headers})``, ``("delay", seconds)``, ``"truncate"`` (a body cut short)
+    or ``"chunked"`` (no ``Content-Length``). ``requests`` counts requests
+    per path, ``headers`` keeps the last request headers of each path;
+    ``peak`` is the most requests ever in flight at once.
+    """
+
+    def __init__(self):
+        import collections
+
+        self.latency = 0.0
+        self.bodies = {}
+        self.scripts = collections.defaultdict(collections.deque)
+        self.requests = collections.Counter()
+        self.headers = {}
+        self.in_flight = 0
+        self.peak = 0
+        self.url = None
+        self._loop = None
+        self._thread = None
+        self._runner = None
+
+    def script(self, path, *steps):
+        self.scripts[path].extend(steps)
+
+    def start(self):
+        import asyncio
+        import threading
+
+        from aiohttp import web
+
+        started = threading.Event()
+
+        async def serve():
+            app = web.Application()
+            app.router.add_get("/{tail:.*}", self._handle)
+            self._runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0)
+            await self._runner.setup()
+            site = web.TCPSite(self._runner, "127.0.0.1", 0)
+            await site.start()
+            port = site._server.sockets[0].getsockname()[1]
+            self.url = f"http://127.0.0.1:{port}"
+
+        def run():
+            self._loop = asyncio.new_event_loop()
+            self._loop.run_until_complete(serve())
+            started.set()
+            self._loop.run_forever()
+            self._loop.run_until_complete(self._runner.cleanup())
+            self._loop.close()
+
+        self._thread = threading.Thread(target=run, name="test-http-server", daemon=True)
+        self._thread.start()
+        assert started.wait(10)
+        return self
+
+    def stop(self):
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    async def _handle(self, request):
+        import asyncio
+
+        from aiohttp import web
+
+        path = request.path
+        self.requests[path] += 1
+        self.headers[path] = dict(request.headers)
+        self.in_flight += 1  # only the server's loop thread touches these
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            step = self.scripts[path].popleft() if self.scripts[path] else None
+            if self.latency:
+                await asyncio.sleep(self.latency)
+            if isinstance(step, tuple) and step[0] == "delay":
+                await asyncio.sleep(step[1])
+            if isinstance(step, int):
+                return web.Response(status=step, text=f"scripted {step}")
+            if isinstance(step, tuple) and step[0] == "status":
+                return web.Response(status=step[1], headers=step[2], text="scripted")
+            if path.startswith("/items/"):
+                body = f"item {path.removeprefix('/items/')}".encode()
+            elif path in self.bodies:
+                body = self.bodies[path]
+            else:
+                return web.Response(status=404, text="not found")
+            if step == "truncate":
+                response = web.StreamResponse(headers={"Content-Length": str(len(body))})
+                await response.prepare(request)
+                await response.write(body[: len(body) // 2])
+                request.transport.close()
+                return response
+            if step == "chunked":
+                response = web.StreamResponse()
+                response.enable_chunked_encoding()
+                await response.prepare(request)
+                for start in range(0, len(body), 1024):
+                    await response.write(body[start : start + 1024])
+                await response.write_eof()
+                return response
+            return web.Response(body=body)
+        finally:
+            self.in_flight -= 1
+
+
+@pytest.fixture
+def http_server():
+    """A fresh :class:`HttpServer` for one test."""
+    server = HttpServer().start()
+    yield server
+    server.stop()

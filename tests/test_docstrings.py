@@ -7,14 +7,26 @@ import pytest
 
 MODULES = [
     "dataloader",
+    "dataloader._async",
+    "dataloader._bench",
+    "dataloader._cli",
     "dataloader._collate",
     "dataloader._dataset",
+    "dataloader._images",
     "dataloader._distributed",
+    "dataloader._exif",
     "dataloader._loader",
+    "dataloader._sample_images",
     "dataloader._sampler",
     "dataloader._seeding",
     "dataloader._streaming",
     "dataloader._worker",
+    "dataloader.transforms",
+    "dataloader.sources",
+    "dataloader.sources._file",
+    "dataloader.sources._http",
+    "dataloader.sources._object_store",
+    "dataloader.sources._retry",
 ]
 
 

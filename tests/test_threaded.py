@@ -21,7 +21,19 @@ PROMPTLY = 2.0
 
 
 def thread_count():
-    return len(os.listdir("/proc/self/task"))
+    """The OS threads of loaders' pools, which name them ``dataloader-N``.
+
+    Other libraries' runtimes (an object store client's, say) start and
+    retire threads of their own at any time; they are not counted.
+    """
+    count = 0
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as comm:
+                count += comm.read().startswith("dataloader-")
+        except FileNotFoundError:
+            pass  # exited meanwhile
+    return count
 
 
 class Blocking(Dataset):
@@ -307,6 +319,7 @@ def test_partial_epochs_leave_no_threads_and_no_memory_growth():
         for n, _batch in enumerate(loader):
             if n == 3:
                 break
+    gc.collect()  # loaders earlier tests left in reference cycles release their pools
     threads, python_threads = thread_count(), threading.active_count()
     rss = resident_bytes()
     for _ in range(20):
@@ -326,6 +339,7 @@ def resident_bytes():
 
 
 def test_many_epochs_and_loaders_leak_no_threads():
+    gc.collect()  # loaders earlier tests left in reference cycles release their pools
     baseline_threads, baseline_python = thread_count(), threading.active_count()
     for _ in range(10):
         with DataLoader(list(range(50)), batch_size=4, num_workers=2, item_concurrency=2) as loader:
@@ -360,6 +374,7 @@ def test_loader_in_a_reference_cycle_is_collected_with_its_pool():
         def __getitem__(self, index):
             return index
 
+    gc.collect()  # loaders earlier tests left in reference cycles release their pools
     baseline = thread_count()
     dataset = SelfReferring()
     loader = DataLoader(dataset, batch_size=2, num_workers=2)

@@ -19,6 +19,7 @@ class Epoch:
         timeout: float,
         worker_setup: Callable[[int], None],
         stats: Any,
+        item_lanes: bool = False,
     ) -> None: ...
     @property
     def delivered(self) -> int: ...

@@ -82,7 +82,7 @@ cdef class Epoch:
     window : int
         Batches in flight or waiting to be delivered, at most.
     item_concurrency : int
-        Lanes per batch; 1 loads a batch in one task.
+        Lanes per batch; 1 loads a batch in one task (unless ``item_lanes``).
     in_order : bool
     timeout : float
         Seconds to wait for one batch before ``TimeoutError``; 0 is forever.
@@ -91,6 +91,10 @@ cdef class Epoch:
         prepares the thread once (worker info, ``worker_init_fn``).
     stats : Stats
         The loader's counters; a task adds to its own thread's row only.
+    item_lanes : bool
+        Load batches by lanes even when ``item_concurrency`` is 1 (one lane
+        per batch, one item at a time): async datasets, whose items must stop
+        at the first one after a cancel.
     """
 
     cdef pthread_mutex_t mutex
@@ -100,7 +104,7 @@ cdef class Epoch:
     cdef Py_ssize_t completed_head, completed_count
     cdef Py_ssize_t window, submitted, delivered, end_position
     cdef int item_concurrency
-    cdef bint in_order, cancelled, consuming, finished, sync_ready
+    cdef bint in_order, item_lanes, cancelled, consuming, finished, sync_ready
     cdef double timeout
     cdef long generation
     cdef Pool pool
@@ -111,7 +115,7 @@ cdef class Epoch:
 
     def __cinit__(self, Pool pool not None, recipe, batches, check_indices,
                   Py_ssize_t window, int item_concurrency, bint in_order,
-                  double timeout, worker_setup, stats):
+                  double timeout, worker_setup, stats, bint item_lanes=False):
         self.slots = <Slot*> calloc(window, sizeof(Slot))
         self.completed = <Py_ssize_t*> calloc(window, sizeof(Py_ssize_t))
         if self.slots == NULL or self.completed == NULL:
@@ -130,6 +134,7 @@ cdef class Epoch:
         self.window = window
         self.item_concurrency = item_concurrency
         self.in_order = in_order
+        self.item_lanes = item_lanes
         self.timeout = timeout
         self.end_position = -1
         self.slot_indices = [None] * window
@@ -322,7 +327,7 @@ cdef class Epoch:
             self._publish(slot, error, True)
             return
         self.slot_indices[slot] = checked
-        use_lanes = self.item_concurrency > 1 and self.recipe.batched
+        use_lanes = (self.item_concurrency > 1 or self.item_lanes) and self.recipe.batched
         if use_lanes:
             lanes = max(1, min(self.item_concurrency, len(checked)))
             self.slot_items[slot] = [None] * len(checked)

@@ -72,15 +72,18 @@ cdef class Chain:
     fallback : callable, optional
         ``fallback(data)`` decodes formats without a native decoder (through
         Pillow) when the chain starts with a decode.
+    first_name : str, optional
+        How errors about the chain's input name its first op.
     """
 
     cdef dl_op_t* ops
     cdef int n
     cdef readonly tuple steps
     cdef object fallback
+    cdef str first_name
     cdef Chain rest       # the chain after its decode, for the fallback
 
-    def __cinit__(self, steps, fallback=None):
+    def __cinit__(self, steps, fallback=None, first_name=None):
         cdef int k, j
         self.steps = tuple(steps)
         self.n = len(self.steps)
@@ -96,6 +99,7 @@ cdef class Chain:
             for j in range(8):
                 self.ops[k].f[j] = floats[j] if j < len(floats) else 0.0
         self.fallback = fallback
+        self.first_name = first_name or (self.steps[0][0] if self.n else "the chain")
         if fallback is not None and self.n and self.steps[0][0] == "decode":
             self.rest = Chain(self.steps[1:])
 
@@ -158,7 +162,7 @@ cdef class Chain:
         raise ValueError(f"Decode: {text}" if status == DL_ERR_CORRUPT else text)
 
     cdef str _first_op_name(self):
-        return self.steps[0][0] if self.n else "the chain"
+        return self.first_name
 
 
 cdef object _describe_input(data, dl_chain_input_t* source, str first_op):

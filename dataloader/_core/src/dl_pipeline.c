@@ -387,13 +387,22 @@ static int prepare_output(const dl_shape_t *last, dl_chain_output_t *output, cha
     return DL_OK;
 }
 
-/* The JPEG DCT scale (1, 2, 4 or 8) whose output still covers height x width. */
-static int dct_scale(const dl_info_t *info, int height, int width)
+/* How much larger than its target a DCT-scaled image must stay: the resize
+ * that follows then still averages several scaled pixels per output pixel,
+ * which keeps fused output within about one level of the exact chain. A
+ * resized crop needs more, as its window's edges move by up to half a
+ * scaled pixel when mapped to the scaled image. */
+#define DL_FUSION_MARGIN 2
+#define DL_FUSION_MARGIN_CROP 4
+
+/* The JPEG DCT scale (1, 2, 4 or 8) whose output still covers `margin`
+ * times height x width. */
+static int dct_scale(const dl_info_t *info, int height, int width, int margin)
 {
     for (int denom = 8; denom > 1; denom /= 2) {
         int h, w;
         dl_jpeg_scaled_size(info->height, info->width, denom, &h, &w);
-        if (h >= height && w >= width) return denom;
+        if (h >= margin * height && w >= margin * width) return denom;
     }
     return 1;
 }
@@ -442,11 +451,11 @@ static int run_decode(dl_run_t *run, dl_image_t *dst)
         dl_image_info(run->input->bytes, run->input->size, &info, run->msg) == DL_OK) {
         const dl_step_t *next = &run->steps[1];
         if (run->ops[1].kind == DL_OP_RESIZE)
-            denom = dct_scale(&info, next->out.height, next->out.width);
+            denom = dct_scale(&info, next->out.height, next->out.width, DL_FUSION_MARGIN);
         else if (run->ops[1].kind == DL_OP_RANDOM_RESIZED_CROP) {
             int h = (int)((long long)info.height * next->out.height / next->height);
             int w = (int)((long long)info.width * next->out.width / next->width);
-            denom = dct_scale(&info, h, w);
+            denom = dct_scale(&info, h, w, DL_FUSION_MARGIN_CROP);
         }
     }
     if (denom > 1) {
@@ -468,8 +477,9 @@ static int resize_window(dl_run_t *run, const dl_op_t *op, const dl_step_t *step
 {
     dl_image_t src = run->current;
     double ry = (double)src.height / step->in.height, rx = (double)src.width / step->in.width;
-    int top = (int)floor(step->top * ry), left = (int)floor(step->left * rx);
-    int h = (int)nearbyint(step->height * ry), w = (int)nearbyint(step->width * rx);
+    int top = (int)nearbyint(step->top * ry), left = (int)nearbyint(step->left * rx);
+    int h = (int)nearbyint((step->top + step->height) * ry) - top;
+    int w = (int)nearbyint((step->left + step->width) * rx) - left;
     if (h < 1) h = 1;
     if (w < 1) w = 1;
     if (top + h > src.height) top = src.height - h;

@@ -1,0 +1,3 @@
+import os
+
+def read_file(path: str | bytes | os.PathLike[str], max_bytes: int = -1) -> bytes: ...

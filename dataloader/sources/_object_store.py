@@ -1,0 +1,156 @@
+"""``ObjectStoreDataset``: objects of S3, GCS, Azure, local or in-memory stores (obstore).
+
+Errors (messages name the store and the key, never credentials)::
+
+    IndexError          index out of range
+    ValueError          object larger than max_bytes (from its size, or
+                        counted while streaming: never buffered whole)
+    FileNotFoundError   no object at the key
+    PermissionError     access denied, or no valid credentials
+    TimeoutError        the store timed out
+    OSError             any other failure of the store
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from dataloader._async import AsyncDataset
+from dataloader.sources._common import check_max_bytes, item_index, redact, require
+
+__all__ = ["ObjectStoreDataset"]
+
+
+class ObjectStoreDataset(AsyncDataset[bytes]):
+    """The bytes of objects in an object store, one key per item.
+
+    Built on `obstore <https://developmentseed.org/obstore/>`_; requires the
+    ``s3`` extra (``pip install "dataloader[s3]"``). Reads run on the
+    loader's event loop, as many at once as the loader has worker threads.
+    Credentials, region and retries come from the store's own configuration
+    (its keyword arguments, then the usual environment variables such as
+    ``AWS_ACCESS_KEY_ID``).
+
+    Parameters
+    ----------
+    store : obstore store
+        ``S3Store``, ``GCSStore``, ``AzureStore``, ``LocalStore``,
+        ``MemoryStore``, ...
+    keys : iterable of str
+        One object per item, in index order, relative to the store's prefix.
+    max_bytes : int, optional
+        Largest object accepted, else ``ValueError``.
+
+    Examples
+    --------
+    >>> from obstore.store import MemoryStore
+    >>> import obstore
+    >>> from dataloader import DataLoader
+    >>> from dataloader.sources import ObjectStoreDataset
+    >>> store = MemoryStore()
+    >>> for n in range(4):
+    ...     _ = obstore.put(store, f"images/{n}.bin", b"x" * n)
+    >>> dataset = ObjectStoreDataset(store, [f"images/{n}.bin" for n in range(4)])
+    >>> with DataLoader(dataset, batch_size=2, num_workers=2,
+    ...                 transform=lambda index, data: len(data)) as loader:
+    ...     [batch.tolist() for batch in loader]
+    [[0, 1], [2, 3]]
+    """
+
+    def __init__(self, store: Any, keys: Iterable[str], *, max_bytes: int | None = None) -> None:
+        self._obstore = require("obstore", "s3", type(self).__name__)
+        self.store = store
+        self.keys: Sequence[str] = list(keys)
+        self.max_bytes = check_max_bytes(max_bytes)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        suffixes: Iterable[str] | None = None,
+        max_bytes: int | None = None,
+        **store_options: Any,
+    ) -> ObjectStoreDataset:
+        """Every object under a URL's prefix (optionally only some suffixes), sorted by key.
+
+        ``url`` is ``s3://bucket/prefix``, ``gs://bucket/prefix``,
+        ``az://account/container/prefix``, ``file:///directory`` or
+        ``memory:///``; ``store_options`` go to ``obstore.store.from_url``
+        (``endpoint``, ``region``, ``access_key_id``, ``client_options``,
+        ``retry_config``, ...). The listing is done once, here.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> from dataloader.sources import ObjectStoreDataset
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> for name in ["b.jpg", "a.jpg", "notes.txt"]:
+        ...     _ = (folder / name).write_bytes(name.encode())
+        >>> dataset = ObjectStoreDataset.from_url(folder.as_uri(), suffixes=(".jpg",))
+        >>> dataset.keys
+        ['a.jpg', 'b.jpg']
+        """
+        obstore = require("obstore", "s3", cls.__name__)
+        wanted = tuple(suffixes) if suffixes is not None else None
+        try:
+            store = obstore.store.from_url(url, **store_options)
+            keys = sorted(
+                entry["path"]
+                for chunk in obstore.list(store)
+                for entry in chunk
+                if wanted is None or entry["path"].endswith(wanted)
+            )
+        except Exception as exc:
+            raise _mapped(exc, f"listing {_store_name(url)}", obstore) from None
+        return cls(store, keys, max_bytes=max_bytes)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self.keys)} keys, store={_store_name(self.store)})"
+
+    async def __getitem__(self, index: int) -> bytes:
+        key = self.keys[item_index(index, len(self.keys), type(self).__name__)]
+        obstore = self._obstore
+        what = f"{_store_name(self.store)}: key {key!r}"
+        try:
+            result = await obstore.get_async(self.store, key)
+            limit = self.max_bytes
+            size = result.meta.get("size")
+            if limit is not None and size is not None and size > limit:
+                raise ValueError(f"{what} is {size} bytes, more than max_bytes={limit}")
+            if limit is None or size is not None:
+                return bytes(await result.bytes_async())
+            body = bytearray()  # size unknown: count while streaming
+            async for chunk in result.stream():
+                body += chunk
+                if len(body) > limit:
+                    raise ValueError(f"{what} exceeds max_bytes={limit}")
+            return bytes(body)
+        except ValueError:
+            raise
+        except Exception as exc:
+            raise _mapped(exc, what, obstore) from None
+
+
+def _store_name(store: Any) -> str:
+    """A store's kind and location, for messages: ``S3Store(bucket/prefix)``."""
+    if isinstance(store, str):
+        return redact(store)
+    return redact(repr(store))
+
+
+def _mapped(exc: Exception, what: str, obstore: Any) -> Exception:
+    """The built-in exception a caller catches for ``exc``, with a safe message."""
+    errors = obstore.exceptions
+    detail = f"{type(exc).__name__}: {redact(str(exc))}"
+    if isinstance(exc, (FileNotFoundError, errors.NotFoundError)):
+        return FileNotFoundError(f"{what} not found")
+    denied = (PermissionError, errors.PermissionDeniedError, errors.UnauthenticatedError)
+    if isinstance(exc, denied):
+        return PermissionError(f"{what}: access denied ({detail})")
+    if isinstance(exc, TimeoutError):
+        return TimeoutError(f"{what}: timed out ({detail})")
+    return OSError(f"{what}: {detail}")

@@ -1,0 +1,46 @@
+"""Every example runs as a script, within a deadline, and prints what it should."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+DEADLINE_SECONDS = 120
+
+# script: patterns its output must match, in order.
+EXPECTED = {
+    "basic_loop.py": [r"epoch 0: 16 batches, 1000 items", r"epoch 1: 16 batches, 1000 items",
+                      r"fetched 2000 items, collated 32 batches"],
+    "http_dataset.py": [r"HttpDataset: 6 batches of \(8, 3, 64, 64\)",
+                        r"AsyncDataset epoch 0: 6 batches", r"AsyncDataset epoch 1: 6 batches"],
+    "object_store.py": [r"24 objects, first key blue/000.jpg",
+                        r"batch 2: \(8, 3, 64, 64\) float32, classes \[0\]"],
+    "getitems.py": [r"20 batches from 20 __getitems__ calls", r"sum of first column: 399960000"],
+    "image_folder.py": [r"60 images, classes \['blue', 'green', 'red'\]",
+                        r"batch \(16, 3, 64, 64\) torch\.float32"],
+    "mixed_transforms.py": [r"3 batches of \(8, 3, 64, 64\) float32",
+                            r"same batches with 2 workers and with none: True"],
+    "train_classifier.py": [r"epoch 0: loss", r"epoch 3: loss [\d.]+, accuracy (0\.9\d|1\.00)"],
+}
+
+
+def test_every_example_is_tested():
+    scripts = {path.name for path in EXAMPLES.glob("*.py")}
+    # Helpers, and scripts that need a distributed launcher, are run elsewhere.
+    untested = scripts - set(EXPECTED) - {"sample_data.py", "distributed_train.py", "demo.py"}
+    assert not untested, f"examples without a test: {sorted(untested)}"
+
+
+@pytest.mark.parametrize("script", sorted(EXPECTED))
+def test_example(script, tmp_path):
+    result = subprocess.run([sys.executable, str(EXAMPLES / script)], capture_output=True,
+                            text=True, timeout=DEADLINE_SECONDS, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    position = 0
+    for pattern in EXPECTED[script]:
+        found = re.compile(pattern).search(result.stdout, position)
+        assert found, f"{script}: no {pattern!r} after position {position} in:\n{result.stdout}"
+        position = found.end()

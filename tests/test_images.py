@@ -1,0 +1,250 @@
+"""Images in the loader: ImageCollator, pooled batches, ImageFolder, native chains per item."""
+
+import gc
+import os
+
+import numpy as np
+import pytest
+from conftest import encode, natural_image
+
+from dataloader import DataLoader, ImageCollator, ImageFolder, default_collate, item_seed, kernels
+from dataloader.kernels import Image, ImageBatch
+from dataloader.transforms import (
+    CenterCrop, Compose, Decode, Normalize, RandomHFlip, RandomResizedCrop, Resize, ToChw, ToFloat,
+)
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+TRAIN = Compose([Decode("RGB"), RandomResizedCrop(32), RandomHFlip(), ToFloat(),
+                 Normalize(MEAN, STD), ToChw()])
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """An image folder of 2 classes: JPEGs of varied sizes, one PNG."""
+    root = tmp_path_factory.mktemp("images")
+    for label in ("cat", "dog"):
+        (root / label).mkdir()
+        for i in range(9):
+            image = natural_image(40 + 7 * i, 60 - 3 * i, seed=i + (label == "dog") * 100)
+            (root / label / f"{i}.jpg").write_bytes(encode(image, "JPEG", quality=90))
+    (root / "dog" / "extra.png").write_bytes(encode(natural_image(50, 50, seed=7), "PNG"))
+    (root / "dog" / "notes.txt").write_text("not an image")
+    return root
+
+
+def images(n, shape=(4, 5, 3), dtype=np.uint8):
+    return [Image.from_array(np.full(shape, i, dtype)) for i in range(n)]
+
+
+def test_image_collator_stacks_into_one_batch():
+    batch = ImageCollator()(images(3))
+    assert isinstance(batch, ImageBatch)
+    assert batch.shape == (3, 3, 4, 5) and batch.layout == "NCHW"
+    np.testing.assert_array_equal(np.asarray(batch)[:, 0, 0, 0], [0, 1, 2])
+
+
+def test_image_collator_nhwc_and_float32():
+    batch = ImageCollator(layout="NHWC", dtype="float32")(images(2))
+    assert batch.shape == (2, 4, 5, 3) and batch.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(batch)[1], 1 / 255)
+
+
+def test_image_collator_with_labels_and_arrays():
+    items = [(np.full((2, 2, 1), i, np.uint8), i, f"name{i}") for i in range(3)]
+    batch, labels, names = ImageCollator()(items)
+    assert batch.shape == (3, 1, 2, 2)
+    assert labels.tolist() == [0, 1, 2] and names == ["name0", "name1", "name2"]
+
+
+def test_image_collator_names_the_first_item_that_differs():
+    items = images(2) + [Image.from_array(np.zeros((4, 6, 3), np.uint8))]
+    with pytest.raises(ValueError, match=r"item 2 .* shape \(H, W, C\) \(4, 6, 3\), item 0 .*\(4, 5, 3\)"):
+        ImageCollator()(items)
+    with pytest.raises(ValueError, match="item 1 is str"):
+        ImageCollator()([images(1)[0], "x"])
+
+
+def test_default_collate_recognises_images():
+    batch = default_collate(images(2))
+    assert isinstance(batch, ImageBatch) and batch.shape == (2, 3, 4, 5)
+    batch, labels = default_collate([(image, i) for i, image in enumerate(images(2))])
+    assert isinstance(batch, ImageBatch) and labels.tolist() == [0, 1]
+
+
+def test_batch_memory_returns_to_the_pool_and_is_reused():
+    collator = ImageCollator()
+    first = collator(images(4))
+    address = first.__array_interface__["data"][0]
+    view = np.asarray(first)
+    del first
+    gc.collect()
+    assert collator.pool.idle == 0  # a view still holds the batch
+    del view
+    assert collator.pool.idle == 1
+    second = collator(images(4))
+    assert second.__array_interface__["data"][0] == address
+    assert collator.pool.idle == 0
+
+
+def test_a_kept_batch_is_never_overwritten():
+    collator = ImageCollator()
+    kept = collator(images(4))
+    snapshot = np.asarray(kept).copy()
+    for _ in range(5):
+        collator([Image.from_array(np.full((4, 5, 3), 200, np.uint8))] * 4)
+    np.testing.assert_array_equal(np.asarray(kept), snapshot)
+
+
+def test_image_folder(folder):
+    dataset = ImageFolder(folder)
+    assert dataset.classes == ["cat", "dog"]
+    assert dataset.class_to_idx == {"cat": 0, "dog": 1}
+    assert len(dataset) == 19
+    data, label = dataset[18]
+    assert label == 1 and data == (folder / "dog" / "extra.png").read_bytes()
+    assert dataset.targets.count(0) == 9
+    decoded = ImageFolder(folder, transform=Decode())[0][0]
+    assert isinstance(decoded, Image)
+
+
+def test_image_folder_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="image folder not found"):
+        ImageFolder(tmp_path / "missing")
+    with pytest.raises(FileNotFoundError, match="no class subfolders"):
+        ImageFolder(tmp_path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no images"):
+        ImageFolder(tmp_path)
+
+
+def reference_epoch(loader, chain):
+    """The loader's epoch rebuilt item by item: the same chain and per-item seeds."""
+    dataset = loader.dataset
+    batches = []
+    for indices in loader.batch_sampler:
+        items = [chain(dataset[i][0], seed=item_seed(loader.seed, loader.epoch, i)) for i in indices]
+        batches.append((np.stack([np.asarray(x) for x in items]), [dataset[i][1] for i in indices]))
+    return batches
+
+
+@pytest.mark.parametrize("mode", [(0, 1), (2, 1), (2, 4)], ids=["direct", "workers", "lanes"])
+def test_an_epoch_equals_the_chain_applied_item_by_item(folder, mode):
+    num_workers, lanes = mode
+    loader = DataLoader(ImageFolder(folder), batch_size=4, shuffle=True, seed=11,
+                        num_workers=num_workers, item_concurrency=lanes, transform=TRAIN,
+                        collate_fn=ImageCollator())
+    epoch = [(np.asarray(batch).copy(), labels.tolist()) for batch, labels in loader]
+    expected = reference_epoch(loader, TRAIN)
+    assert len(epoch) == len(expected) == 5
+    for (batch, labels), (reference, reference_labels) in zip(epoch, expected):
+        assert batch.dtype == np.float32 and batch.shape[1:] == (3, 32, 32)
+        np.testing.assert_array_equal(batch, reference)
+        assert labels == reference_labels
+    loader.close()
+
+
+def test_a_deterministic_chain_equals_the_kernels(folder):
+    chain = Compose([Decode("RGB", exact=True), Resize(36), CenterCrop(32), ToFloat(),
+                     Normalize(MEAN, STD), ToChw()])
+    loader = DataLoader(ImageFolder(folder), batch_size=19, transform=chain,
+                        collate_fn=ImageCollator())
+    batch, _ = next(iter(loader))
+    for position, (data, _) in enumerate(ImageFolder(folder)):
+        image = kernels.resize(kernels.decode(data, mode="RGB"), 36)
+        h, w = image.shape[:2]
+        top, left = int(round((h - 32) / 2)), int(round((w - 32) / 2))
+        expected = kernels.normalize(kernels.to_float(image[top:top + 32, left:left + 32]), MEAN, STD)
+        np.testing.assert_array_equal(np.asarray(batch)[position], expected.transpose(2, 0, 1))
+
+
+def epochs_of(folder, mode, n=2, seed=5):
+    num_workers, lanes = mode
+    loader = DataLoader(ImageFolder(folder), batch_size=5, shuffle=True, seed=seed,
+                        num_workers=num_workers, item_concurrency=lanes, transform=TRAIN,
+                        collate_fn=ImageCollator())
+    result = [[np.asarray(batch).copy() for batch, _ in loader] for _ in range(n)]
+    loader.close()
+    return result
+
+
+def test_the_same_seed_gives_the_same_batches_in_every_mode(folder):
+    direct = epochs_of(folder, (0, 1))
+    for mode in [(2, 1), (2, 4)]:
+        other = epochs_of(folder, mode)
+        for epoch_a, epoch_b in zip(direct, other):
+            for a, b in zip(epoch_a, epoch_b):
+                np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(np.concatenate(direct[0]), np.concatenate(direct[1]))
+    assert not np.array_equal(np.concatenate(direct[0]), np.concatenate(epochs_of(folder, (0, 1), 1, 6)[0]))
+
+
+def test_a_broken_image_fails_its_own_batch(folder, tmp_path):
+    root = tmp_path / "broken"
+    (root / "a").mkdir(parents=True)
+    for i in range(4):
+        data = (folder / "cat" / f"{i}.jpg").read_bytes()
+        (root / "a" / f"{i}.jpg").write_bytes(data[: len(data) // 3] if i == 2 else data)
+    loader = DataLoader(ImageFolder(root), batch_size=2, num_workers=2, transform=TRAIN,
+                        collate_fn=ImageCollator())
+    it = iter(loader)
+    assert next(it)[0].shape == (2, 3, 32, 32)
+    with pytest.raises(ValueError, match="cannot decode"):
+        next(it)
+    loader.close()
+
+
+def resident_bytes():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_steady_epochs_allocate_no_new_batch_memory(folder):
+    collator = ImageCollator()
+    loader = DataLoader(ImageFolder(folder), batch_size=4, num_workers=2, transform=TRAIN,
+                        collate_fn=collator, shuffle=True, seed=0)
+    for _ in range(3):
+        for batch, _ in loader:
+            pass
+    del batch
+    rss = resident_bytes()
+    addresses = set()
+    for _ in range(10):
+        for batch, _ in loader:
+            addresses.add(batch.__array_interface__["data"][0])
+        del batch
+    assert resident_bytes() - rss < 8 * 2**20
+    # Batches cycle through a handful of pooled buffers instead of new memory.
+    assert len(addresses) <= collator.pool.capacity + 4
+    loader.close()
+
+
+def test_batches_reach_torch_without_a_copy(folder):
+    torch = pytest.importorskip("torch")
+    loader = DataLoader(ImageFolder(folder), batch_size=4, transform=TRAIN,
+                        collate_fn=ImageCollator())
+    batch, labels = next(iter(loader))
+    tensor = torch.from_dlpack(batch)
+    assert tensor.shape == (4, 3, 32, 32) and tensor.dtype == torch.float32
+    assert tensor.data_ptr() == batch.__array_interface__["data"][0]
+
+
+def test_a_python_transform_still_gets_index_and_item(folder):
+    def transform(index, item):
+        data, label = item
+        return kernels.decode(data, mode="L").shape[2], index, label
+
+    loader = DataLoader(ImageFolder(folder), batch_size=None, transform=transform)
+    assert next(iter(loader)) == [1, 0, 0]  # default_convert: tuples become lists, as in torch
+
+
+def test_a_streaming_dataset_runs_native_transforms(folder):
+    from dataloader import IterableDataset
+
+    class Stream(IterableDataset):
+        def __iter__(self):
+            return iter(ImageFolder(folder))
+
+    loader = DataLoader(Stream(), batch_size=4, transform=TRAIN, collate_fn=ImageCollator(),
+                        seed=3)
+    batch, labels = next(iter(loader))
+    assert batch.shape == (4, 3, 32, 32) and labels.tolist() == [0, 0, 0, 0]
