@@ -418,10 +418,12 @@ def draw_chart(result: dict, path: Path) -> Path:
         rates = [chains[c][library]["images_per_s"] for c in CHAINS]
         bars = speed.bar(x + (k - 0.5) * 0.38, rates, 0.38, label=library, color=colors[library])
         speed.bar_label(bars, fmt="{:,.0f}", fontsize=8)
-        peaks = [chains[c][library]["peak_rss_mib"] for c in CHAINS]
-        bars = memory.bar(x + (k - 0.5) * 0.38, peaks, 0.38, label=library,
-                          color=colors[library])
-        memory.bar_label(bars, fmt="{:,.0f}", fontsize=8)
+        for j, (key, style) in enumerate([("peak_rss_mib", {}),
+                                          ("pss_at_end_mib", {"alpha": 0.45, "hatch": "//"})]):
+            values = [chains[c][library][key] for c in CHAINS]
+            bars = memory.bar(x + (2 * j + k - 1.5) * 0.2, values, 0.2, color=colors[library],
+                              **style)
+            memory.bar_label(bars, fmt="{:,.0f}", fontsize=7)
     limit = result["raw_limit_images_per_s"]
     speed.axhline(limit, color="0.3", linestyle="--", linewidth=1)
     speed.text(len(CHAINS) - 0.55, limit, f"raw limit {limit:,.0f}/s\n(decode + resize,\n"
@@ -429,13 +431,15 @@ def draw_chart(result: dict, path: Path) -> Path:
     speed.set_ylim(0, max(limit, *(chains[c]["dataloader"]["images_per_s"] for c in CHAINS))
                    * 1.3)
     speed.set_title("images/s, best epoch (higher is better)", fontsize=10)
-    memory.set_title("peak RSS, MiB (main + workers)", fontsize=10)
+    memory.set_title("MiB: peak RSS (sum of processes' peaks),\nPSS at the end (hatched)",
+                     fontsize=10)
     labels = [f"{c}: {chains[c]['speedup_vs_torch']:.1f}x torch, "
               f"{chains[c]['fraction_of_raw_limit']:.2f} of limit\nCPU per image "
               f"{chains[c]['dataloader']['cpu_ms_per_image']:.2f} ms vs "
               f"{chains[c]['torch']['cpu_ms_per_image']:.2f} ms" for c in CHAINS]
     speed.set_xticks(x, labels, fontsize=8)
-    memory.set_xticks(x, [f"{c}\nratio {chains[c]['rss_ratio_vs_torch']:.2f}" for c in CHAINS],
+    memory.set_xticks(x, [f"{c}\nRSS ratio {chains[c]['rss_ratio_vs_torch']:.2f}, "
+                          f"PSS {chains[c]['pss_ratio_vs_torch']:.2f}" for c in CHAINS],
                       fontsize=8)
     speed.legend(fontsize=8, loc="upper left")
     v, m = result["versions"], result["machine"]
