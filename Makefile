@@ -14,13 +14,110 @@ BUILD_REQUIREMENTS := "meson-python>=0.16" "meson>=1.4" ninja "Cython>=3.0.10" "
 # The CPU build of torch, for the interoperability tests and the benchmarks.
 TORCH_REQUIREMENT := torch==2.13.0
 
-.PHONY: demo test bench soak sysdeps clean
+# Reliability checks (docs/reliability.md): a sanitizer build, fuzzers, a
+# soak under faults and a free-threaded CPython, each in its own venv.
+ASAN_VENV := .venv-asan
+ASAN_BIN := $(CURDIR)/$(ASAN_VENV)/bin
+FT_PREFIX := $(CURDIR)/.cache/python3.13t
+FT_VENV := .venv-ft
+FT_BIN := $(CURDIR)/$(FT_VENV)/bin
+TEST_REQUIREMENTS := pytest pytest-timeout "hypothesis>=6.100" pillow scikit-image
+# The newest hypothesis needs Rust to build for cp313t; this one is py3-none-any.
+FT_TEST_REQUIREMENTS := pytest pytest-timeout hypothesis==6.155.7 pillow
+FUZZ_REQUIREMENTS := atheris==3.0.0
+# Seconds per fuzz target.
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS := decode image_info transforms
+SOAK_ARGS ?=
+# The sanitizer runtimes are preloaded into the (uninstrumented) interpreter.
+# Leak checking is off for the Python suite (CPython's own allocations at
+# exit would drown real reports); the C-only codec harness runs with it on.
+SANITIZER_ENV = LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_init_order=1:detect_stack_use_after_return=0 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	PYTHONMALLOC=malloc
+LSAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+
+.PHONY: demo test bench soak fuzz test-asan test-ft asan-install ft-install sysdeps clean
 
 demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -m "not soak" $(PYTEST_ARGS)
+
+soak: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -m soak -p no:randomly $(SOAK_ARGS) $(PYTEST_ARGS)
+
+# Extensions built with AddressSanitizer and UndefinedBehaviorSanitizer in
+# their own build directory; PYTHONSAFEPATH keeps the source tree (which has
+# no compiled modules) off sys.path, in subprocesses too.
+test-asan: asan-install build/asan-harness/codecs_fuzzer fuzz/corpus/.made
+	$(LSAN_ENV) build/asan-harness/codecs_fuzzer fuzz/corpus/*/* fuzz/regressions/*
+	PYTHONSAFEPATH=1 $(SANITIZER_ENV) $(ASAN_BIN)/python -m pytest -m "not soak" -p no:cacheprovider \
+		-o addopts="-ra --strict-markers" $(PYTEST_ARGS) tests
+
+$(ASAN_VENV)/bin/python:
+	$(PYTHON) -m venv $(ASAN_VENV)
+	$(ASAN_BIN)/python -m pip install -q --upgrade pip
+
+$(ASAN_VENV)/.installed: pyproject.toml meson.build dataloader/_core/meson.build | sysdeps $(ASAN_VENV)/bin/python
+	$(ASAN_BIN)/python -m pip install -q $(BUILD_REQUIREMENTS) $(TEST_REQUIREMENTS)
+	touch $@
+
+# A regular (not editable) install, rebuilt incrementally in its own build
+# directory on every run: an editable one would rebuild on import, running
+# the compilers with the sanitizer runtimes preloaded.
+asan-install: $(ASAN_VENV)/.installed
+	$(ASAN_BIN)/python -m pip install -q --no-build-isolation --no-deps -Cbuild-dir=build/asan \
+		-Csetup-args=-Db_sanitize=address,undefined -Csetup-args=-Db_lundef=false \
+		"-Csetup-args=-Dc_args=-fno-sanitize-recover=all -fno-omit-frame-pointer" .
+
+# The codecs alone, in C, for LeakSanitizer and as a libFuzzer target.
+build/asan-harness/codecs_fuzzer: fuzz/codecs_fuzzer.c dataloader/_core/src/dl_*.c dataloader/_core/src/dl_codecs.h
+	mkdir -p $(@D)
+	gcc -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+		-DDL_STANDALONE -Idataloader/_core/src -o $@ fuzz/codecs_fuzzer.c \
+		$(addprefix dataloader/_core/src/,dl_codecs.c dl_jpeg.c dl_png.c dl_webp.c dl_convert.c) \
+		$$(pkg-config --cflags --libs $(PKG_CONFIG_MODULES))
+
+fuzz/corpus/.made: fuzz/make_corpus.py | $(VENV)/.installed-test
+	$(BIN)/python fuzz/make_corpus.py fuzz/corpus
+	touch $@
+
+# Coverage-guided fuzzing (atheris) of the decoders and a transform chain,
+# on the sanitizer build; crashes land in fuzz/artifacts/.
+fuzz: $(ASAN_VENV)/.installed-fuzz asan-install fuzz/corpus/.made
+	mkdir -p fuzz/artifacts
+	for target in $(FUZZ_TARGETS); do \
+		mkdir -p fuzz/corpus/$$target && \
+		PYTHONSAFEPATH=1 $(SANITIZER_ENV) $(ASAN_BIN)/python fuzz/targets.py $$target \
+			-max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+			-artifact_prefix=fuzz/artifacts/$$target- fuzz/corpus/$$target fuzz/corpus/seeds \
+			|| exit 1; \
+	done
+
+$(ASAN_VENV)/.installed-fuzz: $(ASAN_VENV)/.installed
+	$(ASAN_BIN)/python -m pip install -q $(FUZZ_REQUIREMENTS)
+	touch $@
+
+# The whole suite on a free-threaded CPython 3.13, built once from Debian's
+# source package into .cache/ (tools/build_python_ft.sh).
+test-ft: ft-install
+	PYTHONSAFEPATH=1 $(FT_BIN)/python -m pytest -m "not soak" -p no:cacheprovider $(PYTEST_ARGS) tests
+
+$(FT_PREFIX)/bin/python3.13t:
+	tools/build_python_ft.sh $(FT_PREFIX)
+
+$(FT_VENV)/.installed: pyproject.toml meson.build dataloader/_core/meson.build | sysdeps $(FT_PREFIX)/bin/python3.13t
+	$(FT_PREFIX)/bin/python3.13t -m venv $(FT_VENV)
+	$(FT_BIN)/python -m pip install -q --upgrade pip
+	$(FT_BIN)/python -m pip install -q $(BUILD_REQUIREMENTS) $(FT_TEST_REQUIREMENTS)
+	touch $@
+
+ft-install: $(FT_VENV)/.installed
+	$(FT_BIN)/python -m pip install -q --no-build-isolation --no-deps -Cbuild-dir=build/ft .
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/loader_overhead.py
@@ -51,4 +148,4 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	touch $@
 
 clean:
-	rm -rf build $(VENV) .pytest_cache
+	rm -rf build $(VENV) $(ASAN_VENV) $(FT_VENV) fuzz/corpus .pytest_cache

@@ -108,8 +108,8 @@ class SkipBudget:
         if self.limit is None or skipped <= self.limit:
             return True
         error.add_note(
-            f"dataloader: item {index!r} is the {skipped}th failing item of this epoch, "
-            f"more than max_skipped={self._described}"
+            f"dataloader: {skipped} items of this epoch failed, more than "
+            f"max_skipped={self._described}; item {index!r} raised this"
         )
         return False
 
