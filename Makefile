@@ -1,6 +1,7 @@
 # `make demo` and `make test` each set everything up on a fresh Debian/Ubuntu
 # machine: system build libraries, a virtual environment, an editable install.
 
+SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
@@ -39,7 +40,7 @@ SANITIZER_ENV = LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-fi
 LSAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: demo test bench soak fuzz test-asan test-ft asan-install ft-install sysdeps clean
+.PHONY: demo test bench soak fuzz test-asan test-ft asan-install ft-install fuzz-install sysdeps clean
 
 demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py
@@ -86,21 +87,40 @@ fuzz/corpus/.made: fuzz/make_corpus.py | $(VENV)/.installed-test
 	$(BIN)/python fuzz/make_corpus.py fuzz/corpus
 	touch $@
 
-# Coverage-guided fuzzing (atheris) of the decoders and a transform chain,
-# on the sanitizer build; crashes land in fuzz/artifacts/.
-fuzz: $(ASAN_VENV)/.installed-fuzz asan-install fuzz/corpus/.made
+# Coverage-guided fuzzing (atheris) of the decoders and a transform chain.
+# The extensions are built by clang with libFuzzer's coverage instrumentation
+# and AddressSanitizer, in their own venv; the interpreter preloads atheris'
+# ASan runtime with libFuzzer. Crashes land in fuzz/artifacts/; the corpus
+# grows in fuzz/corpus/<target>/ and is replayed by `make test-asan`.
+FUZZ_VENV := .venv-fuzz
+FUZZ_BIN := $(CURDIR)/$(FUZZ_VENV)/bin
+FUZZ_CC := clang-14
+FUZZ_ENV = LD_PRELOAD="$$($(FUZZ_BIN)/python -c 'import atheris; print(atheris.path())')/asan_with_fuzzer.so" \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 PYTHONMALLOC=malloc
+
+fuzz: fuzz-install fuzz/corpus/.made
 	mkdir -p fuzz/artifacts
 	for target in $(FUZZ_TARGETS); do \
 		mkdir -p fuzz/corpus/$$target && \
-		PYTHONSAFEPATH=1 $(SANITIZER_ENV) $(ASAN_BIN)/python fuzz/targets.py $$target \
+		PYTHONSAFEPATH=1 $(FUZZ_ENV) $(FUZZ_BIN)/python fuzz/targets.py $$target \
 			-max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
 			-artifact_prefix=fuzz/artifacts/$$target- fuzz/corpus/$$target fuzz/corpus/seeds \
-			|| exit 1; \
+			2>&1 | tee fuzz/artifacts/$$target.log | grep -v "^#[0-9]*.*\(NEW\|REDUCE\|pulse\)"; \
+		test $${PIPESTATUS[0]} = 0 || exit 1; \
 	done
 
-$(ASAN_VENV)/.installed-fuzz: $(ASAN_VENV)/.installed
-	$(ASAN_BIN)/python -m pip install -q $(FUZZ_REQUIREMENTS)
+$(FUZZ_VENV)/.installed: pyproject.toml | sysdeps
+	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs $(FUZZ_CC) (apt-get install clang-14)"; exit 1; }
+	$(PYTHON) -m venv $(FUZZ_VENV)
+	$(FUZZ_BIN)/python -m pip install -q --upgrade pip
+	$(FUZZ_BIN)/python -m pip install -q $(BUILD_REQUIREMENTS) $(FUZZ_REQUIREMENTS) pillow
 	touch $@
+
+fuzz-install: $(FUZZ_VENV)/.installed
+	CC=$(FUZZ_CC) $(FUZZ_BIN)/python -m pip install -q --no-build-isolation --no-deps \
+		-Cbuild-dir=build/fuzz -Csetup-args=-Db_sanitize=address -Csetup-args=-Db_lundef=false \
+		-Csetup-args=-Dc_args=-fsanitize=fuzzer-no-link \
+		-Csetup-args=-Dc_link_args=-fsanitize=fuzzer-no-link .
 
 # The whole suite on a free-threaded CPython 3.13, built once from Debian's
 # source package into .cache/ (tools/build_python_ft.sh).
@@ -148,4 +168,4 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	touch $@
 
 clean:
-	rm -rf build $(VENV) $(ASAN_VENV) $(FT_VENV) fuzz/corpus .pytest_cache
+	rm -rf build $(VENV) $(ASAN_VENV) $(FT_VENV) $(FUZZ_VENV) fuzz/corpus fuzz/artifacts .pytest_cache

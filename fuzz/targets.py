@@ -14,7 +14,9 @@ any other exception, a crash, a sanitizer report or a hang is a finding.
 
 from __future__ import annotations
 
+import os
 import sys
+import warnings
 import zlib
 
 import numpy as np
@@ -115,11 +117,17 @@ TARGETS = {
 
 
 def main(argv: list[str]) -> None:
-    import atheris
+    if "with_fuzzer" in os.environ.get("LD_PRELOAD", ""):
+        # libFuzzer comes with the preloaded sanitizer runtime (make fuzz).
+        import atheris_no_libfuzzer as atheris
+    else:
+        import atheris
 
     if len(argv) < 2 or argv[1] not in TARGETS:
         sys.exit(f"usage: {argv[0]} {{{','.join(TARGETS)}}} [libFuzzer options] [corpus...]")
     target = TARGETS[argv[1]]
+    # Pillow warns about every odd TIFF tag it meets; the fuzzer meets many.
+    warnings.simplefilter("ignore")
     # Coverage of the Python layers (validation, dispatch, Pillow fallback).
     atheris.instrument_all()
     atheris.Setup([argv[0]] + argv[2:], lambda data: target(bytes(data)))
