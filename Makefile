@@ -29,7 +29,6 @@ FUZZ_REQUIREMENTS := atheris==3.0.0
 # Seconds per fuzz target.
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS := decode image_info transforms
-SOAK_ARGS ?=
 # The sanitizer runtimes are preloaded into the (uninstrumented) interpreter.
 # Leak checking is off for the Python suite (CPython's own allocations at
 # exit would drown real reports); the C-only codec harness runs with it on.
@@ -48,14 +47,17 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -m "not soak" $(PYTEST_ARGS)
 
+# The long soak runs, and the kernel property tests with many more examples.
 soak: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -m soak -p no:randomly $(SOAK_ARGS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m soak $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=soak $(BIN)/python -m pytest tests/test_kernel_properties.py $(PYTEST_ARGS)
 
 # Extensions built with AddressSanitizer and UndefinedBehaviorSanitizer in
 # their own build directory; PYTHONSAFEPATH keeps the source tree (which has
 # no compiled modules) off sys.path, in subprocesses too.
 test-asan: asan-install build/asan-harness/codecs_fuzzer fuzz/corpus/.made
 	$(LSAN_ENV) build/asan-harness/codecs_fuzzer fuzz/corpus/*/* fuzz/regressions/*
+	PYTHONSAFEPATH=1 $(SANITIZER_ENV) $(ASAN_BIN)/python fuzz/targets.py replay fuzz/corpus fuzz/regressions
 	PYTHONSAFEPATH=1 $(SANITIZER_ENV) $(ASAN_BIN)/python -m pytest -m "not soak" -p no:cacheprovider \
 		-o addopts="-ra --strict-markers" $(PYTEST_ARGS) tests
 

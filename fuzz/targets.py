@@ -5,6 +5,11 @@ sanitizer build)::
 
     python -P fuzz/targets.py decode [libFuzzer options] CORPUS_DIR...
 
+or replay files through every target without a fuzzer (``make test-asan``
+does this over the whole corpus, under the sanitizers)::
+
+    python -P fuzz/targets.py replay CORPUS_DIR_OR_FILE...
+
 Each target takes the fuzzer's bytes as an encoded image. The contract under
 test: every input either gives a correct result or raises ``ValueError``;
 any other exception, a crash, a sanitizer report or a hang is a finding.
@@ -116,7 +121,28 @@ TARGETS = {
 }
 
 
+def replay(paths: list[str]) -> None:
+    """Every target over every file under ``paths`` (no fuzzer needed)."""
+    from pathlib import Path
+
+    files = [file for path in map(Path, paths)
+             for file in (sorted(path.rglob("*")) if path.is_dir() else [path]) if file.is_file()]
+    warnings.simplefilter("ignore")
+    for file in files:
+        data = file.read_bytes()
+        for name, target in TARGETS.items():
+            try:
+                target(data)
+            except Exception as exc:
+                exc.add_note(f"target {name}, input {file}")
+                raise
+    print(f"{len(files)} inputs replayed through {len(TARGETS)} targets")
+
+
 def main(argv: list[str]) -> None:
+    if len(argv) >= 2 and argv[1] == "replay":
+        replay(argv[2:])
+        return
     if "with_fuzzer" in os.environ.get("LD_PRELOAD", ""):
         # libFuzzer comes with the preloaded sanitizer runtime (make fuzz).
         import atheris_no_libfuzzer as atheris

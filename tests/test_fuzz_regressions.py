@@ -41,7 +41,9 @@ def test_target_over_seed_corpus(target, seeds):
             raise
 
 
-REGRESSIONS = sorted((FUZZ / "regressions").glob("*"))
+REGRESSIONS = sorted(
+    path for path in (FUZZ / "regressions").glob("*") if not path.name.startswith(".")
+)
 
 
 @pytest.mark.parametrize("path", REGRESSIONS, ids=[path.name for path in REGRESSIONS])
