@@ -100,7 +100,7 @@ FUZZ_CC := clang-14
 FUZZ_ENV = LD_PRELOAD="$$($(FUZZ_BIN)/python -c 'import atheris; print(atheris.path())')/asan_with_fuzzer.so" \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 PYTHONMALLOC=malloc
 
-fuzz: fuzz-install fuzz/corpus/.made
+fuzz: fuzz-install fuzz/corpus/.made build/libfuzzer/codecs_fuzzer
 	mkdir -p fuzz/artifacts
 	for target in $(FUZZ_TARGETS); do \
 		mkdir -p fuzz/corpus/$$target && \
@@ -110,6 +110,22 @@ fuzz: fuzz-install fuzz/corpus/.made
 			2>&1 | tee fuzz/artifacts/$$target.log | grep -v "^#[0-9]*.*\(NEW\|REDUCE\|pulse\)"; \
 		test $${PIPESTATUS[0]} = 0 || exit 1; \
 	done
+	mkdir -p fuzz/corpus/codecs
+	build/libfuzzer/codecs_fuzzer -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 \
+		-print_final_stats=1 -artifact_prefix=fuzz/artifacts/codecs- fuzz/corpus/codecs \
+		fuzz/corpus/seeds 2>&1 | tee fuzz/artifacts/codecs.log \
+		| grep -v "^#[0-9]*.*\(NEW\|REDUCE\|pulse\)"; \
+	test $${PIPESTATUS[0]} = 0
+
+# The C harness alone under libFuzzer, with ASan, UBSan and LeakSanitizer:
+# coverage of the native codecs with no Python in the way.
+build/libfuzzer/codecs_fuzzer: fuzz/codecs_fuzzer.c dataloader/_core/src/dl_*.c dataloader/_core/src/dl_codecs.h
+	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs $(FUZZ_CC) (apt-get install clang-14)"; exit 1; }
+	mkdir -p $(@D)
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-Idataloader/_core/src -o $@ fuzz/codecs_fuzzer.c \
+		$(addprefix dataloader/_core/src/,dl_codecs.c dl_jpeg.c dl_png.c dl_webp.c dl_convert.c) \
+		$$(pkg-config --cflags --libs $(PKG_CONFIG_MODULES))
 
 $(FUZZ_VENV)/.installed: pyproject.toml | sysdeps
 	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs $(FUZZ_CC) (apt-get install clang-14)"; exit 1; }
