@@ -39,7 +39,7 @@ SANITIZER_ENV = LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-fi
 LSAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: demo test bench soak fuzz test-asan test-ft asan-install ft-install fuzz-install sysdeps clean
+.PHONY: demo test bench soak fuzz test-asan test-ft asan-install ft-install fuzz-install fuzz-deps sysdeps clean
 
 demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py
@@ -97,6 +97,7 @@ fuzz/corpus/.made: fuzz/make_corpus.py | $(VENV)/.installed-test
 FUZZ_VENV := .venv-fuzz
 FUZZ_BIN := $(CURDIR)/$(FUZZ_VENV)/bin
 FUZZ_CC := clang-14
+FUZZ_APT_PACKAGES := clang-14 libclang-rt-14-dev
 FUZZ_ENV = LD_PRELOAD="$$($(FUZZ_BIN)/python -c 'import atheris; print(atheris.path())')/asan_with_fuzzer.so" \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 PYTHONMALLOC=malloc
 
@@ -119,20 +120,27 @@ fuzz: fuzz-install fuzz/corpus/.made build/libfuzzer/codecs_fuzzer
 
 # The C harness alone under libFuzzer, with ASan, UBSan and LeakSanitizer:
 # coverage of the native codecs with no Python in the way.
-build/libfuzzer/codecs_fuzzer: fuzz/codecs_fuzzer.c dataloader/_core/src/dl_*.c dataloader/_core/src/dl_codecs.h
-	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs $(FUZZ_CC) (apt-get install clang-14)"; exit 1; }
+build/libfuzzer/codecs_fuzzer: fuzz/codecs_fuzzer.c dataloader/_core/src/dl_*.c dataloader/_core/src/dl_codecs.h | fuzz-deps
 	mkdir -p $(@D)
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-Idataloader/_core/src -o $@ fuzz/codecs_fuzzer.c \
 		$(addprefix dataloader/_core/src/,dl_codecs.c dl_jpeg.c dl_png.c dl_webp.c dl_convert.c) \
 		$$(pkg-config --cflags --libs $(PKG_CONFIG_MODULES))
 
-$(FUZZ_VENV)/.installed: pyproject.toml | sysdeps
-	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs $(FUZZ_CC) (apt-get install clang-14)"; exit 1; }
+$(FUZZ_VENV)/.installed: pyproject.toml | sysdeps fuzz-deps
 	$(PYTHON) -m venv $(FUZZ_VENV)
 	$(FUZZ_BIN)/python -m pip install -q --upgrade pip
 	$(FUZZ_BIN)/python -m pip install -q $(BUILD_REQUIREMENTS) $(FUZZ_REQUIREMENTS) pillow
 	touch $@
+
+# clang and its libFuzzer runtime, from Debian, like sysdeps.
+fuzz-deps:
+	@if command -v $(FUZZ_CC) >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(FUZZ_APT_PACKAGES); \
+	else \
+		echo "make fuzz needs $(FUZZ_CC): sudo apt-get install $(FUZZ_APT_PACKAGES)"; exit 1; \
+	fi
 
 fuzz-install: $(FUZZ_VENV)/.installed
 	CC=$(FUZZ_CC) $(FUZZ_BIN)/python -m pip install -q --no-build-isolation --no-deps \
