@@ -444,3 +444,9 @@ def test_kernels_reject_objects_that_are_not_arrays(bad):
                    kernels.image_info):
         with pytest.raises(REJECTED):
             kernel(bad)
+
+
+def test_zero_dimensional_arrays_keep_their_shape():
+    # Found by test_to_float: np.ascontiguousarray made 0-d inputs 1-d.
+    assert kernels.to_float(np.array(51, np.uint8)).shape == ()
+    assert kernels.stack([np.array(1, np.uint8)] * 2).shape == (2,)
