@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from dataloader._core.epoch import Epoch
 from dataloader._core.pool import Pool
 from dataloader._fetch import BatchRecipe
-from dataloader._core.stats import load_batch
+from dataloader._core.stats import EMPTY_BATCH, load_batch
 from dataloader._state import EpochProgress
 from dataloader._stats import Stats
 from dataloader._worker import WorkerSetup
@@ -105,6 +105,12 @@ class DirectEpoch:
         return max(self._plan.total - (self._progress.delivered - self._skipped), 0)
 
     def __next__(self) -> Any:
+        # A batch whose every item was skipped (on_error="skip") is passed over.
+        while (batch := self._load_next()) is EMPTY_BATCH:
+            pass
+        return batch
+
+    def _load_next(self) -> Any:
         if self._finished:
             raise StopIteration
         plan = self._plan

@@ -41,6 +41,13 @@ def as_array(obj, name: str) -> np.ndarray:
                         f"got {type(obj).__name__}") from err
 
 
+def contiguous_array(obj, name: str) -> np.ndarray:
+    """``obj`` as a C-contiguous array of its own shape (``np.ascontiguousarray``
+    would turn a 0-d array into a 1-d one)."""
+    array = as_array(obj, name)
+    return np.ascontiguousarray(array).reshape(array.shape)
+
+
 def image_array(obj, name: str = "img", dtypes=(np.uint8,)) -> tuple[np.ndarray, bool]:
     """Return a C-contiguous (H, W, C) array and whether the input was 2-D."""
     array = as_array(obj, name)

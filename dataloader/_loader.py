@@ -15,7 +15,9 @@ from dataloader import _streaming
 from dataloader._async import EpochItems, EventLoop, check_async_dataset, is_async_dataset
 from dataloader._collate import default_collate, default_convert
 from dataloader._dataset import is_iterable_style, is_map_style
-from dataloader._fetch import BatchRecipe, check_batch_indices, check_index
+from dataloader._fetch import (
+    BatchRecipe, SkipBudget, check_batch_indices, check_index, check_skip_policy,
+)
 from dataloader._core.pool import Pool
 from dataloader._images import ImageCollator, ItemTransform
 from dataloader._iterators import DirectEpoch, EpochPlan, ThreadedEpoch
@@ -103,6 +105,14 @@ class DataLoader(Generic[T_co]):
         Streaming datasets only: stop every rank of a distributed job at
         the same number of batches, the smallest rank's (see
         ``docs/distributed.md``, "Equal batches").
+    on_error : {"raise", "skip"}, default "raise"
+        Map-style datasets: with ``"skip"``, an item whose fetch or
+        ``transform`` raises an ``Exception`` is dropped from its batch and
+        counted in ``stats()["skipped"]``; a batch left empty is passed over.
+    max_skipped : int or float, optional
+        With ``on_error="skip"``, the most items an epoch may drop (an int,
+        or a float fraction of the epoch's items); the next failing item
+        raises its error. ``None`` drops any number.
 
     Examples
     --------
@@ -140,13 +150,18 @@ class DataLoader(Generic[T_co]):
         transform: Callable[[int, Any], Any] | None = None,
         seed: int | None = None,
         equal_batches: bool = False,
+        on_error: str = "raise",
+        max_skipped: int | float | None = None,
     ) -> None:
         _check_dataset(dataset)
         check_async_dataset(dataset)
+        check_skip_policy(on_error, max_skipped)
         _check_counts(batch_size, num_workers, prefetch_factor, timeout, item_concurrency)
         iterable = is_iterable_style(dataset)
         if iterable:
             _streaming.check_options(shuffle, sampler, batch_sampler)
+            if on_error != "raise":
+                raise ValueError("on_error='skip' applies to map-style datasets")
         elif equal_batches:
             raise ValueError(
                 "equal_batches applies to iterable-style datasets; a map-style dataset gets "
@@ -192,6 +207,8 @@ class DataLoader(Generic[T_co]):
         self.in_order = in_order
         self.item_concurrency = item_concurrency
         self.transform = transform
+        self.on_error = on_error
+        self.max_skipped = max_skipped
         self._seed = seed
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
@@ -439,6 +456,7 @@ class DataLoader(Generic[T_co]):
             collate=self.collate_fn,
             batched=self._auto_collation,
             assemble=assemble,
+            skip=SkipBudget.for_epoch(self.on_error, self.max_skipped, self.sampler),
         )
         batches = skip_batches(index_sampler, self._auto_collation, skipped)
         return EpochPlan(

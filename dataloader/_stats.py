@@ -15,12 +15,16 @@ from typing import Any
 
 from dataloader._core.stats import Row, monotonic_ns
 
-__all__ = ["COLLATE", "FETCH", "STAGES", "Stats", "TRANSFORM", "WAIT", "monotonic_ns"]
+__all__ = [
+    "COLLATE", "FETCH", "SKIPPED", "STAGES", "Stats", "TRANSFORM", "WAIT", "monotonic_ns",
+]
 
 # A row's columns: (count, nanoseconds) per stage, in this order; the
 # constants are the count columns that ``Row.add`` takes.
-STAGES = ("fetch", "transform", "collate", "wait")
-FETCH, TRANSFORM, COLLATE, WAIT = 0, 2, 4, 6
+# ``skipped`` counts the items dropped by ``on_error="skip"`` and the time
+# spent on them until they failed.
+STAGES = ("fetch", "transform", "collate", "wait", "skipped")
+FETCH, TRANSFORM, COLLATE, WAIT, SKIPPED = 0, 2, 4, 6, 8
 
 
 class Stats:

@@ -29,7 +29,9 @@ from dataloader._core import ops as _ops
 from dataloader._core import resize as _resize
 from dataloader._core.image import MAX_SIDE, Image, ImageBatch
 from dataloader._decoding import ImageInfo, decode, image_info
-from dataloader._kernel_args import ANCHORS, as_array, fill_values, image_array, output, size_pair
+from dataloader._kernel_args import (
+    ANCHORS, as_array, contiguous_array, fill_values, image_array, output, size_pair,
+)
 
 __all__ = [
     "Image",
@@ -352,7 +354,7 @@ def to_float(img, *, out=None):
     >>> to_float(np.array([0, 51, 255], np.uint8)).tolist()
     [0.0, 0.20000000298023224, 1.0]
     """
-    src = np.ascontiguousarray(as_array(img, "img"))
+    src = contiguous_array(img, "img")
     if src.dtype != np.uint8:
         raise ValueError(f"img must have dtype uint8, got {src.dtype}")
     result, target = output(out, src.shape + (1,), np.float32, flat=True) if src.ndim == 2 \
@@ -400,7 +402,7 @@ def normalize(img, mean, std, *, layout="HWC", out=None):
     >>> normalize(np.array([[[0.5, 1.0]]], np.float32), [0.5, 0.5], [0.5, 0.25]).tolist()
     [[[0.0, 2.0]]]
     """
-    src = np.ascontiguousarray(as_array(img, "img"))
+    src = contiguous_array(img, "img")
     if src.dtype not in (np.uint8, np.float32):
         raise ValueError(f"img must have dtype uint8 or float32, got {src.dtype}")
     if layout not in _CHANNEL_AXIS:
@@ -430,7 +432,7 @@ def normalize(img, mean, std, *, layout="HWC", out=None):
 
 
 def _transpose(img, out, to_chw):
-    src = np.ascontiguousarray(as_array(img, "img"))
+    src = contiguous_array(img, "img")
     if src.dtype not in (np.uint8, np.float32):
         raise ValueError(f"img must have dtype uint8 or float32, got {src.dtype}")
     if src.ndim == 2:
@@ -541,7 +543,7 @@ def stack(images, out=None):
     >>> stack([np.zeros((2, 2, 3), np.uint8), np.ones((2, 2, 3), np.uint8)]).shape
     (2, 2, 2, 3)
     """
-    arrays = [np.ascontiguousarray(as_array(item, f"images[{i}]"))
+    arrays = [contiguous_array(item, f"images[{i}]")
               for i, item in enumerate(images)]
     if not arrays:
         raise ValueError("images must not be empty")

@@ -8,7 +8,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-import torch
 from conftest import encode, natural_image, pillow_pixels
 from PIL import Image as PILImage
 
@@ -283,6 +282,7 @@ def test_flips_and_rotations():
 # --- values ---------------------------------------------------------------
 
 def test_to_float_and_normalize_match_torchvision():
+    torch = pytest.importorskip("torch")
     image = natural_image(6, 7, 3)
     as_float = kernels.to_float(image)
     np.testing.assert_array_equal(as_float, torch.from_numpy(image).float().div(255).numpy())
@@ -322,6 +322,7 @@ def test_layout_and_convert():
 
 
 def test_stack_into_an_image_batch():
+    torch = pytest.importorskip("torch")
     images = [natural_image(4, 5, 3, seed=i) for i in range(3)]
     np.testing.assert_array_equal(kernels.stack(images), np.stack(images))
     batch = kernels.ImageBatch(3, 4, 5, 3, layout="NHWC")

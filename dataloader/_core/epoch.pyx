@@ -36,6 +36,8 @@ from dataloader._core._waiting cimport next_wait_slice
 from dataloader._core.stats cimport (
     COLLATE_COUNT, FETCH_COUNT, Row, TRANSFORM_COUNT, WAIT_COUNT, now_ns, record,
 )
+from dataloader._core.stats cimport load_item
+from dataloader._core.stats import EMPTY_BATCH, SKIPPED_ITEM
 from posix.time cimport timespec
 
 
@@ -109,7 +111,7 @@ cdef class Epoch:
     cdef long generation
     cdef Pool pool
     cdef object recipe, batches, check_indices, worker_setup, sampler_error
-    cdef object interrupted_indices, stats
+    cdef object interrupted_indices, stats, skip
     cdef Row consumer_row
     cdef list slot_indices, slot_items, slot_results, slot_failed
 
@@ -126,6 +128,8 @@ cdef class Epoch:
         self.generation = fork_generation()
         self.pool = pool
         self.recipe = recipe
+        # on_error="skip": the epoch's SkipBudget (lanes drop failing items).
+        self.skip = getattr(recipe, "skip", None)
         self.batches = batches
         self.check_indices = check_indices
         self.worker_setup = worker_setup
@@ -184,7 +188,11 @@ cdef class Epoch:
         pthread_mutex_unlock(&self.mutex)
         started = now_ns()
         try:
-            return self._next()
+            # A batch whose every item was skipped (on_error="skip") is passed over.
+            while True:
+                result = self._next()
+                if result is not EMPTY_BATCH:
+                    return result
         finally:
             record(self.consumer_row, WAIT_COUNT, 1, started)
             pthread_mutex_lock(&self.mutex)
@@ -427,6 +435,10 @@ cdef class Epoch:
         try:
             self.worker_setup(current_thread_index())
             row = self._row()
+            if self.skip is not None:
+                # Returns SKIPPED_ITEM for an item dropped within the budget.
+                self.slot_items[slot][item] = load_item(recipe, index, row)
+                return
             started = now_ns()
             value = recipe.getitem(index)
             fetched = record(row, FETCH_COUNT, 1, started)
@@ -463,8 +475,14 @@ cdef class Epoch:
         else:
             try:
                 started = now_ns()
-                result = self.recipe.collate(self.slot_items[slot])
-                record(self._row(), COLLATE_COUNT, 1, started)
+                items = self.slot_items[slot]
+                if self.skip is not None:
+                    items = [value for value in items if value is not SKIPPED_ITEM]
+                if self.skip is not None and not items:
+                    result = EMPTY_BATCH
+                else:
+                    result = self.recipe.collate(items)
+                    record(self._row(), COLLATE_COUNT, 1, started)
             except BaseException as exc:
                 self._note(exc, slot, "the collation")
                 self._publish(slot, exc, True)

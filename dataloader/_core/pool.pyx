@@ -100,7 +100,14 @@ cdef class Pool:
     @property
     def alive(self):
         """Whether the pool accepts tasks: not shut down, and made in this process."""
-        return self._pool != NULL and self.generation == _fork_generation
+        cdef bint running
+        if self.generation != _fork_generation:
+            return False  # the lock may be held by a thread that is gone
+        # shutdown() may clear _pool on another thread (a finalizer).
+        pthread_mutex_lock(&self._lock)
+        running = self._pool != NULL
+        pthread_mutex_unlock(&self._lock)
+        return running
 
     cdef int submit(self, dl_task_fn fn, void* arg) noexcept:
         """Queue a task; -1 when the pool is shut down (``arg`` stays the caller's)."""

@@ -12,10 +12,12 @@ cdef enum:  # the columns of a Row: (count, nanoseconds) per stage
     COLLATE_NS
     WAIT_COUNT
     WAIT_NS
+    SKIPPED_COUNT   # items dropped by on_error="skip", and the time spent on them
+    SKIPPED_NS
     N_COLUMNS
 
 cdef class Row:
-    cdef int64_t values[8]   # N_COLUMNS
+    cdef int64_t values[10]   # N_COLUMNS
 
 
 cdef inline int64_t now_ns() noexcept nogil:
@@ -34,3 +36,4 @@ cdef inline int64_t record(Row row, int stage, int64_t count, int64_t since) noe
 
 
 cpdef object load_batch(object recipe, object indices, Row row, bint consumer)
+cpdef object load_item(object recipe, object index, Row row, object value=*)

@@ -6,7 +6,6 @@ import weakref
 
 import numpy as np
 import pytest
-import torch
 
 from dataloader._core.image import MAX_SIDE, Image, ImageBatch
 
@@ -61,6 +60,7 @@ def test_float_buffer_format():
 
 
 def test_torch_from_dlpack_shares_memory_both_ways():
+    torch = pytest.importorskip("torch")
     batch = ImageBatch(2, 3, 4, dtype="float32")
     tensor = torch.from_dlpack(batch)
     array = np.asarray(batch)
@@ -73,6 +73,7 @@ def test_torch_from_dlpack_shares_memory_both_ways():
 
 
 def test_views_survive_deletion_of_the_owner():
+    torch = pytest.importorskip("torch")
     image = Image(4, 4, 1)
     owner = weakref.ref(image)
     tensor = torch.from_dlpack(image)
@@ -92,6 +93,7 @@ def test_views_survive_deletion_of_the_owner():
 
 @pytest.mark.parametrize("versioned", [False, True])
 def test_capsules_are_consumed_and_unconsumed_ones_released(versioned):
+    torch = pytest.importorskip("torch")
     image = Image(2, 3, 3)
     before = sys.getrefcount(image)
     kwargs = {"max_version": (1, 0)} if versioned else {}
@@ -118,6 +120,7 @@ def test_numpy_from_dlpack_and_device():
 
 
 def test_dlpack_copy_and_bad_arguments():
+    torch = pytest.importorskip("torch")
     image = Image(2, 2, 1)
     copied = torch.from_dlpack(image.__dlpack__(max_version=(1, 0), copy=True))
     copied[0, 0, 0] = 1
@@ -129,6 +132,7 @@ def test_dlpack_copy_and_bad_arguments():
 
 
 def test_from_array_copies_numpy_torch_and_buffers():
+    torch = pytest.importorskip("torch")
     source = np.arange(24, dtype=np.uint8).reshape(2, 4, 3)
     image = Image.from_array(source[:, ::2])       # strided input, one copy
     np.testing.assert_array_equal(np.asarray(image), source[:, ::2])

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import torch
 from conftest import natural_image
 from PIL import Image as PILImage
 
@@ -141,6 +140,7 @@ def test_pad_matches_numpy_pad(mode, shape, widths):
 # --- values and layouts ---------------------------------------------------
 
 def test_to_float_is_torch_division_by_255():
+    torch = pytest.importorskip("torch")
     src = np.arange(256, dtype=np.uint8)
     out = np.empty(256, np.float32)
     ops.to_float_into(src, out)
@@ -150,6 +150,7 @@ def test_to_float_is_torch_division_by_255():
 
 def torchvision_normalize(chw, mean, std):
     """torchvision.transforms.functional.normalize on a float tensor."""
+    torch = pytest.importorskip("torch")
     tensor = torch.from_numpy(chw.copy())
     mean_t = torch.as_tensor(mean, dtype=tensor.dtype).view(-1, 1, 1)
     std_t = torch.as_tensor(std, dtype=tensor.dtype).view(-1, 1, 1)
@@ -173,6 +174,7 @@ def test_normalize_is_identical_to_torchvision(channels):
 
 
 def test_normalize_of_uint8_is_to_tensor_then_normalize():
+    torch = pytest.importorskip("torch")
     src = natural_image(11, 13, 3)
     mean = np.array([0.485, 0.456, 0.406], np.float32)
     std = np.array([0.229, 0.224, 0.225], np.float32)

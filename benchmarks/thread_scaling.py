@@ -1,0 +1,72 @@
+"""Thread scaling of a pure-Python ``__getitem__``: 1 worker vs 2.
+
+Every item runs a small pure-Python loop (no native code releases the
+GIL), so with the GIL two worker threads take turns, and on a free-threaded
+CPython (``python3.13t``) they run at once. Run it with each interpreter::
+
+    python benchmarks/thread_scaling.py
+    .venv-ft/bin/python benchmarks/thread_scaling.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from _common import median_seconds, print_table, write_json
+
+from dataloader import DataLoader
+
+N_ITEMS = 2_000
+WORK = 2_000  # loop iterations per item: about 0.1 ms of pure Python
+
+
+class PurePython:
+    """Items computed by a Python loop: CPU-bound, holding the GIL throughout."""
+
+    def __len__(self) -> int:
+        return N_ITEMS
+
+    def __getitem__(self, index: int) -> int:
+        total = index
+        for step in range(WORK):
+            total = (total * 31 + step) % 1_000_003
+        return total
+
+
+def best_rates(repeats: int) -> dict[int, float]:
+    """Items per second with 1 and 2 workers: the best of ``repeats`` epochs each.
+
+    The two loaders' epochs alternate, so that both see the same load on a
+    shared machine.
+    """
+    loaders = {workers: DataLoader(PurePython(), batch_size=32, num_workers=workers)
+               for workers in (1, 2)}
+    best = {workers: float("inf") for workers in loaders}
+    for _ in range(repeats):
+        for workers, loader in loaders.items():
+            seconds = median_seconds(lambda: sum(1 for _ in loader), repeats=1, warmup=0)
+            best[workers] = min(best[workers], seconds)
+    for loader in loaders.values():
+        loader.close()
+    return {workers: N_ITEMS / seconds for workers, seconds in best.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    gil = getattr(sys, "_is_gil_enabled", lambda: True)()
+    build = "GIL" if gil else "free-threaded"
+    rates = best_rates(args.repeats)
+    rows = [[f"{sys.version.split()[0]} ({build})", f"{rates[1]:,.0f}", f"{rates[2]:,.0f}",
+             f"{rates[2] / rates[1]:.2f}x"]]
+    print_table(["interpreter", "1 worker (items/s)", "2 workers (items/s)", "scaling"], rows)
+    print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    write_json(f"thread_scaling_{'gil' if gil else 'ft'}",
+               {"gil": gil, "items_per_second": rates})
+
+
+if __name__ == "__main__":
+    main()

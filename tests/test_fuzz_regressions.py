@@ -1,0 +1,63 @@
+"""The fuzz targets (``fuzz/targets.py``) over the seed corpus and every saved reproducer.
+
+This is ``make fuzz`` run for zero seconds: each input of the generated
+seed corpus, and each file of ``fuzz/regressions/`` (inputs that once made a
+target crash, hang or trip a sanitizer), must give a correct result or a
+``ValueError``.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+FUZZ = Path(__file__).parent.parent / "fuzz"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"_fuzz_{name}", FUZZ / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+targets = _load("targets")
+make_corpus = _load("make_corpus")
+
+
+@pytest.fixture(scope="module")
+def seeds():
+    return make_corpus.corpus()
+
+
+def reproducers():
+    """Inputs that once made a target crash, hang or trip a sanitizer."""
+    return {
+        f"regressions/{path.name}": path.read_bytes()
+        for path in sorted((FUZZ / "regressions").glob("*"))
+        if not path.name.startswith(".")
+    }
+
+
+@pytest.mark.parametrize("target", sorted(targets.TARGETS))
+def test_target_over_seed_corpus_and_reproducers(target, seeds):
+    run = targets.TARGETS[target]
+    for name, data in {**seeds, **reproducers()}.items():
+        try:
+            run(data)
+        except Exception as exc:
+            exc.add_note(f"input {name!r}")
+            raise
+
+
+def test_seed_corpus_has_valid_and_broken_images(seeds):
+    from dataloader import kernels
+
+    decoded = 0
+    for data in seeds.values():
+        try:
+            kernels.decode(data)
+            decoded += 1
+        except ValueError:
+            pass
+    assert 50 < decoded < len(seeds) - 30

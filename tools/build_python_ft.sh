@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Build a free-threaded CPython 3.13 (`--disable-gil`) into PREFIX from the
+# upstream tarball of Debian's python3.13 source package (trixie), fetched
+# with a private apt configuration: the system's sources stay untouched.
+#
+# Usage: tools/build_python_ft.sh PREFIX
+set -euo pipefail
+
+prefix=$(realpath -m "$1")
+if [ -x "$prefix/bin/python3.13t" ]; then
+	exit 0
+fi
+work=$(realpath -m "$prefix.build")
+rm -rf "$work"
+mkdir -p "$work/apt/lists/partial" "$work/apt/cache/archives/partial" "$work/src"
+echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" \
+	>"$work/apt/sources.list"
+apt_options=(
+	-o "Dir::Etc::SourceList=$work/apt/sources.list"
+	-o "Dir::Etc::SourceParts=/dev/null"
+	-o "Dir::State::Lists=$work/apt/lists"
+	-o "Dir::Cache=$work/apt/cache"
+	-o "Debug::NoLocking=1"
+)
+apt-get "${apt_options[@]}" -qq update
+(cd "$work/src" && apt-get "${apt_options[@]}" -qq source --download-only python3.13)
+tar -xf "$work"/src/python3.13_*.orig.tar.xz -C "$work/src"
+cd "$work"/src/Python-3.13*/
+./configure -q --disable-gil --prefix="$prefix" --with-ensurepip=install >/dev/null
+make -s -j2 >/dev/null
+make -s install >/dev/null
+rm -rf "$work"
+"$prefix/bin/python3.13t" -c 'import sys; assert not sys._is_gil_enabled()'
