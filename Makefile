@@ -24,7 +24,7 @@ FT_VENV := .venv-ft
 FT_BIN := $(CURDIR)/$(FT_VENV)/bin
 TEST_REQUIREMENTS := pytest pytest-timeout "hypothesis>=6.100" pillow scikit-image
 # The newest hypothesis needs Rust to build for cp313t; this one is py3-none-any.
-FT_TEST_REQUIREMENTS := pytest pytest-timeout hypothesis==6.155.7 pillow
+FT_TEST_REQUIREMENTS := pytest pytest-timeout hypothesis==6.155.7 pillow aiohttp
 FUZZ_REQUIREMENTS := atheris==3.0.0
 # Seconds per fuzz target.
 FUZZ_SECONDS ?= 600

@@ -95,6 +95,7 @@ def test_bench_in_process(folder, capsys):
 
 
 def test_bench_against_torch(folder):
+    pytest.importorskip("torch")
     result = run("bench", folder, "--batch-size", 4, "--workers", 1, "--size", 32,
                  "--against", "torch")
     assert result.returncode == 0, result.stderr

@@ -14,7 +14,10 @@ import pytest
 
 FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
-EXTENSIONS = ["codecs", "collate", "epoch", "image", "ops", "pool", "resize", "stats", "stream"]
+EXTENSIONS = [
+    "codecs", "collate", "epoch", "image", "io", "ops", "pipeline", "pool", "resize", "stats",
+    "stream",
+]
 
 
 @pytest.mark.skipif(not FREE_THREADED, reason="a GIL build of CPython: its GIL is always on")

@@ -5,13 +5,18 @@ import io
 import socket
 import sys
 
-import boto3
 import numpy as np
 import pytest
-from moto.server import ThreadedMotoServer
 from PIL import Image
 
 from dataloader.sources import ObjectStoreDataset
+
+# The test extra installs all three; the free-threaded test run has no build
+# of moto's cryptography dependency, nor of obstore, for its interpreter.
+_REASON = "not installable on this interpreter (no free-threaded build)"
+boto3 = pytest.importorskip("boto3", reason=_REASON)
+pytest.importorskip("obstore", reason=_REASON)
+ThreadedMotoServer = pytest.importorskip("moto.server", reason=_REASON).ThreadedMotoServer
 
 CREDENTIALS = {"access_key_id": "testing", "secret_access_key": "dl-test-secret"}
 N_IMAGES = 10
