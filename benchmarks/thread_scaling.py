@@ -2,7 +2,9 @@
 
 Every item runs a small pure-Python loop (no native code releases the
 GIL), so with the GIL two worker threads take turns, and on a free-threaded
-CPython (``python3.13t``) they run at once. Run it with each interpreter::
+CPython (``python3.13t``) they run at once. The same items computed by
+plain ``threading.Thread``s give the ceiling on the machine at hand. Run it
+with each interpreter::
 
     python benchmarks/thread_scaling.py
     .venv-ft/bin/python benchmarks/thread_scaling.py
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 
 from _common import median_seconds, print_table, write_json
 
@@ -53,6 +56,31 @@ def best_rates(repeats: int) -> dict[int, float]:
     return {workers: N_ITEMS / seconds for workers, seconds in best.items()}
 
 
+def plain_thread_rates(repeats: int) -> dict[int, float]:
+    """The same items computed by 1 and 2 plain ``threading.Thread``s: the ceiling."""
+    dataset = PurePython()
+
+    def compute(start: int, stop: int) -> None:
+        for index in range(start, stop):
+            dataset[index]
+
+    def run(n_threads: int) -> None:
+        bounds = [N_ITEMS * k // n_threads for k in range(n_threads + 1)]
+        threads = [threading.Thread(target=compute, args=bounds[k:k + 2])
+                   for k in range(n_threads)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    best = {1: float("inf"), 2: float("inf")}
+    for _ in range(repeats):
+        for n_threads in best:
+            best[n_threads] = min(best[n_threads], median_seconds(
+                lambda: run(n_threads), repeats=1, warmup=0))
+    return {n_threads: N_ITEMS / seconds for n_threads, seconds in best.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
@@ -60,12 +88,17 @@ def main() -> None:
     gil = getattr(sys, "_is_gil_enabled", lambda: True)()
     build = "GIL" if gil else "free-threaded"
     rates = best_rates(args.repeats)
-    rows = [[f"{sys.version.split()[0]} ({build})", f"{rates[1]:,.0f}", f"{rates[2]:,.0f}",
-             f"{rates[2] / rates[1]:.2f}x"]]
-    print_table(["interpreter", "1 worker (items/s)", "2 workers (items/s)", "scaling"], rows)
+    ceiling = plain_thread_rates(args.repeats)
+    interpreter = f"{sys.version.split()[0]} ({build})"
+    rows = [[interpreter, "DataLoader", f"{rates[1]:,.0f}", f"{rates[2]:,.0f}",
+             f"{rates[2] / rates[1]:.2f}x"],
+            [interpreter, "plain threads", f"{ceiling[1]:,.0f}", f"{ceiling[2]:,.0f}",
+             f"{ceiling[2] / ceiling[1]:.2f}x"]]
+    print_table(["interpreter", "runner", "1 thread (items/s)", "2 threads (items/s)",
+                 "scaling"], rows)
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     write_json(f"thread_scaling_{'gil' if gil else 'ft'}",
-               {"gil": gil, "items_per_second": rates})
+               {"gil": gil, "items_per_second": rates, "plain_threads": ceiling})
 
 
 if __name__ == "__main__":
