@@ -165,8 +165,13 @@ $(FT_VENV)/.installed: pyproject.toml meson.build dataloader/_core/meson.build |
 ft-install: $(FT_VENV)/.installed
 	$(FT_BIN)/python -m pip install -q --no-build-isolation --no-deps -Cbuild-dir=build/ft .
 
+# Every benchmark, each against its peers in the same run (docs/benchmarks.md);
+# JSON into benchmarks/results/, the image chart into docs/images/.
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/loader_overhead.py
+	$(BIN)/python benchmarks/compare_torch.py
+	$(BIN)/python benchmarks/kernels.py
+	$(BIN)/python benchmarks/thread_scaling.py
 
 # The documentation, into site/. `make test` builds it too (tests/test_docs.py).
 docs: $(VENV)/.installed-docs
