@@ -28,7 +28,7 @@ FT_TEST_REQUIREMENTS := pytest pytest-timeout hypothesis==6.155.7 pillow aiohttp
 FUZZ_REQUIREMENTS := atheris==3.0.0
 # Seconds per fuzz target.
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS := decode image_info transforms
+FUZZ_TARGETS := decode image_info transforms native_chain
 # The sanitizer runtimes are preloaded into the (uninstrumented) interpreter.
 # Leak checking is off for the Python suite (CPython's own allocations at
 # exit would drown real reports); the C-only codec harness runs with it on.

@@ -84,8 +84,8 @@ def fuzz_decode(data: bytes) -> None:
 def transform_chain(image: np.ndarray, choice: int) -> np.ndarray:
     """decode -> resize -> crop -> normalize through ``dataloader.kernels``.
 
-    The place for the ``dataloader.transforms.Compose`` chain when that
-    module exists: build the same pipeline from its transforms here.
+    ``native_chain`` below fuzzes the same kind of pipeline as one native
+    ``dataloader.transforms`` chain.
     """
     interpolation = ("nearest", "bilinear", "bicubic", "lanczos")[choice % 4]
     height, width = 1 + (choice >> 2) % 67, 1 + (choice >> 9) % 67
@@ -114,10 +114,46 @@ def fuzz_transforms(data: bytes) -> None:
     transform_chain(image, choice >> 2)
 
 
+def native_chain(choice: int):
+    """A ``dataloader.transforms`` chain chosen by ``choice``, and its output size if fixed."""
+    from dataloader.transforms import (
+        CenterCrop, Compose, Decode, Normalize, Pad, RandomHFlip, RandomResizedCrop, Resize,
+        Rotate90, ToChw, ToFloat,
+    )
+
+    size = 1 + (choice >> 4) % 97
+    geometry = [
+        RandomResizedCrop(size), Resize(size), CenterCrop(size), Pad(choice % 5, mode="reflect"),
+        Rotate90(choice % 4),
+    ][(choice >> 2) % 5]
+    mode = (None, "L", "RGB", "RGBA")[choice % 4]
+    steps = [Decode(mode, max_bytes=MAX_BYTES, exact=bool(choice & 1 << 11)), geometry,
+             RandomHFlip()]
+    if choice & 1 << 12:
+        channels = {None: 1, "L": 1, "RGB": 3, "RGBA": 4}[mode]
+        steps += [ToFloat(), Normalize([0.5] * channels, [0.25] * channels), ToChw()]
+    fixed = isinstance(geometry, (RandomResizedCrop, CenterCrop))
+    return Compose(steps), (size if fixed else None)
+
+
+def fuzz_native_chain(data: bytes) -> None:
+    """A whole native chain, decode included, on one item: a result or a ValueError."""
+    choice = _choices(data)
+    chain, size = native_chain(choice)
+    try:
+        image = chain(data, seed=choice)
+    except ValueError:
+        return
+    if size is not None:
+        assert size in image.shape and image.shape.count(size) >= 2, image.shape
+    assert np.isfinite(np.asarray(image, dtype=np.float64)).all()
+
+
 TARGETS = {
     "decode": fuzz_decode,
     "image_info": fuzz_image_info,
     "transforms": fuzz_transforms,
+    "native_chain": fuzz_native_chain,
 }
 
 
