@@ -39,7 +39,7 @@ REQUIRES = {
 
 def test_every_example_is_tested():
     scripts = {path.name for path in EXAMPLES.glob("*.py")}
-    # Helpers, and scripts that need a distributed launcher, are run elsewhere.
+    # distributed_train.py runs under torchrun below; demo.py is `make demo`.
     untested = scripts - set(EXPECTED) - {"sample_data.py", "distributed_train.py", "demo.py"}
     assert not untested, f"examples without a test: {sorted(untested)}"
 
@@ -58,3 +58,17 @@ def test_example(script, tmp_path):
         found = re.compile(pattern).search(result.stdout, position)
         assert found, f"{script}: no {pattern!r} after position {position} in:\n{result.stdout}"
         position = found.end()
+
+
+@pytest.mark.parametrize("flags", [[], ["--stream"]], ids=["map-style", "streaming"])
+def test_distributed_example_under_torchrun(flags, tmp_path):
+    pytest.importorskip("torch")
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+               str(EXAMPLES / "distributed_train.py"), "--epochs", "2", "--workers", "1",
+               "--checkpoint", str(tmp_path / "ckpt.json"), *flags]
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONSAFEPATH"}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=DEADLINE_SECONDS,
+                            cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for rank in (0, 1):
+        assert re.search(f"rank {rank} epoch 1: \\d+ steps, mean loss", result.stdout), result.stdout
