@@ -2,6 +2,8 @@
 and natural-looking test images with their encodings."""
 
 import io
+import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +38,23 @@ def make_loader(mode):
         return DataLoader(dataset, **kwargs)
 
     return make
+
+
+def loader_thread_count():
+    """The loaders' threads: pool threads (OS threads named ``dataloader-N``) and
+    Python threads named ``dataloader-...`` (an event loop's).
+
+    Other libraries' runtimes (an object store client's, say) start and
+    retire threads of their own at any time; they are not counted.
+    """
+    count = sum(t.name.startswith("dataloader-") for t in threading.enumerate())
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as comm:
+                count += comm.read().startswith("dataloader-")
+        except FileNotFoundError:
+            pass  # exited meanwhile
+    return count
 
 
 DATA = Path(__file__).parent / "data"
@@ -124,7 +143,6 @@ class HttpServer:
 
     def start(self):
         import asyncio
-        import threading
 
         from aiohttp import web
 

@@ -14,6 +14,8 @@ import aiohttp
 import numpy as np
 import pytest
 
+from conftest import loader_thread_count as thread_count
+
 from dataloader import AsyncDataset, DataLoader, get_worker_info
 
 # Generous bound for anything that must happen "at once" on a shared machine.
@@ -24,21 +26,6 @@ PROMPTLY = 5.0
 THREADED_MODES = [(0, 4), (2, 1), (2, 4)]
 
 
-def thread_count():
-    """The loader's threads: its pool's OS threads (named ``dataloader-N``) and
-    its Python threads (the event loop's, named ``dataloader-...``).
-
-    Other libraries' runtimes start and retire threads of their own at any
-    time; they are not counted.
-    """
-    count = sum(t.name.startswith("dataloader-") for t in threading.enumerate())
-    for task in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{task}/comm") as comm:
-                count += comm.read().startswith("dataloader-")
-        except FileNotFoundError:
-            pass  # exited meanwhile
-    return count
 
 
 def loop_threads():

@@ -13,6 +13,8 @@ import weakref
 import numpy as np
 import pytest
 
+from conftest import loader_thread_count as thread_count
+
 from dataloader import DataLoader, Dataset, get_worker_info
 
 # Generous bound for anything that must happen "at once": the machines are
@@ -20,20 +22,6 @@ from dataloader import DataLoader, Dataset, get_worker_info
 PROMPTLY = 2.0
 
 
-def thread_count():
-    """The OS threads of loaders' pools, which name them ``dataloader-N``.
-
-    Other libraries' runtimes (an object store client's, say) start and
-    retire threads of their own at any time; they are not counted.
-    """
-    count = 0
-    for task in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{task}/comm") as comm:
-                count += comm.read().startswith("dataloader-")
-        except FileNotFoundError:
-            pass  # exited meanwhile
-    return count
 
 
 class Blocking(Dataset):

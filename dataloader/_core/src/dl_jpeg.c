@@ -49,22 +49,35 @@ void dl_jpeg_scaled_size(int height, int width, int scale_denom, int *out_h, int
     *out_w = TJSCALED(width, sf);
 }
 
+/* Read the header into w, h and colorspace; a status, with `msg` on failure. */
+static int dl_jpeg_header(tjhandle handle, const uint8_t *data, size_t size, int *w, int *h,
+                          int *colorspace, char *msg)
+{
+    int subsamp = -1;
+    *w = *h = 0;
+    *colorspace = -1;
+    if (tjDecompressHeader3(handle, data, (unsigned long)size, w, h, &subsamp, colorspace) < 0) {
+        dl_tj_message(handle, msg);
+        return DL_ERR_CORRUPT;
+    }
+    if (*w < 1 || *h < 1 || *colorspace < 0) {
+        /* A stream that ends before its frame header "succeeds" with no size. */
+        snprintf(msg, DL_MSG_LEN, "JPEG: no frame header (truncated data)");
+        return DL_ERR_CORRUPT;
+    }
+    return DL_OK;
+}
+
 int dl_jpeg_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg)
 {
-    int w = 0, h = 0, subsamp = -1, colorspace = -1, status = DL_OK;
+    int w, h, colorspace, status;
     tjhandle handle = tjInitDecompress();
     if (handle == NULL) {
         snprintf(msg, DL_MSG_LEN, "JPEG: cannot create a decompressor");
         return DL_ERR_NOMEM;
     }
-    if (tjDecompressHeader3(handle, data, (unsigned long)size, &w, &h, &subsamp, &colorspace) < 0) {
-        dl_tj_message(handle, msg);
-        status = DL_ERR_CORRUPT;
-    } else if (w < 1 || h < 1 || colorspace < 0) {
-        /* A stream that ends before its frame header "succeeds" with no size. */
-        snprintf(msg, DL_MSG_LEN, "JPEG: no frame header (truncated data)");
-        status = DL_ERR_CORRUPT;
-    } else {
+    status = dl_jpeg_header(handle, data, size, &w, &h, &colorspace, msg);
+    if (status == DL_OK) {
         info->format = DL_FMT_JPEG;
         info->width = w;
         info->height = h;
@@ -94,7 +107,7 @@ static void dl_cmyk_to_rgb(const uint8_t *src, uint8_t *dst, size_t n_pixels, in
 int dl_jpeg_decode(const uint8_t *data, size_t size, int scale_denom, int height, int width,
                    int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg)
 {
-    int w = 0, h = 0, subsamp = -1, colorspace = -1, sh, sw, pf, native, status = DL_OK;
+    int w, h, colorspace, sh, sw, pf, native, status;
     int flags = TJFLAG_STOPONWARNING;
     uint8_t *scratch = NULL, *rgb = NULL;
     tjhandle handle = tjInitDecompress();
@@ -102,16 +115,9 @@ int dl_jpeg_decode(const uint8_t *data, size_t size, int scale_denom, int height
         snprintf(msg, DL_MSG_LEN, "JPEG: cannot create a decompressor");
         return DL_ERR_NOMEM;
     }
-    if (tjDecompressHeader3(handle, data, (unsigned long)size, &w, &h, &subsamp, &colorspace) < 0) {
-        dl_tj_message(handle, msg);
-        status = DL_ERR_CORRUPT;
+    status = dl_jpeg_header(handle, data, size, &w, &h, &colorspace, msg);
+    if (status != DL_OK)
         goto done;
-    }
-    if (w < 1 || h < 1 || colorspace < 0) {
-        snprintf(msg, DL_MSG_LEN, "JPEG: no frame header (truncated data)");
-        status = DL_ERR_CORRUPT;
-        goto done;
-    }
     dl_jpeg_scaled_size(h, w, scale_denom, &sh, &sw);
     if (sh != height || sw != width) {
         snprintf(msg, DL_MSG_LEN, "JPEG: decoded size %dx%d does not match the destination %dx%d",
