@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build a free-threaded CPython 3.13 (`--disable-gil`) into PREFIX from the
 # upstream tarball of Debian's python3.13 source package (trixie), fetched
-# with a private apt configuration: the system's sources stay untouched.
+# with a private apt configuration from the Debian archive that the system's
+# own apt sources already use: the system's sources stay untouched.
 #
 # Usage: tools/build_python_ft.sh PREFIX
 set -euo pipefail
@@ -13,7 +14,16 @@ fi
 work=$(realpath -m "$prefix.build")
 rm -rf "$work"
 mkdir -p "$work/apt/lists/partial" "$work/apt/cache/archives/partial" "$work/src"
-echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" \
+# The Debian archive that serves this system's own release (not its
+# -security or -updates suites), as the system's apt sources name it.
+codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+archive=$(apt-get indextargets --no-release-info --format '$(RELEASE) $(REPO_URI)' |
+	awk -v suite="$codename" '$1 == suite { print $2; exit }')
+if [ -z "$archive" ]; then
+	echo "build_python_ft.sh: no Debian archive in the system's apt sources" >&2
+	exit 1
+fi
+echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $archive trixie main" \
 	>"$work/apt/sources.list"
 apt_options=(
 	-o "Dir::Etc::SourceList=$work/apt/sources.list"
