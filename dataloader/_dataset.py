@@ -18,6 +18,8 @@ import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
+from dataloader._async import is_async_dataset
+
 T_co = TypeVar("T_co", covariant=True)
 
 __all__ = ["ChainDataset", "ConcatDataset", "Dataset", "IterableDataset", "forwarded_getitems"]
@@ -204,6 +206,12 @@ class ConcatDataset(Dataset[T_co]):
                 raise TypeError(
                     "ConcatDataset takes map-style datasets (__getitem__ and __len__), but "
                     f"datasets[{position}] is a {type(dataset).__name__}"
+                )
+            if is_async_dataset(dataset):
+                raise TypeError(
+                    "ConcatDataset cannot hold an async dataset, but "
+                    f"datasets[{position}] is a {type(dataset).__name__} (async def "
+                    "__getitem__): make one dataset of the sources (one list of URLs, say)"
                 )
         self.cumulative_sizes = self.cumsum(self.datasets)
 

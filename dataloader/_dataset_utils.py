@@ -13,6 +13,7 @@ so a wrapped dataset that fetches whole batches at once still does.
 
 from __future__ import annotations
 
+import inspect
 import math
 import operator
 import sys
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from dataloader._async import is_async_dataset
 from dataloader._dataset import Dataset, T_co, forwarded_getitems, is_map_style
 from dataloader._seeding import check_seed
 
@@ -35,7 +37,9 @@ class Subset(Dataset[T_co]):
     ``subset[i]`` is ``dataset[indices[i]]``; a batch is fetched with one
     ``dataset.__getitems__`` call when the dataset has one. Indices are
     not checked here: one out of ``dataset``'s range raises when it is
-    read, as in torch.
+    read, as in torch. A subset of an async dataset (one with ``async def
+    __getitem__``, such as :class:`dataloader.HttpDataset`) is async too:
+    the loader runs its items on its event loop, one coroutine per item.
 
     Parameters
     ----------
@@ -62,6 +66,12 @@ class Subset(Dataset[T_co]):
 
     dataset: Any
     indices: Sequence[int]
+
+    def __new__(cls, dataset: Any = None, indices: Any = None) -> Subset[Any]:
+        # The loader recognises an async dataset by its class's coroutine
+        # methods, so a subset of one needs a class with async methods.
+        made = _AsyncSubset if cls is Subset and is_async_dataset(dataset) else cls
+        return super().__new__(made)
 
     def __init__(self, dataset: Any, indices: Sequence[int]) -> None:
         _check_map_style(dataset, "dataset")
@@ -97,6 +107,26 @@ class Subset(Dataset[T_co]):
 
     def __len__(self) -> int:
         return len(self.indices)
+
+
+class _AsyncSubset(Subset[T_co]):
+    """A :class:`Subset` of an async dataset: ``subset[i]`` is a coroutine.
+
+    The loader loads its items one by one on its event loop (item lanes),
+    and its ``aclose()`` closes the wrapped dataset.
+    """
+
+    __getitems__ = None  # type: ignore[assignment]
+
+    async def __getitem__(self, idx: Any) -> Any:  # type: ignore[override]
+        item = Subset.__getitem__(self, idx)
+        # Only the dataset's __getitems__ may be async; its items are then plain.
+        return await item if inspect.isawaitable(item) else item
+
+    async def aclose(self) -> None:
+        aclose = getattr(self.dataset, "aclose", None)
+        if aclose is not None and inspect.iscoroutinefunction(aclose):
+            await aclose()
 
 
 class TensorDataset(Dataset[tuple[Any, ...]]):
@@ -196,6 +226,12 @@ class StackDataset(Dataset[Any]):
         named = kwargs if kwargs else {f"args[{i}]": dataset for i, dataset in enumerate(args)}
         for name, dataset in named.items():
             _check_map_style(dataset, name)
+            if is_async_dataset(dataset):
+                raise TypeError(
+                    f"StackDataset cannot hold an async dataset, but {name} is a "
+                    f"{type(dataset).__name__} (async def __getitem__): give the async "
+                    "dataset's items their other fields itself"
+                )
         lengths = {name: len(dataset) for name, dataset in named.items()}
         self._length = next(iter(lengths.values()))
         if any(length != self._length for length in lengths.values()):

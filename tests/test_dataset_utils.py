@@ -1,5 +1,6 @@
 """torch's dataset utilities: behaviour, parity with torch.utils.data, and every loader mode."""
 
+import asyncio
 import itertools
 import threading
 import warnings
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 from dataloader import (
+    AsyncDataset,
     ChainDataset,
     ConcatDataset,
     DataLoader,
@@ -446,6 +448,49 @@ def test_sharded_chain_in_every_mode(make_loader):
         loader = make_loader(chain.shard(rank=rank, world_size=2), batch_size=2)
         shares.append(sorted(itertools.chain(*(batch.tolist() for batch in loader))))
     assert shares == [[0, 2, 4, 11, 13, 15], [1, 3, 10, 12, 14]]
+
+
+class Remote(AsyncDataset):
+    """Items ``10 * i`` awaited like a request; ``closed`` is set by ``aclose``."""
+
+    def __init__(self, n):
+        self.n = n
+        self.closed = threading.Event()
+
+    def __len__(self):
+        return self.n
+
+    async def __getitem__(self, index):
+        await asyncio.sleep(0)
+        return 10 * range(self.n)[index]
+
+    async def aclose(self):
+        self.closed.set()
+
+
+def test_subset_of_an_async_dataset_is_async():
+    subset = Subset(Remote(6), [5, 1])
+    assert isinstance(subset, Subset)
+    assert asyncio.run(subset[0]) == 50
+    assert subset.__getitems__ is None  # one coroutine per item, on the loader's lanes
+
+
+def test_random_split_of_an_async_dataset_loads_in_every_mode(make_loader):
+    remote = Remote(11)
+    splits = random_split(remote, [0.7, 0.3], generator=2)
+    for part in splits:
+        expected = [[10 * i for i in part.indices[:4]], [10 * i for i in part.indices[4:]]]
+        expected = [batch for batch in expected if batch]
+        with make_loader(part, batch_size=4) as loader:
+            assert [batch.tolist() for batch in loader] == expected
+    assert remote.closed.is_set()  # closing the loader closed the wrapped dataset
+
+
+def test_concat_and_stack_refuse_async_datasets():
+    with pytest.raises(TypeError, match=r"cannot hold an async dataset.*datasets\[1\] is a Remote"):
+        ConcatDataset([Items(2), Remote(2)])
+    with pytest.raises(TypeError, match="cannot hold an async dataset, but b is a Remote"):
+        StackDataset(a=Items(2), b=Remote(2))
 
 
 # -- parity with torch.utils.data -------------------------------------------------
