@@ -578,6 +578,11 @@ def test_tensor_dataset_matches_torch_for_tensors_and_arrays():
         ours[5]
     with pytest.raises(ValueError, match="Size mismatch between tensors"):
         TensorDataset(x, y[:4])
+    with pytest.raises(AssertionError, match="Size mismatch between tensors"):
+        TorchTensorDataset(x, y[:4])
+    # Mixed: each row keeps its array's type.
+    row, label = TensorDataset(x.numpy(), y)[2]
+    assert isinstance(row, np.ndarray) and isinstance(label, torch.Tensor)
     batch = next(iter(DataLoader(ours, batch_size=5)))
     assert torch.equal(batch[0], x) and torch.equal(batch[1], y)
 
