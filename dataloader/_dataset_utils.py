@@ -3,9 +3,11 @@
 ``Subset``, ``TensorDataset``, ``StackDataset`` and ``random_split`` have
 ``torch.utils.data``'s names, signatures and meanings (the concatenations,
 ``ConcatDataset`` and ``ChainDataset``, are beside the bases in
-``dataloader._dataset``, since ``+`` makes them). They differ from torch's
-only where torch would crash later or fail with an ``AssertionError``:
-bad arguments raise ``ValueError`` or ``TypeError`` here, at construction.
+``dataloader._dataset``, since ``+`` makes them). Where torch would fail
+later or with an ``AssertionError``, bad arguments raise ``ValueError`` or
+``TypeError`` here, at construction. Beyond torch's: ``TensorDataset``
+takes numpy arrays, ``random_split`` takes a numpy generator or an int
+seed, and a ``Subset`` of an async dataset is async.
 
 The wrappers forward a batch's ``__getitems__`` to the datasets they wrap,
 so a wrapped dataset that fetches whole batches at once still does.

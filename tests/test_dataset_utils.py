@@ -334,6 +334,12 @@ def test_random_split_is_a_function_of_the_seed():
     )
 
 
+def test_random_split_without_a_generator_partitions_the_dataset():
+    splits = random_split(Items(30), [0.5, 0.3, 0.2])
+    assert [len(part) for part in splits] == [15, 9, 6]
+    assert sorted(itertools.chain(*parts(splits))) == list(range(30))
+
+
 def test_random_split_with_a_numpy_generator_uses_its_permutation():
     expected = np.random.default_rng(11).permutation(10).tolist()
     splits = random_split(Items(10), [4, 6], generator=np.random.default_rng(11))
