@@ -262,7 +262,7 @@ class StackDataset(Dataset[Any]):
 def random_split(
     dataset: Any, lengths: Sequence[int | float], generator: Any = None
 ) -> list[Subset[Any]]:
-    """Split ``dataset`` at random into non-overlapping :class:`Subset` s.
+    """Split ``dataset`` at random into non-overlapping parts, each a :class:`Subset`.
 
     ``lengths`` are either the lengths of the parts (summing to
     ``len(dataset)``) or fractions summing to 1; fractions become
