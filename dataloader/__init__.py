@@ -14,7 +14,8 @@ Examples
 
 from dataloader._async import AsyncDataset
 from dataloader._collate import default_collate, default_convert
-from dataloader._dataset import Dataset, IterableDataset
+from dataloader._dataset import ChainDataset, ConcatDataset, Dataset, IterableDataset
+from dataloader._dataset_utils import StackDataset, Subset, TensorDataset, random_split
 from dataloader._distributed import DistributedSampler
 from dataloader._images import ImageCollator, ImageFolder
 from dataloader._loader import DataLoader
@@ -36,6 +37,8 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncDataset",
     "BatchSampler",
+    "ChainDataset",
+    "ConcatDataset",
     "DataLoader",
     "Dataset",
     "DistributedSampler",
@@ -49,12 +52,16 @@ __all__ = [
     "Retry",
     "Sampler",
     "SequentialSampler",
+    "StackDataset",
+    "Subset",
     "SubsetRandomSampler",
+    "TensorDataset",
     "WeightedRandomSampler",
     "WorkerInfo",
     "default_collate",
     "default_convert",
     "get_worker_info",
     "item_seed",
+    "random_split",
     "shard",
 ]

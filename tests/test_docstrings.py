@@ -12,6 +12,7 @@ MODULES = [
     "dataloader._cli",
     "dataloader._collate",
     "dataloader._dataset",
+    "dataloader._dataset_utils",
     "dataloader._images",
     "dataloader._distributed",
     "dataloader._exif",
