@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import operator
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -125,16 +126,30 @@ class IterableDataset(Generic[T_co]):
         return shard(self, rank, world_size)
 
 
+def _is_declared_stream(dataset: Any) -> bool:
+    """Whether ``dataset`` subclasses this library's or torch's ``IterableDataset``.
+
+    torch's ``Dataset`` base defines ``__getitem__`` (raising
+    ``NotImplementedError``), so its streams must be recognised by class; a
+    torch dataset exists only once torch is imported, hence the
+    ``sys.modules`` look-up instead of an import.
+    """
+    if isinstance(dataset, IterableDataset):
+        return True
+    torch_data = sys.modules.get("torch.utils.data")
+    return torch_data is not None and isinstance(dataset, torch_data.IterableDataset)
+
+
 def is_map_style(dataset: Any) -> bool:
     """Whether the loader addresses ``dataset`` by index."""
-    if isinstance(dataset, IterableDataset):
+    if _is_declared_stream(dataset):
         return False
     return hasattr(type(dataset), "__getitem__")
 
 
 def is_iterable_style(dataset: Any) -> bool:
     """Whether the loader consumes ``dataset`` as a stream."""
-    if isinstance(dataset, IterableDataset):
+    if _is_declared_stream(dataset):
         return True
     return hasattr(type(dataset), "__iter__") and not hasattr(type(dataset), "__getitem__")
 

@@ -343,3 +343,19 @@ def test_interpreter_exit_with_a_running_endless_stream():
     assert result.returncode == 0, result.stderr
     assert "Fatal Python error" not in result.stderr
     assert result.stdout.strip() == "exiting"
+
+
+def test_torch_iterable_dataset_with_len_is_a_stream():
+    """torch's Dataset base defines ``__getitem__``: its streams are known by class."""
+    torch_data = pytest.importorskip("torch.utils.data")
+
+    class TorchRange(torch_data.IterableDataset):
+        def __len__(self):
+            return 5
+
+        def __iter__(self):
+            return iter(range(5))
+
+    loader = DataLoader(TorchRange(), batch_size=2)
+    expected = [batch.tolist() for batch in torch_data.DataLoader(TorchRange(), batch_size=2)]
+    assert [batch.tolist() for batch in loader] == expected == [[0, 1], [2, 3], [4]]
