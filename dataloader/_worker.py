@@ -1,11 +1,15 @@
 """Which worker is running this code: ``get_worker_info()``.
 
 Workers are threads, so the information is thread-local: the consumer thread
-(and any thread the loader does not own) sees ``None``.
+(and any thread the loader does not own) sees ``None``. torch's own
+``torch.utils.data.get_worker_info()`` answers the same on the loader's
+threads (see ``answer_torch_worker_info``), so an unchanged torch dataset
+that splits its stream by worker does so here too.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from dataclasses import dataclass
@@ -68,6 +72,39 @@ def get_worker_info() -> WorkerInfo | None:
     return setup.infos.get(_local.id)
 
 
+def answer_torch_worker_info() -> None:
+    """Make torch's ``get_worker_info()`` return this module's answer on loader threads.
+
+    torch keeps its worker's info in one process-wide global, set in its
+    worker processes; on threads it would say ``None`` to every worker, and
+    a torch ``IterableDataset`` that splits its items by worker would give
+    each worker the whole stream. Its ``get_worker_info`` functions are
+    replaced (once, and only when torch is already imported) by one that
+    asks :func:`get_worker_info` first and torch's own otherwise. Code that
+    bound ``get_worker_info`` by name before the first epoch keeps torch's.
+    """
+    torch_data = sys.modules.get("torch.utils.data")
+    if torch_data is None or torch_data.get_worker_info is _torch_get_worker_info:
+        return
+    original = torch_data.get_worker_info
+    _torch_originals.append(original)
+    torch_data.get_worker_info = _torch_get_worker_info
+    worker_module = sys.modules.get("torch.utils.data._utils.worker")
+    if worker_module is not None and worker_module.get_worker_info is original:
+        worker_module.get_worker_info = _torch_get_worker_info
+
+
+# torch's get_worker_info, kept by answer_torch_worker_info.
+_torch_originals: list[Any] = []
+
+
+def _torch_get_worker_info() -> Any:
+    info = get_worker_info()
+    if info is not None:
+        return info
+    return _torch_originals[0]() if _torch_originals else None
+
+
 def set_stream_worker(info: WorkerInfo | None) -> None:
     """Make ``get_worker_info()`` on this thread return ``info`` (``None`` undoes it).
 
@@ -93,6 +130,7 @@ class WorkerSetup:
     __slots__ = ("infos", "init_fn", "__weakref__")
 
     def __init__(self, num_workers: int, base_seed: int, dataset: Any, init_fn: Any) -> None:
+        answer_torch_worker_info()
         self.infos = {
             worker_id: WorkerInfo(worker_id, num_workers, base_seed + worker_id, dataset)
             for worker_id in range(num_workers)

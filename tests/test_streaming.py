@@ -359,3 +359,17 @@ def test_torch_iterable_dataset_with_len_is_a_stream():
     loader = DataLoader(TorchRange(), batch_size=2)
     expected = [batch.tolist() for batch in torch_data.DataLoader(TorchRange(), batch_size=2)]
     assert [batch.tolist() for batch in loader] == expected == [[0, 1], [2, 3], [4]]
+
+
+def test_torch_dataset_split_by_torchs_worker_info_yields_each_item_once():
+    torch_data = pytest.importorskip("torch.utils.data")
+
+    class TorchSplitRange(torch_data.IterableDataset):
+        def __iter__(self):
+            info = torch_data.get_worker_info()
+            start, step = (0, 1) if info is None else (info.id, info.num_workers)
+            return iter(range(start, 20, step))
+
+    loader = DataLoader(TorchSplitRange(), batch_size=3, num_workers=2)
+    assert flat(loader) == list(range(20))
+    assert torch_data.get_worker_info() is None  # the consumer thread is no worker
