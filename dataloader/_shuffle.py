@@ -29,7 +29,7 @@ import numpy as np
 
 from dataloader._core.shuffle import Permutation
 
-__all__ = ["EXACT_BELOW", "Order", "draw_key", "pass_chunks", "strided_indices"]
+__all__ = ["EXACT_BELOW", "Order", "chunk_sizes", "draw_key", "pass_chunks", "strided_indices"]
 
 # Below this many items an order is numpy's exact permutation, above it the
 # Feistel bijection. 2^20 (just above 10^6) is where format-preserving
@@ -37,15 +37,26 @@ __all__ = ["EXACT_BELOW", "Order", "draw_key", "pass_chunks", "strided_indices"]
 # start; an array of 2^20 int32 is 4 MiB and shuffles in milliseconds.
 EXACT_BELOW = 1 << 20
 
-# Indices are produced this many at a time (one numpy chunk).
+# Indices are produced this many at a time (one numpy chunk), after a first
+# chunk of FIRST_CHUNK doubling up to it: the first batch of an epoch waits
+# for FIRST_CHUNK indices to become Python ints, not CHUNK.
 CHUNK = 1 << 16
+FIRST_CHUNK = 1 << 10
 
 _U64 = 1 << 64
 
 
+def chunk_sizes() -> Iterator[int]:
+    """FIRST_CHUNK, twice that, ... up to CHUNK, then CHUNK forever."""
+    size = FIRST_CHUNK
+    while True:
+        yield size
+        size = min(2 * size, CHUNK)
+
+
 def draw_key(rng: np.random.Generator) -> tuple[int, int]:
     """The 128-bit key of one epoch's order: two draws from ``rng``."""
-    key0, key1 = rng.integers(0, _U64, size=2, dtype=np.uint64, endpoint=False).tolist()
+    key0, key1 = rng.bit_generator.random_raw(2).tolist()
     return key0, key1
 
 
@@ -103,11 +114,12 @@ def pass_chunks(n: int, key: tuple[int, int], start: int, stop: int) -> Iterator
     order: Order | None = None
     current = -1
     position = start
+    sizes = chunk_sizes()
     while position < stop:
         stream, offset = divmod(position, n)
         if order is None or stream != current:
             order, current = Order(n, key, stream), stream
-        count = min(CHUNK, n - offset, stop - position)
+        count = min(next(sizes), n - offset, stop - position)
         yield order.take(offset, 1, count)
         position += count
 
@@ -119,10 +131,14 @@ def strided_indices(
 
     ``order`` of ``None`` is the identity (an unshuffled order).
     """
-    for done in range(0, count, CHUNK):
-        size = min(CHUNK, count - done)
+    done = 0
+    for size in chunk_sizes():
+        if done >= count:
+            return
+        size = min(size, count - done)
         start = first + done * step
         if order is not None:
             yield order.take(start, step, size)
         else:
             yield (start + step * np.arange(size, dtype=np.int64)) % n
+        done += size

@@ -22,8 +22,10 @@ recorded is the one of the last batch delivered from that stream.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import islice
+from itertools import chain, islice
 from typing import Any, Iterable, Iterator
+
+import numpy as np
 
 from dataloader._sampler import BatchSampler, index_chunks, is_epoch_seeded
 from dataloader._seeding import EpochSeeded, check_seed, claim_epoch
@@ -175,5 +177,5 @@ def skip_batches(index_sampler: Any, batched: bool, count: int) -> Iterator[Any]
     elif not batched:
         chunks = index_chunks(index_sampler, count)
         if chunks is not None:
-            return (index for chunk in chunks for index in chunk.tolist())
+            return chain.from_iterable(map(np.ndarray.tolist, chunks))
     return islice(iter(index_sampler), count, None)
