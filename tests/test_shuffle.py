@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from dataloader import (
-    DataLoader,
     DistributedSampler,
     RandomSampler,
     SubsetRandomSampler,
@@ -304,12 +303,15 @@ def test_distributed_sampler_over_ten_billion_items_computes_only_its_positions(
 # ---- the loader -----------------------------------------------------------------------
 
 
-def test_shuffled_loader_over_ten_billion_items_starts_at_once():
-    loader = DataLoader(Huge(), batch_size=64, shuffle=True, seed=0)
+def test_shuffled_loader_over_ten_billion_items_starts_at_once(make_loader):
+    # No path of the loader (direct, lanes, worker threads) builds an array
+    # or a list of the dataset's length.
+    loader = make_loader(Huge(), batch_size=64, shuffle=True, seed=0)
     assert len(loader) == BIG // 64
     tracemalloc.start()
     try:
-        batch = next(iter(loader))
+        with loader:
+            batch = next(iter(loader))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -317,12 +319,13 @@ def test_shuffled_loader_over_ten_billion_items_starts_at_once():
     assert len(np.unique(batch)) == 64 and 0 <= batch.min() and batch.max() < BIG
 
 
-def test_resume_jumps_to_its_position_in_a_huge_epoch():
-    loader = DataLoader(Huge(), batch_size=64, shuffle=True, seed=6)
+def test_resume_jumps_to_its_position_in_a_huge_epoch(make_loader):
+    loader = make_loader(Huge(), batch_size=64, shuffle=True, seed=6)
     delivered = 10**8 + 7  # replaying them would take hours
     loader.load_state_dict({"format": 1, "epoch": 2, "batches": delivered, "seed": 6})
     it = iter(loader)
     assert len(it) == BIG // 64 - delivered
     batch = next(it)
+    loader.close()
     order = Order(BIG, draw_key(epoch_generator(6, 2)))
     assert batch.tolist() == order.take(64 * delivered, 1, 64).tolist()
