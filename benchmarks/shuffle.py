@@ -29,6 +29,7 @@ import time
 from collections import deque
 from itertools import islice
 
+from _common import Indices as Huge
 from _common import print_table, write_json
 
 BIG = 10**10
@@ -36,19 +37,6 @@ LARGE = 2 * 10**8
 BATCH = 64
 ITERATED = 2 * 10**7   # indices iterated one by one for the rate
 EPOCH = 10**7          # items of the whole-epoch rate, small enough for every peer
-
-
-class Huge:
-    """A dataset whose item ``i`` is ``i``; only its length is large."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, index: int) -> int:
-        return index
 
 
 class NumpyPermutationSampler:
