@@ -73,7 +73,7 @@ class _ChunkedSampler(Sampler[int]):
 
 
 def index_chunks(sampler: Any, start: int = 0) -> Iterator[np.ndarray] | None:
-    """The numpy chunks of one of our samplers from position ``start``, or ``None`` for any other iterable.
+    """Our sampler's numpy chunks from position ``start``; ``None`` for any other iterable.
 
     A subclass that overrides ``__iter__`` is treated as a foreign sampler, so
     its own ``__iter__`` is what the loader follows.

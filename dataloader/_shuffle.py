@@ -8,8 +8,12 @@ its order from here. An epoch draws one 128-bit key from its generator
 ``(key, p, n)``:
 
 * below :data:`EXACT_BELOW` items, numpy's exact, uniform permutation
-  (Fisher-Yates), drawn from a Philox generator keyed by ``key`` with the
-  pass number in its counter: held as an array of at most 4 MiB;
+  (Fisher-Yates), drawn from a Philox generator keyed by ``key``: held as
+  an array of at most 4 MiB. The passes come in blocks, one generator per
+  block (its number in the generator's counter): one pass per block, or,
+  when a sampler makes many passes over a small dataset, up to
+  ``CHUNK // n`` of them, so that they cost one numpy call per block, not
+  one each;
 * from :data:`EXACT_BELOW` items up, a keyed bijection of ``[0, n)`` (a
   Feistel network with cycle-walking, ``_core/src/dl_shuffle.c``) that
   computes the index at any position in constant time and memory, natively
@@ -80,10 +84,7 @@ class Order:
         self._array: np.ndarray | None = None
         self._native: Any = None
         if n < EXACT_BELOW:
-            counter = np.array([0, 0, 0, stream % _U64], dtype=np.uint64)
-            bits = np.random.Philox(key=np.array(key, dtype=np.uint64), counter=counter)
-            self._array = np.arange(n, dtype=np.int32)
-            np.random.Generator(bits).shuffle(self._array)
+            self._array = _exact_block(n, key, stream, 1)[0]
         else:
             self._native = Permutation(n, key[0], key[1], stream % _U64)
 
@@ -104,13 +105,34 @@ class Order:
         return array[positions % self.n].astype(np.int64)
 
 
+def _exact_block(n: int, key: tuple[int, int], block: int, passes: int) -> np.ndarray:
+    """Exact passes ``block * passes`` to ``block * passes + passes - 1`` over ``[0, n)``.
+
+    One per row, each an independent uniform permutation (int32).
+    """
+    counter = np.array([0, 0, 0, block % _U64], dtype=np.uint64)
+    bits = np.random.Philox(key=np.array(key, dtype=np.uint64), counter=counter)
+    rng = np.random.Generator(bits)
+    if passes == 1:
+        order = np.arange(n, dtype=np.int32)
+        rng.shuffle(order)
+        return order.reshape(1, n)
+    return rng.permuted(np.tile(np.arange(n, dtype=np.int32), (passes, 1)), axis=1)
+
+
 def pass_chunks(n: int, key: tuple[int, int], start: int, stop: int) -> Iterator[np.ndarray]:
     """Positions ``[start, stop)`` of back-to-back passes over ``[0, n)``, in chunks.
 
     Position ``q`` is position ``q % n`` of pass ``q // n``; each pass is
     its own permutation. Starting at ``start`` costs nothing on the
-    Feistel side: the passes and positions before it are never computed.
+    Feistel side: the passes and positions before it are never computed
+    (on the exact side, only the current block of passes is). The blocks
+    depend on ``stop``: a sampler asks with the same ``stop`` from any
+    ``start``.
     """
+    if n < EXACT_BELOW:
+        yield from _exact_pass_chunks(n, key, start, stop)
+        return
     order: Order | None = None
     current = -1
     position = start
@@ -121,6 +143,22 @@ def pass_chunks(n: int, key: tuple[int, int], start: int, stop: int) -> Iterator
             order, current = Order(n, key, stream), stream
         count = min(next(sizes), n - offset, stop - position)
         yield order.take(offset, 1, count)
+        position += count
+
+
+def _exact_pass_chunks(n: int, key: tuple[int, int], start: int, stop: int) -> Iterator[np.ndarray]:
+    # A block's passes are consecutive positions: its rows, end to end.
+    passes = max(1, min(CHUNK // n, -(-stop // n)))
+    span = passes * n
+    current, flat = -1, np.empty(0, dtype=np.int32)
+    position = start
+    sizes = chunk_sizes()
+    while position < stop:
+        block, offset = divmod(position, span)
+        if block != current:
+            current, flat = block, _exact_block(n, key, block, passes).ravel()
+        count = min(next(sizes), span - offset, stop - position)
+        yield flat[offset : offset + count].astype(np.int64)
         position += count
 
 

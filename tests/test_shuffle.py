@@ -222,15 +222,25 @@ def test_random_sampler_with_a_generator_draws_a_new_order_each_epoch():
     assert np.count_nonzero(first != second) > len(first) - 100
 
 
-@pytest.mark.parametrize("n, num_samples", [(10, 35), (EXACT_BELOW + 1, 2 * EXACT_BELOW + 5)])
+@pytest.mark.parametrize("n, num_samples", [(10, 35), (4, 10**5 + 3), (1000, 3 * CHUNK),
+                                            (EXACT_BELOW + 1, 2 * EXACT_BELOW + 5)])
 def test_random_sampler_passes_past_n_are_permutations_of_their_own(n, num_samples):
     order = sampler_order(RandomSampler(range(n), num_samples=num_samples, seed=4))
     assert len(order) == num_samples
-    passes = [order[start : start + n] for start in range(0, num_samples, n)]
-    for whole in passes[:-1]:
-        assert np.array_equal(np.sort(whole), np.arange(n))
-    assert len(np.unique(passes[-1])) == len(passes[-1])
-    assert not np.array_equal(passes[0][:10], passes[1][:10])
+    whole = order[: num_samples // n * n].reshape(-1, n)
+    assert np.array_equal(np.sort(whole, axis=1), np.broadcast_to(np.arange(n), whole.shape))
+    rest = order[num_samples // n * n :]
+    assert len(np.unique(rest)) == len(rest)
+    assert not np.array_equal(whole[0][:10], whole[1][:10])
+
+
+def test_many_passes_over_a_tiny_dataset_are_uniform_permutations():
+    # 4! orders, each pass one of them: all equally often.
+    passes = sampler_order(RandomSampler(range(4), num_samples=4 * 48_000, seed=8)).reshape(-1, 4)
+    codes = passes @ np.array([64, 16, 4, 1])
+    counts = np.unique(codes, return_counts=True)[1]
+    assert len(counts) == 24
+    assert chi_square(counts) < chi_square_limit(23)
 
 
 def resumable_samplers(n):
