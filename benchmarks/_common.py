@@ -12,6 +12,19 @@ from typing import Any, Callable
 RESULTS = Path(__file__).parent / "results"
 
 
+class Indices:
+    """A map-style dataset of ``n`` items whose item ``i`` is ``i``: only the loader's work is left."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> int:
+        return index
+
+
 def median_seconds(run: Callable[[], Any], *, repeats: int = 5, warmup: int = 1) -> float:
     """The median wall time of ``run()`` over ``repeats`` runs after ``warmup`` runs."""
     for _ in range(warmup):

@@ -36,7 +36,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
-from _common import median_seconds, print_table, write_json
+from _common import Indices, median_seconds, print_table, write_json
 
 from dataloader import DataLoader
 
@@ -44,15 +44,7 @@ BATCH_SIZE = 32
 NUM_WORKERS = 2
 
 
-class InMemory:
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, index: int) -> int:
-        return index
+InMemory = Indices
 
 
 class IoWait(InMemory):

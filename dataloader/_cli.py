@@ -246,11 +246,14 @@ def _image_dataset(path: Path, repeat_file: int = 0) -> Any:
     return ImageFiles(files)
 
 
-def _named_error(err: Exception, dataset: Any, chain: _transforms.Transform) -> CommandError:
+def _named_error(
+    err: Exception, dataset: Any, chain: _transforms.Transform, batch: list[int] | None = None
+) -> CommandError:
     """The loader's error, naming the file that fails ``chain`` when the error's note says which.
 
     The loader's note lists the indices of the failing batch (the first
-    eight, for a batch loaded on the calling thread); each is loaded and
+    eight, for a batch loaded on the calling thread); each, or each of
+    ``batch`` when the caller knows the whole batch, is loaded and
     transformed again until one fails.
     """
     for note in getattr(err, "__notes__", ()):
@@ -258,6 +261,8 @@ def _named_error(err: Exception, dataset: Any, chain: _transforms.Transform) -> 
         if not found:
             continue
         indices = [int(index) for index in found.group(1).split(",") if index.strip()]
+        if batch is not None:
+            indices += [index for index in batch if index not in indices]
         for index in indices:
             try:
                 chain(dataset[index][0], seed=0)
@@ -474,7 +479,9 @@ def _show(args: argparse.Namespace) -> int:
         with loader:
             items = next(iter(loader))
     except (ValueError, OSError) as err:
-        raise _named_error(err, dataset, chain) from None
+        # The one batch shown, computed again: the error's note may list only part of it.
+        batch = next(iter(loader.batch_sampler))
+        raise _named_error(err, dataset, chain, batch) from None
     captions = [dataset.classes[label] if len(dataset.classes) > 1 else "" for _, label in items]
     grid = image_grid([_viewable(image) for image, _ in items], captions)
     from PIL import Image as PILImage

@@ -19,8 +19,9 @@ from typing import Any, Iterator, Sized
 
 import numpy as np
 
-from dataloader._sampler import _CHUNK, _ChunkedSampler, _permutation
+from dataloader._sampler import _ChunkedSampler
 from dataloader._seeding import EpochSeeded, check_seed, epoch_generator
+from dataloader._shuffle import Order, draw_key, strided_indices
 
 __all__ = ["DistributedSampler", "all_ranks_min", "world"]
 
@@ -105,7 +106,9 @@ class DistributedSampler(_ChunkedSampler, EpochSeeded):
     ``floor(N / num_replicas)`` with ``drop_last``. Apart from that padding,
     the ranks' shares are disjoint and together cover the dataset. The
     order is a function of ``(seed, epoch)``: every rank computes the same
-    partition without communicating.
+    partition without communicating, and only its own positions of the
+    order (``docs/datasets.md``, "How shuffled orders are made"), so its
+    first index comes at once whatever the dataset's length.
 
     Parameters
     ----------
@@ -174,21 +177,18 @@ class DistributedSampler(_ChunkedSampler, EpochSeeded):
     def __len__(self) -> int:
         return self.num_samples
 
-    def _index_chunks(self) -> Iterator[np.ndarray]:
+    def _index_chunks(self, start: int = 0) -> Iterator[np.ndarray]:
         n = len(self.dataset)
-        total = self.total_size
-        if total == 0:
+        count = self.num_samples - start
+        if n == 0 or count <= 0:
             return
+        order = None
         if self.shuffle:
-            order = _permutation(n, epoch_generator(self.seed, self.epoch))
-        else:
-            order = np.arange(n, dtype=np.int64)
-        if total > n:
-            # Pad by wrapping around the order, as often as needed.
-            order = np.resize(order, total)
-        mine = order[self.rank : total : self.num_replicas].astype(np.int64)
-        for start in range(0, len(mine), _CHUNK):
-            yield mine[start : start + _CHUNK]
+            order = Order(n, draw_key(epoch_generator(self.seed, self.epoch)))
+        # This rank's positions of the epoch's order: rank, rank + R, ...;
+        # past n (padding) they wrap around to its start, as torch's do.
+        first = self.rank + start * self.num_replicas
+        yield from strided_indices(order, n, first, self.num_replicas, count)
 
     def state_dict(self) -> dict[str, Any]:
         """The seed, the epoch and the number of ranks (the same on every rank)."""

@@ -2,19 +2,24 @@
 
 The constructors and meanings are ``torch.utils.data``'s, but randomness
 comes from numpy's ``Generator`` and indices are produced in vectorised
-chunks, so an epoch over 10^8 items never builds a Python list of 10^8 ints.
-Samplers defined here share one internal protocol, ``_index_chunks()``, which
-:class:`BatchSampler` uses to cut batches with numpy instead of a Python loop.
+chunks, so an epoch over 10^10 items never builds an array or a list of
+10^10 ints. Shuffled orders come from ``dataloader._shuffle``: any position
+of them is computed directly. Samplers defined here share one internal
+protocol, ``_index_chunks(start)`` (the epoch's indices from position
+``start`` on), which :class:`BatchSampler` uses to cut batches with numpy
+instead of a Python loop, and a resumed epoch to start where it stopped.
 """
 
 from __future__ import annotations
 
-from itertools import islice
+from itertools import chain, islice
 from typing import Any, Generic, Iterable, Iterator, Sequence, Sized, TypeVar
 
 import numpy as np
 
 from dataloader._seeding import EpochSeeded, check_seed, epoch_generator
+from dataloader._shuffle import CHUNK as _CHUNK
+from dataloader._shuffle import draw_key, pass_chunks
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -26,10 +31,6 @@ __all__ = [
     "SubsetRandomSampler",
     "WeightedRandomSampler",
 ]
-
-# Indices are generated and converted to Python ints this many at a time.
-_CHUNK = 1 << 16
-
 
 class Sampler(Generic[T_co]):
     """Base class of samplers: an iterable of dataset indices.
@@ -62,23 +63,38 @@ class Sampler(Generic[T_co]):
 class _ChunkedSampler(Sampler[int]):
     """A sampler whose indices come from numpy chunks (see module docstring)."""
 
-    def _index_chunks(self) -> Iterator[np.ndarray]:
+    def _index_chunks(self, start: int = 0) -> Iterator[np.ndarray]:
+        """The epoch's indices from position ``start`` on, as int64 chunks."""
         raise NotImplementedError
 
     def __iter__(self) -> Iterator[int]:
-        for chunk in self._index_chunks():
-            yield from chunk.tolist()
+        # Chained list iterators: no Python frame runs per index.
+        return chain.from_iterable(map(np.ndarray.tolist, self._index_chunks()))
 
 
-def index_chunks(sampler: Any) -> Iterator[np.ndarray] | None:
-    """The numpy chunks of one of our samplers, or ``None`` for any other iterable.
+def index_chunks(sampler: Any, start: int = 0) -> Iterator[np.ndarray] | None:
+    """Our sampler's numpy chunks from position ``start``; ``None`` for any other iterable.
 
     A subclass that overrides ``__iter__`` is treated as a foreign sampler, so
     its own ``__iter__`` is what the loader follows.
     """
     if index_chunks_available(sampler):
-        return sampler._index_chunks()
+        return sampler._index_chunks(start)
     return None
+
+
+def skip_indices(chunks: Iterator[np.ndarray], count: int) -> Iterator[np.ndarray]:
+    """``chunks`` without their first ``count`` indices (computed, then cut off).
+
+    For orders drawn one after the other from a generator (draws with
+    replacement, weighted draws), which cannot start anywhere else.
+    """
+    for chunk in chunks:
+        if count >= len(chunk):
+            count -= len(chunk)
+            continue
+        yield chunk[count:] if count else chunk
+        count = 0
 
 
 def check_generator(generator: Any) -> None:
@@ -152,14 +168,6 @@ def _check_bool(name: str, value: Any, error: type[Exception] = ValueError) -> N
         raise error(f"{name} should be a boolean value, but got {name}={value!r}")
 
 
-def _permutation(n: int, rng: np.random.Generator) -> np.ndarray:
-    # int32 halves the memory of a large epoch's permutation.
-    dtype = np.int32 if n < 2**31 else np.int64
-    order = np.arange(n, dtype=dtype)
-    rng.shuffle(order)
-    return order
-
-
 def _chunks_of(array: np.ndarray) -> Iterator[np.ndarray]:
     for start in range(0, len(array), _CHUNK):
         yield array[start : start + _CHUNK]
@@ -178,10 +186,10 @@ class SequentialSampler(_ChunkedSampler):
     def __init__(self, data_source: Sized) -> None:
         self.data_source = data_source
 
-    def _index_chunks(self) -> Iterator[np.ndarray]:
+    def _index_chunks(self, start: int = 0) -> Iterator[np.ndarray]:
         n = len(self.data_source)
-        for start in range(0, n, _CHUNK):
-            yield np.arange(start, min(start + _CHUNK, n), dtype=np.int64)
+        for first in range(start, n, _CHUNK):
+            yield np.arange(first, min(first + _CHUNK, n), dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.data_source)
@@ -189,6 +197,11 @@ class SequentialSampler(_ChunkedSampler):
 
 class RandomSampler(_SeededChunkedSampler):
     """Random indices: a permutation, or draws with replacement.
+
+    Without replacement, the order of an epoch of any length is computed
+    position by position (``docs/datasets.md``, "How shuffled orders are
+    made"): its first indices come at once, with no array of the dataset's
+    length.
 
     Parameters
     ----------
@@ -242,23 +255,25 @@ class RandomSampler(_SeededChunkedSampler):
             return len(self.data_source)
         return self._num_samples
 
-    def _index_chunks(self) -> Iterator[np.ndarray]:
+    def _index_chunks(self, start: int = 0) -> Iterator[np.ndarray]:
         n = len(self.data_source)
         total = self.num_samples
         rng = self._rng()
         if self.replacement:
             if n == 0 and total > 0:
                 raise ValueError("cannot draw samples with replacement from an empty dataset")
-            for start in range(0, total, _CHUNK):
-                yield rng.integers(0, n, size=min(_CHUNK, total - start), dtype=np.int64)
+            yield from skip_indices(self._draws(rng, n, total), start)
             return
         if n == 0:
             return
-        for _ in range(total // n):
-            yield from _chunks_of(_permutation(n, rng))
-        remainder = total % n
-        if remainder:
-            yield from _chunks_of(_permutation(n, rng)[:remainder])
+        # Past n, whole permutations follow one another: pass_chunks gives
+        # each pass its own.
+        yield from pass_chunks(n, draw_key(rng), start, total)
+
+    @staticmethod
+    def _draws(rng: np.random.Generator, n: int, total: int) -> Iterator[np.ndarray]:
+        for first in range(0, total, _CHUNK):
+            yield rng.integers(0, n, size=min(_CHUNK, total - first), dtype=np.int64)
 
     def __len__(self) -> int:
         return self.num_samples
@@ -267,7 +282,9 @@ class RandomSampler(_SeededChunkedSampler):
 class SubsetRandomSampler(_SeededChunkedSampler):
     """The given indices, in a random order each epoch.
 
-    ``generator`` or ``seed`` as for :class:`RandomSampler`.
+    ``generator`` or ``seed`` as for :class:`RandomSampler`. The order is
+    made as :class:`RandomSampler`'s, over the positions of ``indices``; a
+    ``range`` of indices is never materialised.
 
     Examples
     --------
@@ -283,9 +300,20 @@ class SubsetRandomSampler(_SeededChunkedSampler):
         self._init_randomness(generator, seed)
         self.indices = indices
 
-    def _index_chunks(self) -> Iterator[np.ndarray]:
-        indices = np.asarray(self.indices, dtype=np.int64)
-        yield from _chunks_of(indices[_permutation(len(indices), self._rng())])
+    def _index_chunks(self, start: int = 0) -> Iterator[np.ndarray]:
+        n = len(self.indices)
+        rng = self._rng()
+        if n == 0:
+            return
+        key = draw_key(rng)
+        indices = self.indices
+        if isinstance(indices, range):
+            for positions in pass_chunks(n, key, start, n):
+                yield indices.start + indices.step * positions
+            return
+        values = np.asarray(indices, dtype=np.int64)
+        for positions in pass_chunks(n, key, start, n):
+            yield values[positions]
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -345,8 +373,10 @@ class WeightedRandomSampler(_SeededChunkedSampler):
         self.num_samples = num_samples
         self.replacement = replacement
 
-    def _index_chunks(self) -> Iterator[np.ndarray]:
-        rng = self._rng()
+    def _index_chunks(self, start: int = 0) -> Iterator[np.ndarray]:
+        yield from skip_indices(self._draws(self._rng()), start)
+
+    def _draws(self, rng: np.random.Generator) -> Iterator[np.ndarray]:
         probabilities = self.weights / self.weights.sum()
         if not self.replacement:
             drawn = rng.choice(len(self.weights), self.num_samples, replace=False, p=probabilities)

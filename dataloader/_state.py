@@ -8,8 +8,11 @@ Exactness rests on two facts (see ``docs/distributed.md``, "Resume"):
 * every random order is a function of ``(seed, epoch)``
   (``dataloader._seeding``), so the interrupted epoch's order is computed
   again, not replayed from a generator's running state;
-* the delivered batches are skipped by cutting their indices off the
-  sampler's output, without loading them.
+* the delivered batches are skipped without loading them: the library's
+  samplers start their order at the first index not delivered
+  (``_index_chunks(start)``; a shuffled order computes any position
+  directly, ``dataloader._shuffle``), so resuming costs the same whatever
+  the epoch's length and position.
 
 For streaming datasets the batches cannot be recomputed: each stream's
 iterator must provide ``state_dict``/``load_state_dict``, and the state
@@ -19,7 +22,7 @@ recorded is the one of the last batch delivered from that stream.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import islice
+from itertools import chain, islice
 from typing import Any, Iterable, Iterator
 
 import numpy as np
@@ -161,29 +164,18 @@ def check_resumable(sampler: Any) -> None:
 def skip_batches(index_sampler: Any, batched: bool, count: int) -> Iterator[Any]:
     """The batches of ``index_sampler`` after the first ``count``, none of them loaded.
 
-    With our samplers the skipped indices are cut off the numpy chunks
-    without becoming Python objects; any other sampler is iterated past.
+    Our samplers start at the first index not skipped (the skipped ones
+    are never computed, or for draws from a generator never become Python
+    objects); any other sampler is iterated past.
     """
     if count == 0:
         return iter(index_sampler)
     if batched and type(index_sampler) is BatchSampler:
-        chunks = index_chunks(index_sampler.sampler)
+        chunks = index_chunks(index_sampler.sampler, count * index_sampler.batch_size)
         if chunks is not None:
-            batches = index_sampler._batches_of_chunks(
-                _drop_indices(chunks, count * index_sampler.batch_size)
-            )
-            return batches
+            return index_sampler._batches_of_chunks(chunks)
     elif not batched:
-        chunks = index_chunks(index_sampler)
+        chunks = index_chunks(index_sampler, count)
         if chunks is not None:
-            return (index for chunk in _drop_indices(chunks, count) for index in chunk.tolist())
+            return chain.from_iterable(map(np.ndarray.tolist, chunks))
     return islice(iter(index_sampler), count, None)
-
-
-def _drop_indices(chunks: Iterator[np.ndarray], count: int) -> Iterator[np.ndarray]:
-    for chunk in chunks:
-        if count >= len(chunk):
-            count -= len(chunk)
-            continue
-        yield chunk[count:]
-        count = 0

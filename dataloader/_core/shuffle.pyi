@@ -1,0 +1,13 @@
+import numpy as np
+
+ROUNDS: int
+
+class Permutation:
+    """One permutation of ``[0, n)`` (``n >= 1``), selected by a 128-bit key and a stream."""
+
+    def __init__(self, n: int, key0: int, key1: int, stream: int = 0) -> None: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def walk_limit(self) -> int: ...
+    def fill_into(self, start: int, step: int, out: np.ndarray) -> None: ...
