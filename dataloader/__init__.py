@@ -17,6 +17,7 @@ from dataloader._collate import default_collate, default_convert
 from dataloader._dataset import Dataset, IterableDataset
 from dataloader._distributed import DistributedSampler
 from dataloader._images import ImageCollator, ImageFolder
+from dataloader._interleave import interleave
 from dataloader._loader import DataLoader
 from dataloader._sampler import (
     BatchSampler,
@@ -55,6 +56,7 @@ __all__ = [
     "default_collate",
     "default_convert",
     "get_worker_info",
+    "interleave",
     "item_seed",
     "shard",
 ]

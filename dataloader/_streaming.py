@@ -366,6 +366,10 @@ def start_epoch(loader: DataLoader) -> StreamEpoch:
     for previous in list(loader._streams):
         previous.cancel(replaced=True)
     progress, resume = loader._progress.start_epoch(())
+    # A stream that shuffles by epoch (a TarDataset) learns the epoch's number.
+    set_epoch = getattr(loader.dataset, "set_epoch", None)
+    if callable(set_epoch):
+        set_epoch(progress.epoch)
     streams = num_streams(loader)
     states: dict[int, Any] = {}
     if resume is not None and resume.batches:
