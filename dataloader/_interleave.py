@@ -27,7 +27,8 @@ generator's, so an epoch resumes exactly.
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -70,7 +71,8 @@ def interleave(
     >>> list(interleave([[0, 1, 2], [10, 11, 12, 13]], stopping_strategy="all_exhausted"))
     [0, 10, 1, 11, 2, 12, 0, 13]
     >>> mixed = interleave([range(100), range(100, 200)], probabilities=[0.8, 0.2], seed=0)
-    >>> len(mixed) > 100, mixed.stats()["proportions"][0] > 0.6
+    >>> items = list(mixed)
+    >>> len(items) > 100, mixed.stats()["proportions"][0] > 0.6
     (True, True)
     """
     datasets = list(datasets)
@@ -112,7 +114,7 @@ def _check_probabilities(probabilities: Any, n: int) -> np.ndarray | None:
 class _Choices:
     """Which source gives each example: round robin or seeded draws; state is small."""
 
-    __slots__ = ("_cumulative", "_rng", "_turn", "_n")
+    __slots__ = ("_cumulative", "_n", "_rng", "_turn")
 
     def __init__(self, cumulative: np.ndarray | None, n: int, seed: Sequence[int]) -> None:
         self._cumulative = cumulative

@@ -13,6 +13,7 @@ MODULES = [
     "dataloader._collate",
     "dataloader._dataset",
     "dataloader._images",
+    "dataloader._interleave",
     "dataloader._distributed",
     "dataloader._exif",
     "dataloader._loader",
@@ -27,6 +28,10 @@ MODULES = [
     "dataloader.sources._http",
     "dataloader.sources._object_store",
     "dataloader.sources._retry",
+    "dataloader.sources._shards",
+    "dataloader.sources._tar",
+    "dataloader.sources._tar_dataset",
+    "dataloader.sources._tar_writer",
 ]
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from dataloader import DataLoader, IterableDataset, interleave
 
-A, B, C = list(range(0, 3)), list(range(10, 14)), list(range(100, 110))
+A, B, C = list(range(3)), list(range(10, 14)), list(range(100, 110))
 
 
 class Stream(IterableDataset):

@@ -15,7 +15,8 @@ import re
 import time
 import urllib.error
 import urllib.request
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from dataloader.sources._common import redact_url, require
 from dataloader.sources._retry import Retry
@@ -102,7 +103,7 @@ def open_shard(location: str, offset: int, options: ShardOptions) -> Any:
 class ShardOptions:
     """How remote shards are reached: HTTP headers and timeout, store options, retries."""
 
-    __slots__ = ("headers", "timeout", "retry", "store_options")
+    __slots__ = ("headers", "retry", "store_options", "timeout")
 
     def __init__(self, headers: Mapping[str, str] | None, timeout: float, retry: Retry,
                  store_options: Mapping[str, Any] | None) -> None:
@@ -125,7 +126,7 @@ def _open_http(url: str, offset: int, options: ShardOptions) -> Any:
     while True:
         attempt += 1
         try:
-            response = urllib.request.urlopen(request, timeout=options.timeout)  # noqa: S310
+            response = urllib.request.urlopen(request, timeout=options.timeout)
         except urllib.error.HTTPError as exc:
             exc.close()
             if exc.code == 404:

@@ -19,7 +19,7 @@ Errors::
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 __all__ = ["ShardError", "group_samples", "split_name", "tar_members"]
 

@@ -21,7 +21,8 @@ JSON-serialisable.
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 

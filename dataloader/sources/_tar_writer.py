@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 import os
 import tarfile
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = ["TarWriter"]
 
@@ -36,7 +37,7 @@ class TarWriter:
     >>> import pathlib, tempfile
     >>> from dataloader.sources import TarDataset, TarWriter
     >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> with TarWriter(str(folder / "s-{:02d}.tar"), shard_size=4096) as writer:
+    >>> with TarWriter(str(folder / "s-{:02d}.tar"), shard_size=6000) as writer:
     ...     for n in range(4):
     ...         writer.write({"__key__": f"{n:03d}", "txt": "x" * 1000, "cls": n})
     >>> [pathlib.Path(path).name for path in writer.shards]

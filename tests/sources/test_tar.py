@@ -3,6 +3,7 @@
 import io
 import json
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -243,7 +244,7 @@ def test_writer_rejects_bad_samples(tmp_path):
 
 def test_http_shards_stream_and_resume_with_range(http_server, shards):
     for n, path in enumerate(shards):
-        http_server.bodies[f"/s/{n}.tar"] = open(path, "rb").read()
+        http_server.bodies[f"/s/{n}.tar"] = Path(path).read_bytes()
     pattern = f"{http_server.url}/s/{{0..4}}.tar"
     assert keys(TarDataset(pattern)) == every_key()
     iterator = iter(TarDataset(pattern, shuffle_buffer=3, seed=1))
@@ -258,7 +259,7 @@ def test_http_shards_stream_and_resume_with_range(http_server, shards):
 def test_http_404_and_retried_503(http_server, shards):
     from dataloader.sources import Retry
 
-    http_server.bodies["/s/0.tar"] = open(shards[0], "rb").read()
+    http_server.bodies["/s/0.tar"] = Path(shards[0]).read_bytes()
     http_server.script("/s/0.tar", 503, 503)
     fast = Retry(max_retries=3, initial_backoff=0.01, max_backoff=0.05)
     assert keys(TarDataset(f"{http_server.url}/s/0.tar", retry=fast)) == keys(
@@ -299,7 +300,7 @@ def test_s3_shards_stream_and_resume(shards):
                               aws_secret_access_key="dl-test-secret")
         client.create_bucket(Bucket="shards")
         for n, path in enumerate(shards):
-            client.put_object(Bucket="shards", Key=f"train/{n}.tar", Body=open(path, "rb").read())
+            client.put_object(Bucket="shards", Key=f"train/{n}.tar", Body=Path(path).read_bytes())
         options = {"endpoint": endpoint, "region": "us-east-1",
                    "client_options": {"allow_http": True}, **credentials}
 
