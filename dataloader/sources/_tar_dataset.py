@@ -20,8 +20,9 @@ JSON-serialisable.
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,10 @@ from dataloader.sources._tar import ShardError, group_samples, tar_members
 __all__ = ["TarDataset"]
 
 _ON_ERROR = ("raise", "skip")
+# webdataset's basic decoders of small text members, by extension.
+_INTEGERS = frozenset({"cls", "cls2", "class", "count", "index", "inx", "id"})
+_TEXTS = frozenset({"txt", "text"})
+_JSONS = frozenset({"json", "jsn"})
 
 
 class TarDataset(IterableDataset[dict]):
@@ -60,6 +65,14 @@ class TarDataset(IterableDataset[dict]):
         Read the shards in a seeded random order, new every epoch.
     seed : int, default 0
         Seeds both shuffles; every rank must use the same.
+    fields : sequence of str, optional
+        Yield tuples of these members instead of dicts, as webdataset's
+        ``to_tuple``: ``("jpg;png", "cls")`` gives ``(image bytes, class)``
+        (``a;b`` takes the first member present). Class-like members
+        (``cls``, ``id``, ``index``...) become ``int``, ``txt`` ``str`` and
+        ``json`` parsed values; others stay ``bytes``. A native transform
+        chain given to the loader then decodes and transforms the first
+        field, as for ``ImageFolder``'s ``(bytes, class)`` items.
     on_error : {"raise", "skip"}, default "raise"
         A corrupt, truncated or unreadable shard raises (``ShardError``,
         a ``ValueError`` naming the shard and the byte offset, or the
@@ -97,6 +110,7 @@ class TarDataset(IterableDataset[dict]):
         shuffle_buffer: int = 0,
         shuffle_shards: bool = False,
         seed: int = 0,
+        fields: Sequence[str] | None = None,
         on_error: str = "raise",
         headers: Mapping[str, str] | None = None,
         timeout: float = 30.0,
@@ -117,6 +131,7 @@ class TarDataset(IterableDataset[dict]):
         self.shuffle_shards = bool(shuffle_shards)
         self.seed = int(seed)
         self.on_error = on_error
+        self.fields = _check_fields(fields)
         self.rank = 0
         self.world_size = 1
         self.epoch = 0
@@ -197,6 +212,40 @@ class TarDataset(IterableDataset[dict]):
         return [self.shards[i] for i in mine]
 
 
+def _check_fields(fields: Any) -> tuple[tuple[str, ...], ...] | None:
+    if fields is None:
+        return None
+    if isinstance(fields, str) or not all(isinstance(field, str) and field for field in fields):
+        raise TypeError(f"fields should be a sequence of member names, got fields={fields!r}")
+    return tuple(tuple(field.lower().split(";")) for field in fields)
+
+
+def _decoded(extension: str, data: bytes) -> Any:
+    if extension in _INTEGERS:
+        return int(data)
+    if extension in _TEXTS:
+        return data.decode()
+    if extension in _JSONS:
+        return json.loads(data)
+    return data
+
+
+def as_tuple(sample: dict, fields: tuple[tuple[str, ...], ...]) -> tuple:
+    """The sample's ``fields``, decoded (see ``TarDataset``'s ``fields``)."""
+    values = []
+    for choices in fields:
+        for extension in choices:
+            if extension in sample:
+                values.append(_decoded(extension, sample[extension]))  # type: ignore[arg-type]
+                break
+        else:
+            raise ValueError(
+                f"{sample['__url__']}: sample {sample['__key__']!r} has no member "
+                f"{';'.join(choices)!r} (it has {sorted(k for k in sample if k[:2] != '__')})"
+            )
+    return tuple(values)
+
+
 class _Counts:
     """Counters shared by a dataset's iterators (one per worker thread)."""
 
@@ -246,7 +295,7 @@ class _TarIterator:
             if sample is None:
                 raise StopIteration
             self._dataset._counts.add("samples")
-            return sample[0]
+            return self._emit(sample[0])
         buffer = self._buffer
         while len(buffer) < capacity:
             entry = self._read()
@@ -258,7 +307,11 @@ class _TarIterator:
         j = int(self._rng.integers(len(buffer)))
         buffer[j], buffer[-1] = buffer[-1], buffer[j]
         self._dataset._counts.add("samples")
-        return buffer.pop()[0]
+        return self._emit(buffer.pop()[0])
+
+    def _emit(self, sample: dict) -> Any:
+        fields = self._dataset.fields
+        return sample if fields is None else as_tuple(sample, fields)
 
     def _read(self) -> tuple[dict, int, int] | None:
         """The next sample of this stream's shards, with its location; ``None`` at the end."""

@@ -319,3 +319,38 @@ def test_s3_shards_stream_and_resume(shards):
             list(TarDataset("s3://shards/train/9.tar", store_options=options))
     finally:
         server.stop()
+
+
+def test_a_native_chain_decodes_shard_images_on_the_fused_path(tmp_path, photos):
+    np = pytest.importorskip("numpy")
+    from dataloader import ImageCollator
+    from dataloader.transforms import (
+        Compose, Decode, Normalize, RandomHFlip, RandomResizedCrop, ToChw, ToFloat)
+
+    jpegs = [data for name, data in sorted(photos.items()) if name.endswith(".jpg")] * 3
+    with TarWriter(str(tmp_path / "img-{:02d}.tar"), shard_size=400_000) as writer:
+        for n, data in enumerate(jpegs):
+            writer.write({"__key__": f"{n:04d}", "jpg": data, "cls": n % 4})
+    train = Compose([Decode("RGB"), RandomResizedCrop(24), RandomHFlip(), ToFloat(),
+                     Normalize([0.5, 0.5, 0.5], [0.25, 0.25, 0.25]), ToChw()])
+    reference = DataLoader([(data, n % 4) for n, data in enumerate(jpegs)], batch_size=4,
+                           transform=train, collate_fn=ImageCollator(), seed=7)
+    stream = DataLoader(TarDataset(writer.shards, fields=("jpg;png", "cls")), batch_size=4,
+                        transform=train, collate_fn=ImageCollator(), seed=7)
+    expected, got = list(reference), list(stream)
+    assert len(got) == len(expected) == 3
+    for (images, labels), (want_images, want_labels) in zip(got, expected):
+        assert np.asarray(images).shape[1:] == (3, 24, 24)
+        np.testing.assert_array_equal(np.asarray(images), np.asarray(want_images))
+        assert labels.tolist() == want_labels.tolist()
+
+
+def test_fields_are_decoded_and_missing_ones_named(tmp_path):
+    with TarWriter(str(tmp_path / "f.tar")) as writer:
+        writer.write({"__key__": "a", "png": b"P", "cls": 3, "txt": "hé", "json": '{"k": [1]}'})
+    sample = next(iter(TarDataset(writer.shards, fields=("jpg;png", "cls", "txt", "json"))))
+    assert sample == (b"P", 3, "hé", {"k": [1]})
+    with pytest.raises(ValueError, match=r"sample 'a' has no member 'seg'"):
+        list(TarDataset(writer.shards, fields=("seg",)))
+    with pytest.raises(TypeError, match="fields"):
+        TarDataset(writer.shards, fields="jpg")
