@@ -17,6 +17,7 @@ MODULES = [
     "dataloader._distributed",
     "dataloader._exif",
     "dataloader._loader",
+    "dataloader._pack",
     "dataloader._sample_images",
     "dataloader._sampler",
     "dataloader._seeding",
