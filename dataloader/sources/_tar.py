@@ -142,8 +142,12 @@ def tar_members(
     long_name: str | None = None
     pax: dict[str, str] = {}
     start = offset  # the first header of the member being assembled
+    pad = 0  # the previous member's padding, read with the next header: one call, no copy of data
     while True:
-        header = read(BLOCK)
+        block = read(pad + BLOCK)
+        if len(block) < pad:
+            raise ShardError(url, offset - pad, f"truncated: {len(block)} of {pad} padding bytes")
+        header = block[pad:] if pad else block
         if not header or header == _ZEROS:
             return  # the end-of-archive block, or a stream with none
         if len(header) != BLOCK:
@@ -158,10 +162,8 @@ def tar_members(
                 raise ShardError(url, offset, "malformed pax size") from None
         kind = header[156:157]
         padded = -(-size // BLOCK) * BLOCK
-        # The member and its padding in two reads: slicing would copy the data.
         data = _read(read, size, url, offset) if size else b""
-        if padded != size:
-            _read(read, padded - size, url, offset)
+        pad = padded - size
         here, offset = offset, offset + BLOCK + padded
         if kind in (b"L", b"x", b"g"):
             if kind == b"L":
