@@ -63,8 +63,15 @@ def make_shards(n_images: int, shard_mb: int) -> list[str]:
 def ours_loader(shards: list[str]):
     from dataloader import DataLoader, ImageCollator
     from dataloader.sources import TarDataset
-    from dataloader.transforms import (Compose, Decode, Normalize, RandomHFlip,
-                                       RandomResizedCrop, ToChw, ToFloat)
+    from dataloader.transforms import (
+        Compose,
+        Decode,
+        Normalize,
+        RandomHFlip,
+        RandomResizedCrop,
+        ToChw,
+        ToFloat,
+    )
 
     train = Compose([Decode("RGB"), RandomResizedCrop(SIZE), RandomHFlip(), ToFloat(),
                      Normalize(MEAN, STD), ToChw()])

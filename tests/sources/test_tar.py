@@ -325,7 +325,14 @@ def test_a_native_chain_decodes_shard_images_on_the_fused_path(tmp_path, photos)
     np = pytest.importorskip("numpy")
     from dataloader import ImageCollator
     from dataloader.transforms import (
-        Compose, Decode, Normalize, RandomHFlip, RandomResizedCrop, ToChw, ToFloat)
+        Compose,
+        Decode,
+        Normalize,
+        RandomHFlip,
+        RandomResizedCrop,
+        ToChw,
+        ToFloat,
+    )
 
     jpegs = [data for name, data in sorted(photos.items()) if name.endswith(".jpg")] * 3
     with TarWriter(str(tmp_path / "img-{:02d}.tar"), shard_size=400_000) as writer:
