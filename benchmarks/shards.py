@@ -13,9 +13,11 @@ packed with ``TarWriter``), in one run:
 * ``raw``    -- every sample of every shard read and grouped, no decoding,
   one stream, against ``cat shards > /dev/null`` (both after a warm-up
   read, so from the page cache).
-* ``memory`` -- peak RSS of a fresh process streaming the shards through the
-  train chain with a shuffle buffer of 256, at two shard sizes: the peak
-  depends on the buffer and the batches in flight, not on the shard size.
+* ``memory`` -- peak RSS of a fresh process streaming the shards with a
+  shuffle buffer of 256, through the train chain and with no decoding, at
+  two shard sizes (8 and 32 MB, so that both workers have shards at either
+  size): the peak depends on the buffer and the batches in flight, not on
+  the shard size.
 
 Run ``python benchmarks/shards.py``; results go to
 ``benchmarks/results/shards.json``.
@@ -145,14 +147,21 @@ def raw_rates(shards: list[str], repeats: int) -> tuple[list[float], list[float]
     return ours, cat
 
 
-def peak_rss_mib(shards: list[str]) -> float:
-    """Peak RSS of a fresh process streaming ``shards`` through the train chain."""
+def raw_loader(shards: list[str]):
+    from dataloader import DataLoader
+    from dataloader.sources import TarDataset
+
+    return DataLoader(TarDataset(shards, shuffle_buffer=BUFFER), batch_size=BATCH_SIZE,
+                      num_workers=NUM_WORKERS, collate_fn=len)
+
+
+def peak_rss_mib(shards: list[str], loader: str) -> float:
+    """Peak RSS of a fresh process streaming ``shards`` through ``ours_loader`` or ``raw_loader``."""
     code = (
-        "import json, sys; sys.path.insert(0, %r); import shards as b\n"
-        "loader = b.ours_loader(json.loads(sys.argv[1]))\n"
-        "for images, labels in loader: pass\n"
+        f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import shards\n"
+        f"for batch in shards.{loader}(json.loads(sys.argv[1])): pass\n"
         "print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1])\n"
-    ) % str(Path(__file__).parent)
+    )
     done = subprocess.run([sys.executable, "-c", code, json.dumps(shards)], capture_output=True,
                           text=True, check=True)
     return int(done.stdout.split()[-1]) / 1024
@@ -163,8 +172,9 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    small, large = make_shards(args.images, 16), make_shards(args.images, 128)
-    result: dict = {"images": args.images, "shards": {"16MB": len(small), "128MB": len(large)}}
+    # The default set is about 75 MB: both sizes leave every worker shards to read.
+    small, large = make_shards(args.images, 8), make_shards(args.images, 32)
+    result: dict = {"images": args.images, "shards": {"8MB": len(small), "32MB": len(large)}}
 
     ours = epoch_rates(ours_loader, small, args.repeats)
     rows = [["train: dataloader TarDataset", max(ours), "1.00"]]
@@ -185,9 +195,12 @@ def main() -> None:
                 [["TarDataset, no decoding", max(raw)], ["cat > /dev/null", max(cat)],
                  ["fraction of cat", max(raw) / max(cat)]])
 
-    memory = {"16MB": peak_rss_mib(small), "128MB": peak_rss_mib(large)}
+    memory = {size: {"train": peak_rss_mib(shards, "ours_loader"),
+                     "no_decoding": peak_rss_mib(shards, "raw_loader")}
+              for size, shards in (("8MB", small), ("32MB", large))}
     result["peak_rss_mib"] = memory
-    print_table(["shard size", "peak RSS MiB"], [[k, v] for k, v in memory.items()])
+    print_table(["shard size", "peak RSS MiB, train", "no decoding"],
+                [[k, v["train"], v["no_decoding"]] for k, v in memory.items()])
     print(f"results: {write_json('shards', result)}")
 
 
