@@ -173,6 +173,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/kernels.py
 	$(BIN)/python benchmarks/thread_scaling.py
 	$(BIN)/python benchmarks/shuffle.py
+	$(BIN)/python benchmarks/shards.py
 
 # The documentation, into site/. `make test` builds it too (tests/test_docs.py).
 docs: $(VENV)/.installed-docs

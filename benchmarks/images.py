@@ -119,32 +119,39 @@ class PillowImageFolder:
         return len(self.samples)
 
     def __getitem__(self, index: int):
-        import torch
         from PIL import Image as PILImage
 
         path, label = self.samples[index]
         with PILImage.open(path) as file:
             image = file.convert("RGB")
-        bilinear = PILImage.Resampling.BILINEAR
-        if self.train:
-            top, left, height, width = random_resized_crop_params(image.height, image.width)
-            image = image.crop((left, top, left + width, top + height))
-            image = image.resize((SIZE, SIZE), bilinear)
-            if torch.rand(1).item() < 0.5:
-                image = image.transpose(PILImage.Transpose.FLIP_LEFT_RIGHT)
+        return pillow_tensor(image, self.train, self.mean, self.std), label
+
+
+def pillow_tensor(image, train: bool, mean, std):
+    """torchvision's train or eval transforms of an RGB Pillow image, as a normalised tensor."""
+    import torch
+    from PIL import Image as PILImage
+
+    bilinear = PILImage.Resampling.BILINEAR
+    if train:
+        top, left, height, width = random_resized_crop_params(image.height, image.width)
+        image = image.crop((left, top, left + width, top + height))
+        image = image.resize((SIZE, SIZE), bilinear)
+        if torch.rand(1).item() < 0.5:
+            image = image.transpose(PILImage.Transpose.FLIP_LEFT_RIGHT)
+    else:
+        scale = RESIZE / min(image.width, image.height)
+        if image.width <= image.height:
+            size = (RESIZE, int(image.height * scale))
         else:
-            scale = RESIZE / min(image.width, image.height)
-            if image.width <= image.height:
-                size = (RESIZE, int(image.height * scale))
-            else:
-                size = (int(image.width * scale), RESIZE)
-            image = image.resize(size, bilinear)
-            left = int(round((image.width - SIZE) / 2.0))
-            top = int(round((image.height - SIZE) / 2.0))
-            image = image.crop((left, top, left + SIZE, top + SIZE))
-        tensor = torch.from_numpy(np.array(image, np.uint8, copy=True))
-        tensor = tensor.permute(2, 0, 1).contiguous().float().div(255)
-        return tensor.sub_(self.mean).div_(self.std), label
+            size = (int(image.width * scale), RESIZE)
+        image = image.resize(size, bilinear)
+        left = int(round((image.width - SIZE) / 2.0))
+        top = int(round((image.height - SIZE) / 2.0))
+        image = image.crop((left, top, left + SIZE, top + SIZE))
+    tensor = torch.from_numpy(np.array(image, np.uint8, copy=True))
+    tensor = tensor.permute(2, 0, 1).contiguous().float().div(255)
+    return tensor.sub_(mean).div_(std)
 
 
 def random_resized_crop_params(height: int, width: int, scale=(0.08, 1.0),

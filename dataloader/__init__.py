@@ -18,6 +18,7 @@ from dataloader._dataset import ChainDataset, ConcatDataset, Dataset, IterableDa
 from dataloader._dataset_utils import StackDataset, Subset, TensorDataset, random_split
 from dataloader._distributed import DistributedSampler
 from dataloader._images import ImageCollator, ImageFolder
+from dataloader._interleave import interleave
 from dataloader._loader import DataLoader
 from dataloader._sampler import (
     BatchSampler,
@@ -61,6 +62,7 @@ __all__ = [
     "default_collate",
     "default_convert",
     "get_worker_info",
+    "interleave",
     "item_seed",
     "random_split",
     "shard",

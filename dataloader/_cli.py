@@ -1,4 +1,4 @@
-"""The ``dataloader`` command: ``bench``, ``info`` and ``show``.
+"""The ``dataloader`` command: ``bench``, ``info``, ``show`` and ``pack``.
 
 ``main(argv)`` returns the exit status instead of exiting, so the commands
 run in-process too. Exit status 2 is a usage error (a bad option, a path
@@ -31,6 +31,7 @@ from dataloader._decoding import image_info
 from dataloader._exif import ORIENTATIONS, orientation
 from dataloader._images import IMAGE_EXTENSIONS, ImageFolder
 from dataloader._loader import DataLoader
+from dataloader._pack import add_pack_command
 
 __all__ = ["main", "parse_transforms"]
 
@@ -47,6 +48,7 @@ examples:
   dataloader bench train/ --workers 8 --against torch
   dataloader info photo.jpg scans/*.png
   dataloader show train/ --out grid.png --transform "RandomResizedCrop(224), RandomHFlip()"
+  dataloader pack train/ shards/ --shard-size 256MB
 
 exit status: 0 success, 1 the work failed (no images, an unreadable image),
 2 usage error (bad option, missing path, a --transform that does not parse).
@@ -169,6 +171,7 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--batch-size", type=_positive_int, default=16, metavar="N",
                       help="images in the grid (default: 16)")
     show.set_defaults(run=_show)
+    add_pack_command(commands, UsageError)
     return parser
 
 

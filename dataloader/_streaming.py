@@ -229,6 +229,8 @@ class _Recipe:
     collate: Callable[[Any], Any]
     batch_size: int | None
     drop_last: bool
+    # A native chain writing each item into its batch slot (ImageCollator).
+    assemble: Callable[[list[int], list[Any]], Any] | None = None
     # The map-style engine reads this: a stream batch is never split into lanes.
     batched: bool = False
 
@@ -237,6 +239,10 @@ class _Recipe:
         stream, start, items, state = pending
         started = monotonic_ns()
         try:
+            if self.assemble is not None and self.batch_size is not None:
+                batch = self.assemble(list(range(start, start + len(items))), items)
+                row.add(TRANSFORM, len(items), monotonic_ns() - started)
+                return batch, False, stream, state
             if self.transform is not None:
                 items = [self.transform(start + i, item) for i, item in enumerate(items)]
                 transformed = monotonic_ns()
@@ -366,6 +372,10 @@ def start_epoch(loader: DataLoader) -> StreamEpoch:
     for previous in list(loader._streams):
         previous.cancel(replaced=True)
     progress, resume = loader._progress.start_epoch(())
+    # A stream that shuffles by epoch (a TarDataset) learns the epoch's number.
+    set_epoch = getattr(loader.dataset, "set_epoch", None)
+    if callable(set_epoch):
+        set_epoch(progress.epoch)
     streams = num_streams(loader)
     states: dict[int, Any] = {}
     if resume is not None and resume.batches:
@@ -377,8 +387,10 @@ def start_epoch(loader: DataLoader) -> StreamEpoch:
             )
         states = {key: value for key, value in saved.items() if value is not None}
     progress.streams = {stream: states.get(stream) for stream in range(streams)}
-    transform, _ = loader._epoch_transform()  # a native chain, bound to this epoch
-    recipe = _Recipe(transform, loader.collate_fn, loader.batch_size, loader.drop_last)
+    # A native chain, bound to this epoch; with an ImageCollator, written
+    # straight into the batch (the fused path of map-style datasets).
+    transform, assemble = loader._epoch_transform()
+    recipe = _Recipe(transform, loader.collate_fn, loader.batch_size, loader.drop_last, assemble)
     epoch = StreamEpoch(loader, progress, _limit(loader))
     epoch.engine = _engine(loader, recipe, streams, states)
     loader._streams.add(epoch)

@@ -118,7 +118,8 @@ class HttpServer:
     ``script(path, *steps)`` queues what the next requests of ``path`` get
     instead of the plain answer: a status (``503``), ``("status", 503,
     {headers})``, ``("delay", seconds)``, ``"truncate"`` (a body cut short)
-    or ``"chunked"`` (no ``Content-Length``). ``requests`` counts requests
+    or ``"chunked"`` (no ``Content-Length``). A ``Range: bytes=<start>-``
+request of a ``bodies`` path gets 206 and the body from ``start``. ``requests`` counts requests
     per path, ``headers`` keeps the last request headers of each path;
     ``peak`` is the most requests ever in flight at once.
     """
@@ -199,6 +200,10 @@ class HttpServer:
                 body = f"item {path.removeprefix('/items/')}".encode()
             elif path in self.bodies:
                 body = self.bodies[path]
+                ranged = request.headers.get("Range", "")
+                if ranged.startswith("bytes=") and ranged.endswith("-"):
+                    start = int(ranged[len("bytes="):-1])
+                    return web.Response(status=206, body=body[start:])
             else:
                 return web.Response(status=404, text="not found")
             if step == "truncate":

@@ -53,7 +53,7 @@ def test_help_lists_commands_and_examples():
         assert text in result.stdout
 
 
-@pytest.mark.parametrize("command", ["bench", "info", "show"])
+@pytest.mark.parametrize("command", ["bench", "info", "show", "pack"])
 def test_subcommand_help(command, capsys):
     assert main([command, "--help"]) == 0
     assert "examples:" in capsys.readouterr().out

@@ -14,9 +14,11 @@ MODULES = [
     "dataloader._dataset",
     "dataloader._dataset_utils",
     "dataloader._images",
+    "dataloader._interleave",
     "dataloader._distributed",
     "dataloader._exif",
     "dataloader._loader",
+    "dataloader._pack",
     "dataloader._sample_images",
     "dataloader._sampler",
     "dataloader._seeding",
@@ -28,6 +30,10 @@ MODULES = [
     "dataloader.sources._http",
     "dataloader.sources._object_store",
     "dataloader.sources._retry",
+    "dataloader.sources._shards",
+    "dataloader.sources._tar",
+    "dataloader.sources._tar_dataset",
+    "dataloader.sources._tar_writer",
 ]
 
 

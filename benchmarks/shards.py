@@ -1,0 +1,208 @@
+"""Tar shards: ours vs webdataset + torch's DataLoader, raw reads vs ``cat``, memory.
+
+Three measurements over shards of generated photographs (``_images.py``,
+packed with ``TarWriter``), in one run:
+
+* ``train``  -- shards to normalised float32 NCHW batches of 64 through the
+  train chain (RandomResizedCrop(224), RandomHFlip), 2 workers, a shuffle
+  buffer of 256: ours is ``TarDataset(fields=("jpg", "cls"))`` with the
+  native chain and ``ImageCollator``; the peer is ``webdataset.WebDataset``
+  (``.shuffle(256).decode("pil").to_tuple("jpg", "cls")``) with the
+  torchvision-style Pillow pipeline of ``images.py`` in torch's DataLoader,
+  persistent workers. Best epoch after a warm-up.
+* ``raw``    -- every sample of every shard read and grouped, no decoding,
+  one stream, against ``cat shards > /dev/null`` (both after a warm-up
+  read, so from the page cache).
+* ``memory`` -- peak RSS of a fresh process streaming the shards with a
+  shuffle buffer of 256, through the train chain and with no decoding, at
+  two shard sizes (8 and 32 MB, so that both workers have shards at either
+  size): the peak depends on the buffer and the batches in flight, not on
+  the shard size.
+
+Run ``python benchmarks/shards.py``; results go to
+``benchmarks/results/shards.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from _common import print_table, write_json
+from _images import generated_image_folder
+
+BATCH_SIZE = 64
+NUM_WORKERS = 2
+BUFFER = 256
+SIZE = 224
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+
+
+def make_shards(n_images: int, shard_mb: int) -> list[str]:
+    """The generated image folder packed into shards of ``shard_mb`` MB (cached)."""
+    from dataloader._images import ImageFolder
+    from dataloader.sources import TarWriter
+
+    folder = generated_image_folder(n_images=n_images)
+    out = folder.with_name(f"{folder.name}-shards-{shard_mb}mb")
+    done = out / "complete"
+    if done.exists():
+        return json.loads(done.read_text())
+    out.mkdir(exist_ok=True)
+    with TarWriter(str(out / "train-{:04d}.tar"), shard_size=shard_mb * 10**6) as writer:
+        for n, (path, label) in enumerate(ImageFolder(folder).samples):
+            writer.write({"__key__": f"{n:07d}", "jpg": Path(path).read_bytes(), "cls": label})
+    done.write_text(json.dumps(writer.shards))
+    return writer.shards
+
+
+def ours_loader(shards: list[str]):
+    from dataloader import DataLoader, ImageCollator
+    from dataloader.sources import TarDataset
+    from dataloader.transforms import (
+        Compose,
+        Decode,
+        Normalize,
+        RandomHFlip,
+        RandomResizedCrop,
+        ToChw,
+        ToFloat,
+    )
+
+    train = Compose([Decode("RGB"), RandomResizedCrop(SIZE), RandomHFlip(), ToFloat(),
+                     Normalize(MEAN, STD), ToChw()])
+    dataset = TarDataset(shards, shuffle_buffer=BUFFER, shuffle_shards=True,
+                         fields=("jpg", "cls"))
+    return DataLoader(dataset, batch_size=BATCH_SIZE, num_workers=NUM_WORKERS,
+                      transform=train, collate_fn=ImageCollator(), seed=0)
+
+
+class _PillowTrain:
+    """The torchvision-style train transform of ``images.py`` on a Pillow image (picklable)."""
+
+    def __call__(self, image):
+        import torch
+        from images import pillow_tensor
+
+        return pillow_tensor(image, True, torch.tensor(MEAN).view(3, 1, 1),
+                             torch.tensor(STD).view(3, 1, 1))
+
+
+def theirs_loader(shards: list[str]):
+    import torch.utils.data
+    import webdataset as wds
+
+    dataset = (wds.WebDataset(shards, shardshuffle=len(shards), nodesplitter=None,
+                              workersplitter=wds.split_by_worker, empty_check=False)
+               .shuffle(BUFFER).decode("pil").to_tuple("jpg", "cls")
+               .map_tuple(_PillowTrain(), int))
+    return torch.utils.data.DataLoader(dataset, batch_size=BATCH_SIZE, num_workers=NUM_WORKERS,
+                                       persistent_workers=True)
+
+
+def epoch_rates(make, shards: list[str], repeats: int) -> list[float]:
+    import torch
+
+    loader = make(shards)
+
+    def epoch() -> int:
+        n = 0
+        for images, _ in loader:
+            images = images if isinstance(images, torch.Tensor) else torch.from_dlpack(images)
+            assert images.shape[1:] == (3, SIZE, SIZE)
+            n += images.shape[0]
+        return n
+
+    epoch()
+    rates = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        n = epoch()
+        rates.append(n / (time.perf_counter() - start))
+    getattr(loader, "close", lambda: None)()
+    return rates
+
+
+def raw_rates(shards: list[str], repeats: int) -> tuple[list[float], list[float]]:
+    """MB/s of reading and grouping every sample, and of ``cat shards > /dev/null``."""
+    from dataloader.sources import TarDataset
+
+    total = sum(os.path.getsize(shard) for shard in shards)
+    ours, cat = [], []
+    subprocess.run(["cat", *shards], stdout=subprocess.DEVNULL, check=True)
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run(["cat", *shards], stdout=subprocess.DEVNULL, check=True)
+        cat.append(total / 1e6 / (time.perf_counter() - start))
+        start = time.perf_counter()
+        for _sample in TarDataset(shards):
+            pass
+        ours.append(total / 1e6 / (time.perf_counter() - start))
+    return ours, cat
+
+
+def raw_loader(shards: list[str]):
+    from dataloader import DataLoader
+    from dataloader.sources import TarDataset
+
+    return DataLoader(TarDataset(shards, shuffle_buffer=BUFFER), batch_size=BATCH_SIZE,
+                      num_workers=NUM_WORKERS, collate_fn=len)
+
+
+def peak_rss_mib(shards: list[str], loader: str) -> float:
+    """Peak RSS of a fresh process streaming ``shards`` through ``ours_loader`` or ``raw_loader``."""
+    code = (
+        f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import shards\n"
+        f"for batch in shards.{loader}(json.loads(sys.argv[1])): pass\n"
+        "print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(shards)], capture_output=True,
+                          text=True, check=True)
+    return int(done.stdout.split()[-1]) / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    # The default set is about 75 MB: both sizes leave every worker shards to read.
+    small, large = make_shards(args.images, 8), make_shards(args.images, 32)
+    result: dict = {"images": args.images, "shards": {"8MB": len(small), "32MB": len(large)}}
+
+    ours = epoch_rates(ours_loader, small, args.repeats)
+    rows = [["train: dataloader TarDataset", max(ours), "1.00"]]
+    result["train"] = {"dataloader": ours}
+    try:
+        theirs = epoch_rates(theirs_loader, small, args.repeats)
+    except ImportError as exc:
+        print(f"webdataset + torch skipped: {exc}")
+    else:
+        result["train"]["webdataset_torch"] = theirs
+        rows.append(["train: webdataset + torch", max(theirs), f"{max(theirs) / max(ours):.2f}"])
+        result["speedup_vs_webdataset"] = max(ours) / max(theirs)
+    print_table(["images/s (best epoch)", "rate", "vs ours"], rows)
+
+    raw, cat = raw_rates(small, args.repeats)
+    result["raw"] = {"tar_dataset_mb_s": raw, "cat_mb_s": cat, "fraction_of_cat": max(raw) / max(cat)}
+    print_table(["raw read, MB/s (best)", "rate"],
+                [["TarDataset, no decoding", max(raw)], ["cat > /dev/null", max(cat)],
+                 ["fraction of cat", max(raw) / max(cat)]])
+
+    memory = {size: {"train": peak_rss_mib(shards, "ours_loader"),
+                     "no_decoding": peak_rss_mib(shards, "raw_loader")}
+              for size, shards in (("8MB", small), ("32MB", large))}
+    result["peak_rss_mib"] = memory
+    print_table(["shard size", "peak RSS MiB, train", "no decoding"],
+                [[k, v["train"], v["no_decoding"]] for k, v in memory.items()])
+    print(f"results: {write_json('shards', result)}")
+
+
+if __name__ == "__main__":
+    main()

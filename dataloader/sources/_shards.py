@@ -1,0 +1,202 @@
+"""Shard lists and shard streams: brace patterns, and ``read(n)`` over a location.
+
+A shard is a local path, an ``http(s)://`` URL or an object-store URL
+(``s3://``, ``gs://``, ``az://``, ``file://``, ``memory://``). ``open_shard``
+returns a stream positioned at a byte offset, so that a reader resumes a
+shard where it stopped (HTTP ``Range``, object-store ranged GET, a seek).
+Local files are read through large buffered reads; ``FileIO.readinto`` and
+socket reads release the GIL while they wait.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from dataloader.sources._common import redact_url, require
+from dataloader.sources._retry import Retry
+
+__all__ = ["expand_shards", "open_shard", "shard_name"]
+
+_BRACES = re.compile(r"\{([^{}]*)\}")
+_RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)$")
+_OBJECT_STORES = ("s3", "gs", "gcs", "az", "azure", "abfs", "abfss", "file", "memory")
+_READ_BYTES = 1 << 20  # one local read: large enough that syscalls cost nothing
+
+
+def expand_shards(shards: str | os.PathLike[str] | Iterable[Any]) -> list[str]:
+    """Shard locations: a brace pattern expanded, or a sequence taken as it is.
+
+    ``{000..003}`` is a zero-padded numeric range (the width of the first
+    bound), ``{a,b}`` alternatives; several groups multiply out, left to
+    right.
+
+    Examples
+    --------
+    >>> from dataloader.sources._shards import expand_shards
+    >>> expand_shards("train-{00..02}.tar")
+    ['train-00.tar', 'train-01.tar', 'train-02.tar']
+    >>> expand_shards("{a,b}-{1..2}.tar")
+    ['a-1.tar', 'a-2.tar', 'b-1.tar', 'b-2.tar']
+    """
+    if isinstance(shards, (str, os.PathLike)):
+        locations = _expand(os.fspath(shards))
+    elif isinstance(shards, (bytes, Mapping)) or not isinstance(shards, Iterable):
+        raise TypeError(
+            "shards should be a path, a URL, a brace pattern or a sequence of them, "
+            f"got {type(shards).__name__}"
+        )
+    else:
+        locations = [os.fspath(shard) for shard in shards]
+    for location in locations:
+        if not isinstance(location, str):
+            raise TypeError(f"shards should hold str paths or URLs, got {location!r}")
+    if not locations:
+        raise ValueError("shards should name at least one shard, got none")
+    return locations
+
+
+def _expand(pattern: str) -> list[str]:
+    match = _BRACES.search(pattern)
+    if match is None:
+        return [pattern]
+    body, head, tail = match.group(1), pattern[:match.start()], pattern[match.end():]
+    numbers = _RANGE.match(body)
+    if numbers is not None:
+        low, high = int(numbers.group(1)), int(numbers.group(2))
+        if high < low:
+            raise ValueError(f"shards: empty range {{{body}}} in {pattern!r}")
+        width = len(numbers.group(1))
+        choices = [f"{n:0{width}d}" for n in range(low, high + 1)]
+    else:
+        choices = body.split(",")
+    return [head + choice + rest for choice in choices for rest in _expand(tail)]
+
+
+def shard_name(location: str) -> str:
+    """What messages and samples may show of a location: no credentials, no query."""
+    if "://" in location:
+        return redact_url(location)
+    return location
+
+
+def open_shard(location: str, offset: int, options: ShardOptions) -> Any:
+    """A binary stream of ``location`` from byte ``offset``: ``read(n)`` and ``close()``."""
+    scheme = location.split("://", 1)[0].lower() if "://" in location else ""
+    if scheme in ("http", "https"):
+        return _open_http(location, offset, options)
+    if scheme in _OBJECT_STORES:
+        return _ObjectStream(location, offset, options)
+    if scheme:
+        raise ValueError(f"shards: unsupported URL scheme {scheme!r} in {shard_name(location)}")
+    stream = open(location, "rb", buffering=_READ_BYTES)  # noqa: SIM115 -- the caller closes
+    if offset:
+        stream.seek(offset)
+    return stream
+
+
+class ShardOptions:
+    """How remote shards are reached: HTTP headers and timeout, store options, retries."""
+
+    __slots__ = ("headers", "retry", "store_options", "timeout")
+
+    def __init__(self, headers: Mapping[str, str] | None, timeout: float, retry: Retry,
+                 store_options: Mapping[str, Any] | None) -> None:
+        if not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ValueError(f"timeout should be a positive number of seconds, got {timeout!r}")
+        if not isinstance(retry, Retry):
+            raise TypeError(f"retry should be a Retry, got {type(retry).__name__}")
+        self.headers = dict(headers or {})
+        self.timeout = float(timeout)
+        self.retry = retry
+        self.store_options = dict(store_options or {})
+
+
+def _open_http(url: str, offset: int, options: ShardOptions) -> Any:
+    headers = dict(options.headers)
+    if offset:
+        headers["Range"] = f"bytes={offset}-"
+    request = urllib.request.Request(url, headers=headers)
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            response = urllib.request.urlopen(request, timeout=options.timeout)
+        except urllib.error.HTTPError as exc:
+            exc.close()
+            if exc.code == 404:
+                raise FileNotFoundError(f"{shard_name(url)}: HTTP 404") from None
+            if exc.code not in options.retry.statuses or attempt > options.retry.max_retries:
+                raise OSError(f"{shard_name(url)}: HTTP {exc.code} after {attempt} attempt(s)") from None
+            retry_after = exc.headers.get("Retry-After") if exc.headers else None
+            time.sleep(options.retry.backoff(attempt, retry_after))
+            continue
+        except (urllib.error.URLError, OSError) as exc:
+            if attempt > options.retry.max_retries:
+                reason = getattr(exc, "reason", exc)
+                raise OSError(
+                    f"{shard_name(url)}: {type(reason).__name__} after {attempt} attempt(s)"
+                ) from None
+            time.sleep(options.retry.backoff(attempt, None))
+            continue
+        if offset and response.status != 206:
+            response.close()
+            raise OSError(f"{shard_name(url)}: the server ignored a Range request")
+        return response
+
+
+class _ObjectStream:
+    """A ranged object-store GET read as a stream (obstore, synchronous)."""
+
+    def __init__(self, url: str, offset: int, options: ShardOptions) -> None:
+        obstore = require("obstore", "s3", "TarDataset")
+        scheme, rest = url.split("://", 1)
+        if scheme.lower() in ("file", "memory"):
+            root, key = f"{scheme}:///", rest.lstrip("/")
+        else:
+            bucket, _, key = rest.partition("/")
+            root = f"{scheme}://{bucket}"
+        self._name = shard_name(url)
+        try:
+            store = obstore.store.from_url(root, **options.store_options)
+            get_options = {"range": {"offset": offset}} if offset else None
+            result = obstore.get(store, key, options=get_options)
+            self._chunks = iter(result.stream(min_chunk_size=_READ_BYTES))
+        except Exception as exc:
+            from dataloader.sources._object_store import _mapped
+
+            raise _mapped(exc, self._name, obstore) from None
+        self._buffer = memoryview(b"")
+        self._obstore = obstore
+
+    def read(self, size: int) -> bytes:
+        if len(self._buffer) >= size:
+            data = bytes(self._buffer[:size])
+            self._buffer = self._buffer[size:]
+            return data
+        parts = [bytes(self._buffer)]
+        have = len(parts[0])
+        while have < size:
+            try:
+                chunk = next(self._chunks, None)
+            except Exception as exc:
+                from dataloader.sources._object_store import _mapped
+
+                raise _mapped(exc, self._name, self._obstore) from None
+            if chunk is None:
+                break
+            parts.append(bytes(chunk))
+            have += len(parts[-1])
+        data = b"".join(parts)
+        self._buffer = memoryview(data)[size:]
+        return data[:size]
+
+    def close(self) -> None:
+        self._chunks = iter(())
+        self._buffer = memoryview(b"")
+

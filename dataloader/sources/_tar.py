@@ -1,0 +1,216 @@
+"""Streaming tar parsing and webdataset's grouping of members into samples.
+
+The parser reads a tar stream front to back through a ``read(n)`` callable
+and never seeks, so the same code serves local files, HTTP bodies and
+object-store streams; memory is one member at a time. It understands the
+formats that ``tar`` and Python's ``tarfile`` write: v7, POSIX ustar (the
+``prefix`` field), GNU (long names ``L``, base-256 sizes) and pax (``x``
+extended headers: ``path`` and ``size``; ``g`` global headers are read
+and ignored). Every header's checksum is verified.
+
+Errors::
+
+    ValueError (ShardError)   a bad header checksum, a malformed size or pax
+                              record, or a stream that ends inside a header
+                              or a member; the message names the shard and
+                              the byte offset of the header at fault
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+
+__all__ = ["ShardError", "group_samples", "split_name", "tar_members"]
+
+BLOCK = 512
+_ZEROS = bytes(BLOCK)
+_REGULAR = (b"0", b"\0", b"7")
+_META = re.compile(r"__[^/]*__($|/)")
+# webdataset's rule: the key is everything up to the first dot of the
+# basename (directories included), the extension everything after it.
+_KEY_EXTENSION = re.compile(r"^((?:.*/|)[^.]+)[.]([^/]*)$")
+
+
+class ShardError(ValueError):
+    """A tar shard that cannot be parsed: corrupt or truncated.
+
+    ``url`` is the shard (without credentials or query) and ``offset`` the
+    byte offset of the header at fault.
+
+    Examples
+    --------
+    >>> from dataloader.sources import ShardError
+    >>> error = ShardError("train-0.tar", 1024, "bad header checksum")
+    >>> error.offset, str(error)
+    (1024, 'train-0.tar: bad header checksum at byte 1024')
+    >>> isinstance(error, ValueError)
+    True
+    """
+
+    def __init__(self, url: str, offset: int, reason: str) -> None:
+        super().__init__(f"{url}: {reason} at byte {offset}")
+        self.url = url
+        self.offset = offset
+
+
+def split_name(name: str) -> tuple[str | None, str | None]:
+    """A member name's ``(key, extension)`` by webdataset's rule, or ``(None, None)``.
+
+    Examples
+    --------
+    >>> from dataloader.sources._tar import split_name
+    >>> split_name("train/000123.seg.png")
+    ('train/000123', 'seg.png')
+    >>> split_name("README")
+    (None, None)
+    """
+    match = _KEY_EXTENSION.match(name)
+    if match is None:
+        return None, None
+    return match.group(1), match.group(2)
+
+
+def _octal(field: bytes, url: str, offset: int, what: str) -> int:
+    if field[:1] and field[0] & 0x80:  # GNU base-256: big-endian, sign bit set
+        value = int.from_bytes(field[1:], "big")
+        if field[0] & 0x40:
+            raise ShardError(url, offset, f"negative {what} in header")
+        return value
+    text = field.split(b"\0", 1)[0].strip(b" ")
+    if not text:
+        return 0
+    try:
+        return int(text, 8)
+    except ValueError:
+        raise ShardError(url, offset, f"malformed {what} {text!r} in header") from None
+
+
+def _checksum_ok(header: bytes, url: str, offset: int) -> bool:
+    stored = _octal(header[148:156], url, offset, "checksum")
+    # The sum of all bytes with the checksum field counted as spaces; some
+    # old writers summed signed chars, which tarfile accepts too.
+    unsigned = sum(header) - sum(header[148:156]) + 8 * 32
+    if stored == unsigned:
+        return True
+    signed = unsigned - 256 * sum(1 for byte in header if byte > 127)
+    signed += 256 * sum(1 for byte in header[148:156] if byte > 127)
+    return stored == signed
+
+
+def _text(field: bytes) -> str:
+    return field.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+
+
+def _pax(data: bytes, url: str, offset: int) -> dict[str, str]:
+    """The records ``"<length> <key>=<value>\\n"`` of a pax header."""
+    records: dict[str, str] = {}
+    position = 0
+    while position < len(data) and data[position:position + 1] != b"\0":
+        space = data.find(b" ", position)
+        try:
+            length = int(data[position:space])
+        except ValueError:
+            raise ShardError(url, offset, "malformed pax record") from None
+        record = data[space + 1:position + length]
+        if length <= 0 or not record.endswith(b"\n") or b"=" not in record:
+            raise ShardError(url, offset, "malformed pax record")
+        key, value = record[:-1].split(b"=", 1)
+        records[key.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
+        position += length
+    return records
+
+
+def _read(read: Callable[[int], bytes], size: int, url: str, offset: int) -> bytes:
+    data = read(size)
+    if len(data) != size:
+        raise ShardError(url, offset, f"truncated: {len(data)} of {size} bytes")
+    return data
+
+
+def tar_members(
+    read: Callable[[int], bytes], url: str, offset: int = 0
+) -> Iterator[tuple[str, bytes, int]]:
+    """``(name, data, header_offset)`` of every regular file member, in order.
+
+    ``read(n)`` returns the next ``n`` bytes of the stream (fewer only at
+    its end); ``offset`` is where in the shard the stream starts, a header
+    boundary. ``header_offset`` is where the member's first header starts
+    (a pax or GNU long-name header before it included): reading from there
+    yields this member again.
+    """
+    long_name: str | None = None
+    pax: dict[str, str] = {}
+    start = offset  # the first header of the member being assembled
+    pad = 0  # the previous member's padding, read with the next header: one call, no copy of data
+    while True:
+        block = read(pad + BLOCK)
+        if len(block) < pad:
+            raise ShardError(url, offset - pad, f"truncated: {len(block)} of {pad} padding bytes")
+        header = block[pad:] if pad else block
+        if not header or header == _ZEROS:
+            return  # the end-of-archive block, or a stream with none
+        if len(header) != BLOCK:
+            raise ShardError(url, offset, f"truncated: {len(header)} of {BLOCK} header bytes")
+        if not _checksum_ok(header, url, offset):
+            raise ShardError(url, offset, "bad header checksum")
+        size = _octal(header[124:136], url, offset, "size")
+        if "size" in pax:
+            try:
+                size = int(pax["size"])
+            except ValueError:
+                raise ShardError(url, offset, "malformed pax size") from None
+        kind = header[156:157]
+        padded = -(-size // BLOCK) * BLOCK
+        data = _read(read, size, url, offset) if size else b""
+        pad = padded - size
+        here, offset = offset, offset + BLOCK + padded
+        if kind in (b"L", b"x", b"g"):
+            if kind == b"L":
+                long_name = _text(data)
+            elif kind == b"x":
+                pax = _pax(data, url, here)
+            continue
+        if kind in _REGULAR:
+            name = pax.get("path") or long_name
+            if name is None:
+                name = _text(header[0:100])
+                if header[257:263] == b"ustar\0" and header[345]:
+                    name = _text(header[345:500]) + "/" + name
+            yield name, data, start
+        long_name, pax, start = None, {}, offset
+
+
+def group_samples(
+    members: Iterator[tuple[str, bytes, int]], url: str
+) -> Iterator[tuple[dict[str, object], int, int | None]]:
+    """webdataset's samples of one shard: ``(sample, start, resume)``.
+
+    ``start`` is the offset of the sample's first member; ``resume`` the
+    offset of the first member of the next sample (``None`` after the
+    last), from which reading continues with the samples after this one.
+
+    Consecutive members sharing a key form one sample ``{"__key__",
+    "__url__", extension: bytes, ...}``, extensions lowercased; names
+    without an extension and ``__meta__`` members are skipped, as
+    webdataset skips them. A repeated extension within a sample is a
+    ``ShardError``.
+    """
+    sample: dict[str, object] | None = None
+    start = 0
+    for name, data, offset in members:
+        if _META.match(name):
+            continue
+        key, extension = split_name(name)
+        if key is None:
+            continue
+        extension = extension.lower()  # type: ignore[union-attr]
+        if sample is None or sample["__key__"] != key:
+            if sample is not None and len(sample) > 2:
+                yield sample, start, offset
+            sample, start = {"__key__": key, "__url__": url}, offset
+        if extension in sample:
+            raise ShardError(url, offset, f"duplicate member {name!r} in sample {key!r}")
+        sample[extension] = data
+    if sample is not None and len(sample) > 2:
+        yield sample, start, None
