@@ -18,11 +18,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from dataloader._chains import compile_chain, output_shape
 from dataloader._collate import default_collate
-from dataloader._core.image import BufferPool, Image, ImageBatch, new_batch
+from dataloader._core.image import POOL_CAPACITY_MAX, BufferPool, Image, ImageBatch, new_batch
 from dataloader._core.io import read_file
 from dataloader._core.pipeline import item_seed as native_item_seed
-from dataloader._chains import compile_chain, output_shape
+from dataloader._image_args import check_choice, check_image_shape, check_int
 from dataloader.transforms import Transform
 
 __all__ = ["ImageCollator", "ImageFolder", "ItemTransform"]
@@ -86,13 +87,9 @@ class ImageCollator:
     """
 
     def __init__(self, layout: str = "NCHW", dtype: str | None = None, pool_capacity: int = 8):
-        if layout not in ("NCHW", "NHWC"):
-            raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
-        if dtype not in (None, "uint8", "float32"):
-            raise ValueError(f"dtype must be None, 'uint8' or 'float32', got {dtype!r}")
-        self.layout = layout
-        self.dtype = dtype
-        self.pool = BufferPool(pool_capacity)
+        self.layout = check_choice("layout", layout, ("NCHW", "NHWC"))
+        self.dtype = check_choice("dtype", dtype, (None, "uint8", "float32"))
+        self.pool = BufferPool(check_int("pool_capacity", pool_capacity, 0, POOL_CAPACITY_MAX))
 
     def __repr__(self) -> str:
         return f"ImageCollator(layout={self.layout!r}, dtype={self.dtype!r})"
@@ -176,10 +173,8 @@ def _hwc_array(image: Any, position: int) -> np.ndarray:
         array = np.asarray(image)
         return array.transpose(1, 2, 0) if image.layout == "CHW" else array
     if isinstance(image, np.ndarray) and image.dtype in (np.uint8, np.float32):
-        if image.ndim == 2:
-            return image[:, :, None]
-        if image.ndim == 3:
-            return image
+        check_image_shape(image.shape, "HWC", f"ImageCollator: item {position}")
+        return image[:, :, None] if image.ndim == 2 else image
     raise ValueError(f"ImageCollator: item {position} is {type(image).__name__}, expected an "
                      "Image or a uint8/float32 (H, W, C) array")
 

@@ -5,27 +5,21 @@ result of a slow numpy reference or a ``ValueError``/``TypeError``: never a
 crash, another exception, or a write outside ``out=`` (each ``out`` buffer
 sits between guard bytes that must stay intact).
 
-Example counts come from the hypothesis profile: modest by default
-(``make test``), larger under ``HYPOTHESIS_PROFILE=soak`` (``make soak``).
+Example counts come from the hypothesis profile (``tests/conftest.py``):
+modest by default (``make test``), larger under ``HYPOTHESIS_PROFILE=soak``
+(``make soak``).
 """
 
 import io
-import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from PIL import Image as PILImage
 
 from dataloader import kernels
-
-settings.register_profile(
-    "default", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile(
-    "soak", max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 DTYPES = [np.uint8, np.float32, np.float64, np.int16, np.bool_]
 GUARD_BYTES = 64

@@ -178,7 +178,6 @@ def test_decode_limits_and_corrupt_data():
     [
         (Resize(10), JPEG, "Resize got encoded bytes"),
         (Decode(), IMAGE, "Decode got a uint8 HWC image"),
-        (Decode(), 1.5, "Decode got float"),
         (Compose([ToFloat(), Resize(10)]), IMAGE, "Resize got a float32"),
         (Compose([ToChw(), HFlip()]), IMAGE, "HFlip got a uint8 CHW image"),
         (Normalize([0.5] * 2, [0.5] * 2), IMAGE, "Normalize has 2 means"),
@@ -188,6 +187,11 @@ def test_decode_limits_and_corrupt_data():
 def test_an_op_given_the_wrong_kind_of_value_names_itself(transform, data, match):
     with pytest.raises(ValueError, match=match):
         transform(data)
+
+
+def test_an_op_given_something_other_than_an_image_raises_type_error():
+    with pytest.raises(TypeError, match="Decode got float"):
+        Decode()(1.5)
 
 
 @pytest.mark.parametrize(

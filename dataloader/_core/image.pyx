@@ -12,6 +12,7 @@ cimport cython
 from cpython.buffer cimport PyBUF_F_CONTIGUOUS, PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES
 from cpython.pycapsule cimport (PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_New)
 from cpython.ref cimport Py_DECREF, Py_INCREF
+from libc.stddef cimport ptrdiff_t
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
@@ -26,12 +27,68 @@ from dataloader._core._sync cimport (
 from dataloader._core._typedefs cimport intp_t
 
 
+import operator
+
 import numpy as np
 
-# Decode and import limits: a side longer than MAX_SIDE or more than
-# MAX_BYTES of samples is refused before any pixel memory is allocated.
-MAX_SIDE = 16384
-MAX_BYTES = 256 * 2**20
+
+cdef extern from "src/dl_ops.h" nogil:
+    int DL_MAX_SIDE
+    int DL_MAX_BYTES
+    const char* DL_IMAGE_RULE
+    const char* DL_FILL_RULE
+    bint dl_is_image_shape(ptrdiff_t height, ptrdiff_t width, ptrdiff_t channels)
+    bint dl_is_fill_value(double value, int sample_size)
+
+
+# The image rule and the decode limits, declared in src/dl_ops.h: a side
+# longer than MAX_SIDE or more than MAX_BYTES of samples is refused before
+# any pixel memory is allocated.
+MAX_SIDE = DL_MAX_SIDE
+MAX_BYTES = DL_MAX_BYTES
+IMAGE_RULE = DL_IMAGE_RULE.decode()
+# Idle blocks a BufferPool can hold at most.
+POOL_CAPACITY_MAX = MAX_POOLED
+FILL_RULE = DL_FILL_RULE.decode()
+
+
+cdef ptrdiff_t _side(object value):
+    """``value`` in C's range, on the same side of the rule's bounds."""
+    return max(-1, min(value, DL_MAX_SIDE + 1))
+
+
+def check_image_shape(shape, str layout="HWC", str name="img"):
+    """Raise ``ValueError`` naming ``shape`` unless it is an image's (or a batch's) shape.
+
+    ``layout`` orders the axes: ``"HWC"`` or ``"CHW"`` for an image (a 2-D
+    shape is one channel), ``"NHWC"`` or ``"NCHW"`` for a batch of them.
+    Every entry point of the library checks images here, and native chains
+    check each intermediate shape with the same C rule.
+    """
+    dims = tuple(shape)
+    if len(dims) == len(layout) == 4:
+        if not 0 <= dims[0] <= DL_MAX_SIDE:
+            raise ValueError(f"{name} has shape {dims}: a batch holds 0 to {DL_MAX_SIDE} images")
+        image = dims[1:]
+    elif len(dims) == 2 and len(layout) == 3:
+        image = dims + (1,) if layout == "HWC" else (1,) + dims
+    elif len(dims) == len(layout) == 3:
+        image = dims
+    else:
+        raise ValueError(f"{name} must have {len(layout)} dimensions ({layout}"
+                         f"{' or HW' if len(layout) == 3 else ''}), got shape {dims}")
+    height, width, channels = ((image[0], image[1], image[2]) if layout.endswith("C")
+                               else (image[1], image[2], image[0]))
+    if not dl_is_image_shape(_side(height), _side(width), _side(channels)):
+        raise ValueError(f"{name} has shape {dims} ({layout}): {IMAGE_RULE}")
+
+
+def check_fill_samples(values, dtype, str name="fill"):
+    """Raise ``ValueError`` unless every value of ``values`` is a sample of ``dtype`` exactly."""
+    cdef int sample_size = np.dtype(dtype).itemsize
+    for value in values:
+        if not dl_is_fill_value(value, sample_size):
+            raise ValueError(f"{name}={tuple(values)!r} for a {np.dtype(dtype)} image: {FILL_RULE}")
 
 cdef dict _DTYPES = {"uint8": ("B", 1, "|u1", DL_UINT), "float32": ("f", 4, "<f4", DL_FLOAT)}
 cdef tuple _IMAGE_LAYOUTS = ("HWC", "CHW")
@@ -230,6 +287,16 @@ cdef object _as_array(obj):
     return np.asarray(obj)
 
 
+cdef object _dimension(str name, value):
+    """An int argument of a constructor, taken as Python's ``range`` takes it."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+
+
 cdef _check_limits(tuple shape, Py_ssize_t height, Py_ssize_t width, Py_ssize_t nbytes):
     if height > MAX_SIDE or width > MAX_SIDE:
         raise ValueError(f"image of {height}x{width} exceeds the limit of {MAX_SIDE} pixels "
@@ -271,15 +338,14 @@ cdef class Image(_Samples):
     7
     """
 
-    def __init__(self, Py_ssize_t height, Py_ssize_t width, int channels=3, str dtype="uint8",
-                 str layout="HWC"):
+    def __init__(self, height, width, channels=3, str dtype="uint8", str layout="HWC"):
         if layout not in _IMAGE_LAYOUTS:
             raise ValueError(f"layout must be 'HWC' or 'CHW', got {layout!r}")
-        if not 1 <= channels <= 4:
-            raise ValueError(f"channels must be 1 to 4, got {channels}")
-        cdef tuple shape = (<object> height, <object> width, <object> channels)
+        cdef tuple shape = (_dimension("height", height), _dimension("width", width),
+                            _dimension("channels", channels))
         if layout == "CHW":
-            shape = (<object> channels, <object> height, <object> width)
+            shape = (shape[2], shape[0], shape[1])
+        check_image_shape(shape, layout, "Image")
         self._allocate(shape, dtype, layout)
 
     @property
@@ -334,16 +400,11 @@ cdef class Image(_Samples):
         array = _as_array(obj)
         if array.dtype not in (np.uint8, np.float32):
             raise ValueError(f"obj must hold uint8 or float32 samples, got {array.dtype}")
+        check_image_shape(array.shape, layout, "obj")
         if array.ndim == 2:
             array = array[:, :, None] if layout == "HWC" else array[None]
-        if array.ndim != 3:
-            raise ValueError(f"obj must have shape (H, W, C), (C, H, W) or (H, W), "
-                             f"got {array.shape}")
         c = array.shape[2] if layout == "HWC" else array.shape[0]
         h, w = (array.shape[0], array.shape[1]) if layout == "HWC" else array.shape[1:]
-        if not 1 <= c <= 4:
-            raise ValueError(f"obj must have 1 to 4 channels for layout {layout!r}, "
-                             f"got shape {array.shape}")
         _check_limits(array.shape, h, w, array.nbytes)
         image = Image(h, w, c, str(array.dtype), layout)
         np.copyto(np.asarray(image), array)
@@ -376,15 +437,14 @@ cdef class ImageBatch(_Samples):
     0.0
     """
 
-    def __init__(self, Py_ssize_t n, Py_ssize_t height, Py_ssize_t width, int channels=3,
-                 str dtype="uint8", str layout="NCHW"):
+    def __init__(self, n, height, width, channels=3, str dtype="uint8", str layout="NCHW"):
         if layout not in _BATCH_LAYOUTS:
             raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
-        if not 1 <= channels <= 4:
-            raise ValueError(f"channels must be 1 to 4, got {channels}")
-        cdef tuple shape = (<object> n, <object> channels, <object> height, <object> width)
+        cdef tuple shape = (_dimension("n", n), _dimension("channels", channels),
+                            _dimension("height", height), _dimension("width", width))
         if layout == "NHWC":
-            shape = (<object> n, <object> height, <object> width, <object> channels)
+            shape = (shape[0], shape[2], shape[3], shape[1])
+        check_image_shape(shape, layout, "ImageBatch")
         self._allocate(shape, dtype, layout)
 
     @staticmethod
@@ -404,14 +464,9 @@ cdef class ImageBatch(_Samples):
         array = _as_array(obj)
         if array.dtype not in (np.uint8, np.float32):
             raise ValueError(f"obj must hold uint8 or float32 samples, got {array.dtype}")
-        if array.ndim != 4:
-            raise ValueError(f"obj must have 4 dimensions for layout {layout!r}, "
-                             f"got shape {array.shape}")
+        check_image_shape(array.shape, layout, "obj")
         n, c, h, w = array.shape if layout == "NCHW" else (
             array.shape[0], array.shape[3], array.shape[1], array.shape[2])
-        if not 1 <= c <= 4:
-            raise ValueError(f"obj must have 1 to 4 channels for layout {layout!r}, "
-                             f"got shape {array.shape}")
         _check_limits(array.shape, h, w, array.nbytes // max(n, 1))
         batch = ImageBatch(n, h, w, c, str(array.dtype), layout)
         np.copyto(np.asarray(batch), array)
