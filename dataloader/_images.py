@@ -53,6 +53,9 @@ class ItemTransform:
 
     def __call__(self, index: int, item: Any) -> Any:
         if isinstance(item, (tuple, list)):
+            if not item:
+                raise ValueError(f"item {index} is an empty {type(item).__name__}: a native "
+                                 "transform takes data, or a tuple (data, label, ...)")
             return (self.chain.apply(item[0], self.item_seed(index)), *item[1:])
         return self.chain.apply(item, self.item_seed(index))
 
@@ -98,6 +101,14 @@ class ImageCollator:
         if len(items) == 0:
             raise ValueError("ImageCollator got an empty batch")
         if isinstance(items[0], (tuple, list)):
+            # Every item (image, label, ...) alike, as default_collate wants its fields.
+            for position, item in enumerate(items):
+                if not isinstance(item, (tuple, list)) or not 1 <= len(item) == len(items[0]):
+                    raise ValueError(
+                        f"ImageCollator: item {position} is {type(item).__name__} of length "
+                        f"{len(item) if isinstance(item, (tuple, list)) else '-'}, item 0 is "
+                        f"{type(items[0]).__name__} of length {len(items[0])}: items must all be "
+                        "images, or all tuples (image, label, ...) of one length")
             images = [item[0] for item in items]
             rest = default_collate([tuple(item[1:]) for item in items])
             return (self.stack(images), *rest)

@@ -30,7 +30,9 @@ def build_array(base, ops):
     array = base
     for op, *args in ops:
         if op == "slice":
-            array = array[tuple(slice(None, None, step) for step in args[0])]
+            # (Indexing a 0-d array with () would give a scalar, not a view.)
+            array = array[tuple(slice(None, None, step) for step in args[0])] if args[0] \
+                else array[...]
         elif op == "swapaxes":
             array = np.swapaxes(array, *args)
         elif op == "broadcast":

@@ -349,7 +349,10 @@ KERNEL_ARGS = {
     "Image": ([ints(1, 8), ints(1, 8)], {"channels": ints(1, 4),
                                          "dtype": choices(["uint8", "float32"]),
                                          "layout": choices(["HWC", "CHW"])}),
-    "ImageBatch": ([ints(0, 4), ints(1, 8), ints(1, 8)], {
+    # A batch size past the limit, but never 16384 valid images of 16384 rows:
+    # a valid request larger than the machine is numpy's and torch's MemoryError.
+    "ImageBatch": ([st.one_of(st.integers(0, 4), st.sampled_from([-1, MAX_SIDE + 1, 2**31, 1.5])),
+                    ints(1, 8), ints(1, 8)], {
         "channels": ints(1, 4), "dtype": choices(["uint8", "float32"]),
         "layout": choices(["NCHW", "NHWC"])}),
     "Image.from_array": ([inputs()], {"layout": choices(["HWC", "CHW"])}),
@@ -372,7 +375,9 @@ STRATEGIES["dataloader.ImageCollator"] = _case(
 # Native chains on the loader's workers (threads outside the interpreter).
 STRATEGIES["dataloader.DataLoader"] = _case(
     "dataloader", "DataLoader",
-    [st.lists(_chain_input(), min_size=1, max_size=4)],
+    [st.one_of(st.lists(_chain_input(), min_size=1, max_size=4),
+               st.lists(st.tuples(_chain_input(), st.integers(0, 9)), min_size=1, max_size=4),
+               st.lists(st.sampled_from([(), []]), min_size=1, max_size=2))],
     {"batch_size": st.integers(1, 3), "num_workers": st.sampled_from([0, 2]),
      "item_concurrency": st.sampled_from([1, 2])},
     required={"transform": st.one_of(transform_specs(), st.tuples(

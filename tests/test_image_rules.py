@@ -141,6 +141,27 @@ def test_image_collator_refuses_items_of_a_wrong_shape():
     assert batch.shape == (2, 3, 2, 2)
 
 
+def test_image_collator_refuses_items_of_a_wrong_structure():
+    # Found by the crash hunt: an empty tuple was an IndexError, and an image
+    # after a labelled item had its first row taken for the image.
+    collate = ImageCollator()
+    good = np.zeros((2, 2, 3), np.uint8)
+    with pytest.raises(ValueError, match="item 0 is tuple of length 0"):
+        collate([()])
+    with pytest.raises(ValueError, match="item 1 is ndarray"):
+        collate([(good, 0), np.zeros((2, 2, 2, 3), np.uint8)])
+    with pytest.raises(ValueError, match="item 1 is tuple of length 3"):
+        collate([(good, 0), (good, 1, 2)])
+
+
+def test_images_over_the_byte_limit_are_refused_before_allocating():
+    # Found by the crash hunt: a valid shape whose size no machine holds was a MemoryError.
+    with pytest.raises(ValueError, match="over the limit of 268435456"):
+        ImageBatch(2, 16384, 16384)
+    with pytest.raises(ValueError, match="over the limit of 268435456"):
+        Image(16384, 16384, 4, dtype="float32")
+
+
 # --- fills -----------------------------------------------------------------
 
 @pytest.mark.parametrize("fill", [300, -1, 1.5, (0, 256, 0)])

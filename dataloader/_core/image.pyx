@@ -297,13 +297,12 @@ cdef object _dimension(str name, value):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
 
 
-cdef _check_limits(tuple shape, Py_ssize_t height, Py_ssize_t width, Py_ssize_t nbytes):
-    if height > MAX_SIDE or width > MAX_SIDE:
-        raise ValueError(f"image of {height}x{width} exceeds the limit of {MAX_SIDE} pixels "
-                         f"per side (shape {shape})")
+cdef _check_bytes(tuple shape, str dtype, Py_ssize_t samples):
+    """An image of ``samples`` samples stays within the decode limit of MAX_BYTES bytes."""
+    cdef Py_ssize_t nbytes = samples * (_DTYPES[dtype][1] if dtype in _DTYPES else 1)
     if nbytes > MAX_BYTES:
-        raise ValueError(f"image of {height}x{width} ({nbytes} bytes) exceeds the limit of "
-                         f"{MAX_BYTES} bytes (shape {shape})")
+        raise ValueError(f"an image of shape {shape} and dtype {dtype} needs {nbytes} bytes, "
+                         f"over the limit of {MAX_BYTES}")
 
 
 @cython.final
@@ -346,6 +345,7 @@ cdef class Image(_Samples):
         if layout == "CHW":
             shape = (shape[2], shape[0], shape[1])
         check_image_shape(shape, layout, "Image")
+        _check_bytes(shape, dtype, shape[0] * shape[1] * shape[2])
         self._allocate(shape, dtype, layout)
 
     @property
@@ -405,7 +405,7 @@ cdef class Image(_Samples):
             array = array[:, :, None] if layout == "HWC" else array[None]
         c = array.shape[2] if layout == "HWC" else array.shape[0]
         h, w = (array.shape[0], array.shape[1]) if layout == "HWC" else array.shape[1:]
-        _check_limits(array.shape, h, w, array.nbytes)
+        _check_bytes(array.shape, str(array.dtype), array.size)
         image = Image(h, w, c, str(array.dtype), layout)
         np.copyto(np.asarray(image), array)
         return image
@@ -445,6 +445,7 @@ cdef class ImageBatch(_Samples):
         if layout == "NHWC":
             shape = (shape[0], shape[2], shape[3], shape[1])
         check_image_shape(shape, layout, "ImageBatch")
+        _check_bytes(shape, dtype, shape[1] * shape[2] * shape[3])
         self._allocate(shape, dtype, layout)
 
     @staticmethod
@@ -467,7 +468,7 @@ cdef class ImageBatch(_Samples):
         check_image_shape(array.shape, layout, "obj")
         n, c, h, w = array.shape if layout == "NCHW" else (
             array.shape[0], array.shape[3], array.shape[1], array.shape[2])
-        _check_limits(array.shape, h, w, array.nbytes // max(n, 1))
+        _check_bytes(array.shape, str(array.dtype), array.size // max(n, 1))
         batch = ImageBatch(n, h, w, c, str(array.dtype), layout)
         np.copyto(np.asarray(batch), array)
         return batch
