@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from dataloader._core.image import (
+from dataloader._core.rules import (
     MAX_BYTES,
     MAX_SIDE,
     check_fill_samples,

@@ -86,6 +86,13 @@ def test_a_chain_on_the_loaders_workers_refuses_an_empty_image():
         list(loader)
 
 
+def test_a_native_transform_in_the_loader_refuses_an_empty_tuple_item():
+    loader = DataLoader([(np.zeros((2, 2), np.uint8), 0), ()], batch_size=2,
+                        transform=transforms.HFlip())
+    with pytest.raises(ValueError, match="item 1 is an empty tuple"):
+        list(loader)
+
+
 def test_the_plan_pass_checks_every_intermediate_shape():
     # Valid input, but the shorter side of 8 makes the longer one 8 * 16384.
     with pytest.raises(ValueError, match=r"Resize would make .* shape \(8, 131072, 3\)"):

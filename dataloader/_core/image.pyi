@@ -4,12 +4,9 @@ import numpy as np
 
 MAX_SIDE: int
 MAX_BYTES: int
-IMAGE_RULE: str
-FILL_RULE: str
 POOL_CAPACITY_MAX: int
 
 def check_image_shape(shape: tuple[int, ...], layout: str = "HWC", name: str = "img") -> None: ...
-def check_fill_samples(values: Any, dtype: Any, name: str = "fill") -> None: ...
 
 class _Samples:
     @property

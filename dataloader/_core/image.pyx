@@ -12,7 +12,6 @@ cimport cython
 from cpython.buffer cimport PyBUF_F_CONTIGUOUS, PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES
 from cpython.pycapsule cimport (PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_New)
 from cpython.ref cimport Py_DECREF, Py_INCREF
-from libc.stddef cimport ptrdiff_t
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
@@ -32,63 +31,10 @@ import operator
 import numpy as np
 
 
-cdef extern from "src/dl_ops.h" nogil:
-    int DL_MAX_SIDE
-    int DL_MAX_BYTES
-    const char* DL_IMAGE_RULE
-    const char* DL_FILL_RULE
-    bint dl_is_image_shape(ptrdiff_t height, ptrdiff_t width, ptrdiff_t channels)
-    bint dl_is_fill_value(double value, int sample_size)
+from dataloader._core.rules import MAX_BYTES, MAX_SIDE, check_image_shape
 
-
-# The image rule and the decode limits, declared in src/dl_ops.h: a side
-# longer than MAX_SIDE or more than MAX_BYTES of samples is refused before
-# any pixel memory is allocated.
-MAX_SIDE = DL_MAX_SIDE
-MAX_BYTES = DL_MAX_BYTES
-IMAGE_RULE = DL_IMAGE_RULE.decode()
 # Idle blocks a BufferPool can hold at most.
 POOL_CAPACITY_MAX = MAX_POOLED
-FILL_RULE = DL_FILL_RULE.decode()
-
-
-cdef ptrdiff_t _side(object value):
-    """``value`` in C's range, on the same side of the rule's bounds."""
-    return max(-1, min(value, DL_MAX_SIDE + 1))
-
-
-def check_image_shape(shape, str layout="HWC", str name="img"):
-    """Raise ``ValueError`` naming ``shape`` unless it is an image's (or a batch's) shape.
-
-    ``layout`` orders the axes: ``"HWC"`` or ``"CHW"`` for an image (a 2-D
-    shape is one channel), ``"NHWC"`` or ``"NCHW"`` for a batch of them.
-    Every entry point of the library checks images here, and native chains
-    check each intermediate shape with the same C rule.
-    """
-    dims = tuple(shape)
-    if len(dims) == len(layout) == 4:
-        if not 0 <= dims[0] <= DL_MAX_SIDE:
-            raise ValueError(f"{name} has shape {dims}: a batch holds 0 to {DL_MAX_SIDE} images")
-        image = dims[1:]
-    elif len(dims) == 2 and len(layout) == 3:
-        image = dims + (1,) if layout == "HWC" else (1,) + dims
-    elif len(dims) == len(layout) == 3:
-        image = dims
-    else:
-        raise ValueError(f"{name} must have {len(layout)} dimensions ({layout}"
-                         f"{' or HW' if len(layout) == 3 else ''}), got shape {dims}")
-    height, width, channels = ((image[0], image[1], image[2]) if layout.endswith("C")
-                               else (image[1], image[2], image[0]))
-    if not dl_is_image_shape(_side(height), _side(width), _side(channels)):
-        raise ValueError(f"{name} has shape {dims} ({layout}): {IMAGE_RULE}")
-
-
-def check_fill_samples(values, dtype, str name="fill"):
-    """Raise ``ValueError`` unless every value of ``values`` is a sample of ``dtype`` exactly."""
-    cdef int sample_size = np.dtype(dtype).itemsize
-    for value in values:
-        if not dl_is_fill_value(value, sample_size):
-            raise ValueError(f"{name}={tuple(values)!r} for a {np.dtype(dtype)} image: {FILL_RULE}")
 
 cdef dict _DTYPES = {"uint8": ("B", 1, "|u1", DL_UINT), "float32": ("f", 4, "<f4", DL_FLOAT)}
 cdef tuple _IMAGE_LAYOUTS = ("HWC", "CHW")

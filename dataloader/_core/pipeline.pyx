@@ -14,7 +14,7 @@ import numpy as np
 
 from dataloader._core._typedefs cimport uint8_t
 from dataloader._core.image cimport Image, ImageBatch, _Samples, adopt_image
-from dataloader._core.image import check_image_shape
+from dataloader._core.rules import check_image_shape
 from dataloader._core.ops cimport dl_image_t
 
 
