@@ -117,6 +117,8 @@ class ImageCollator:
     def stack(self, images: Sequence[Any]) -> ImageBatch:
         """One pooled ``ImageBatch`` holding ``images`` (all of one shape and type)."""
         arrays = [_hwc_array(image, position) for position, image in enumerate(images)]
+        if not arrays:
+            raise ValueError("ImageCollator got an empty batch")
         first = arrays[0]
         for position, array in enumerate(arrays):
             if array.shape != first.shape or array.dtype != first.dtype:

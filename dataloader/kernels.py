@@ -36,6 +36,7 @@ from dataloader._image_args import (
     MAX_SIDE,
     PAD_MODES,
     as_array,
+    check_bool,
     check_choice,
     check_image_shape,
     check_int,
@@ -118,6 +119,7 @@ def resize(img, size, *, interpolation="bilinear", antialias=True, out=None):
     """
     src, flat = image_array(img)
     check_choice("interpolation", interpolation, FILTERS)
+    antialias = check_bool("antialias", antialias)
     h, w = src.shape[:2]
     if isinstance(size, (int, np.integer)) and not isinstance(size, bool):
         size = check_int("size", size, 1)
@@ -129,7 +131,7 @@ def resize(img, size, *, interpolation="bilinear", antialias=True, out=None):
     else:
         height, width = check_size("size", size, allow_int=False)
     result, target = output(out, (height, width, src.shape[2]), np.uint8, flat)
-    _resize.resize_into(src, target, FILTERS.index(interpolation), bool(antialias))
+    _resize.resize_into(src, target, FILTERS.index(interpolation), antialias)
     return result
 
 

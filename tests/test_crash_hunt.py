@@ -339,7 +339,7 @@ KERNEL_ARGS = {
                 "out": outs()}),
     "resize": ([image_specs(), sizes()], {
         "interpolation": choices(["bilinear", "nearest", "bicubic", "lanczos"]),
-        "antialias": st.booleans(), "out": outs()}),
+        "antialias": st.one_of(st.booleans(), st.sampled_from(ODD)), "out": outs()}),
     "rotate90": ([image_specs(), ints(-9, 9)], {"out": outs()}),
     "stack": ([st.lists(image_specs(), max_size=3)], {"out": outs()}),
     "to_chw": ([image_specs()], {"out": outs()}),

@@ -159,6 +159,10 @@ def test_image_collator_refuses_items_of_a_wrong_structure():
         collate([(good, 0), np.zeros((2, 2, 2, 3), np.uint8)])
     with pytest.raises(ValueError, match="item 1 is tuple of length 3"):
         collate([(good, 0), (good, 1, 2)])
+    with pytest.raises(ValueError, match="empty batch"):
+        collate.stack([])
+    with pytest.raises(ValueError, match=r"ImageBatch has shape \(2, 3, 0, 2\)"):
+        collate.new_batch(2, 0, 2, 3, "uint8")
 
 
 def test_images_over_the_byte_limit_are_refused_before_allocating():
@@ -212,6 +216,7 @@ TYPE_ERRORS = [
     lambda: kernels.pad(np.zeros((2, 2), np.uint8), 1, fill="x"),
     lambda: kernels.decode(b"\x89PNG", max_width=None), lambda: ImageCollator(pool_capacity=1.0),
     lambda: transforms.HFlip()([[1, 2]]),
+    lambda: kernels.resize(np.zeros((2, 2), np.uint8), 1, antialias=None),
 ]
 VALUE_ERRORS = [
     lambda: Resize(0), lambda: Resize(-1), lambda: Resize(16385), lambda: Resize(BIG),

@@ -503,4 +503,6 @@ def new_batch(BufferPool pool, tuple shape, str dtype, str layout):
     """An ``ImageBatch`` of ``shape`` whose memory comes from ``pool`` (not zero-filled)."""
     if layout not in _BATCH_LAYOUTS:
         raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
+    check_image_shape(shape, layout, "ImageBatch")
+    _check_bytes(shape, dtype, shape[1] * shape[2] * shape[3])
     return pooled_batch(pool, shape, dtype, layout)
