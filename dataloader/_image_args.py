@@ -119,9 +119,11 @@ def check_size(name: str, value: Any, allow_int: bool = True) -> tuple[int, int]
     """``(height, width)`` from an int (square) or a pair, each 1..MAX_SIDE."""
     if allow_int and isinstance(value, numbers.Integral) and not isinstance(value, bool):
         value = (value, value)
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != 2:
-        kinds = "an int or a (height, width) pair" if allow_int else "a (height, width) pair"
+    kinds = "an int or a (height, width) pair" if allow_int else "a (height, width) pair"
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise TypeError(f"{name} must be {kinds} of ints, got {value!r}")
+    if len(value) != 2:  # torchvision: a ValueError for a sequence of another length
+        raise ValueError(f"{name} must be {kinds} of ints, got {len(value)} values: {value!r}")
     return (check_int(f"{name}[0]", value[0], 1), check_int(f"{name}[1]", value[1], 1))
 
 
