@@ -122,6 +122,17 @@ def as_image(img, dtypes=(np.uint8,)):
     return hwc
 
 
+def follow_image_rule(shape, layout):
+    """The image rule, for references: height and width >= 1, 1 to 4 channels."""
+    if len(layout) == 4:
+        shape = shape[1:]
+    if len(shape) == 2:
+        shape = shape + (1,) if layout.endswith("C") else (1,) + shape
+    h, w, c = shape if layout.endswith("C") else (shape[1], shape[2], shape[0])
+    if h < 1 or w < 1 or not 1 <= c <= 4:
+        raise ValueError("shape")
+
+
 def like_input(img, result):
     """A 2-D image gives a 2-D result."""
     return result[:, :, 0] if img.ndim == 2 and result.shape[2] == 1 else result
@@ -315,6 +326,7 @@ def test_normalize(img, layout, values, data):
             shape[axis] = channels
         else:
             raise ValueError("ndim")
+        follow_image_rule(img.shape, layout)
         if len(values) != channels or 0 in std:
             raise ValueError("mean/std")
         x = img.astype(np.float32)
@@ -339,6 +351,7 @@ def test_transpose(img, to_chw, data):
             three = img
         else:
             raise ValueError("ndim")
+        follow_image_rule(three.shape, "HWC" if to_chw else "CHW")
         return np.transpose(three, (2, 0, 1) if to_chw else (1, 2, 0))
 
     kernel = kernels.to_chw if to_chw else kernels.to_hwc
