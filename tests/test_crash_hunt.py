@@ -424,6 +424,9 @@ def describe(case):
     return text + (f" called with {summary(call)}" if call is not None else "")
 
 
+# Each case has CASE_TIMEOUT; the soak profile's examples and shrinking a
+# finding (a new child per crash) need more than the suite's default.
+@pytest.mark.timeout(3600)
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])
