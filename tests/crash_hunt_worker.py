@@ -22,7 +22,8 @@ import numpy as np
 # MemoryError the test reports) instead of thrashing a shared machine.
 MEMORY_LIMIT = 6 << 30
 
-ARRAY, IMAGE, BATCH, TRANSFORM = "__array__", "__image__", "__batch__", "__transform__"
+ARRAY, IMAGE, BATCH, TRANSFORM, COLLATOR = (
+    "__array__", "__image__", "__batch__", "__transform__", "__collator__")
 
 
 def build_array(base, ops):
@@ -47,7 +48,7 @@ def build_array(base, ops):
 
 def materialize(spec):
     """The objects a case describes: arrays, Images, transforms (nested in lists too)."""
-    from dataloader import kernels, transforms
+    from dataloader import ImageCollator, kernels, transforms
 
     if isinstance(spec, tuple) and spec and isinstance(spec[0], str):
         tag = spec[0]
@@ -59,6 +60,8 @@ def materialize(spec):
             return kernels.ImageBatch.from_array(materialize(spec[1]), layout=spec[2])
         if tag == TRANSFORM:
             return getattr(transforms, spec[1])(*materialize(spec[2]), **materialize(spec[3]))
+        if tag == COLLATOR:
+            return ImageCollator(**spec[1])
     if isinstance(spec, list):
         return [materialize(item) for item in spec]
     if isinstance(spec, tuple):

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import encode, natural_image
-from crash_hunt_worker import ARRAY, BATCH, IMAGE, TRANSFORM
+from crash_hunt_worker import ARRAY, BATCH, COLLATOR, IMAGE, TRANSFORM
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -379,7 +379,11 @@ STRATEGIES["dataloader.DataLoader"] = _case(
                st.lists(st.tuples(_chain_input(), st.integers(0, 9)), min_size=1, max_size=4),
                st.lists(st.sampled_from([(), []]), min_size=1, max_size=2))],
     {"batch_size": st.integers(1, 3), "num_workers": st.sampled_from([0, 2]),
-     "item_concurrency": st.sampled_from([1, 2])},
+     "item_concurrency": st.sampled_from([1, 2]),
+     # With a fixed output shape, each item's chain writes into its batch slot.
+     "collate_fn": st.tuples(st.just(COLLATOR), st.fixed_dictionaries({}, optional={
+         "layout": st.sampled_from(["NCHW", "NHWC"]),
+         "dtype": st.sampled_from([None, "uint8", "float32"])}))},
     required={"transform": st.one_of(transform_specs(), st.tuples(
         st.just(TRANSFORM), st.just("Compose"),
         st.tuples(st.lists(transform_specs(), max_size=4)), st.just({})))})
