@@ -201,7 +201,7 @@ cdef object _describe_input(data, dl_chain_input_t* source, str first_op):
                          f"{array.dtype}; images are (H, W) or (H, W, C) uint8 or float32")
     # Before any copy, and before the sizes go into C ints; the plan pass
     # checks the same rule again, and every shape after it.
-    check_image_shape(array.shape, "HWC", first_op)
+    check_image_shape(array.shape, "HWC", f"the input of {first_op}")
     if array.ndim == 2:
         array = array[:, :, None]
     if (array.strides[2] != array.itemsize or array.strides[1] != array.shape[2] * array.itemsize
