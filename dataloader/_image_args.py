@@ -82,7 +82,8 @@ def check_bool(name: str, value: Any) -> bool:
 
 def check_choice(name: str, value: Any, choices) -> Any:
     """``value`` when it is one of ``choices`` (hashable or not), else ``ValueError``."""
-    if not any(value is choice or (type(value) is type(choice) and value == choice)
+    # Compared only with choices of its own type: an array never meets ==.
+    if not any(value is choice or (isinstance(value, type(choice)) and value == choice)
                for choice in choices):
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
     return value
