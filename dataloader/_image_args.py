@@ -23,14 +23,14 @@ from typing import Any
 
 import numpy as np
 
+from dataloader._core.ops import PAD_MODES
+from dataloader._core.resize import FILTERS
 from dataloader._core.rules import (
     MAX_BYTES,
     MAX_SIDE,
     check_fill_samples,
     check_image_shape,
 )
-from dataloader._core.ops import PAD_MODES
-from dataloader._core.resize import FILTERS
 
 __all__ = [
     "ANCHORS", "CHANNELS", "CONVERT_MODES", "FILTERS", "MAX_BYTES", "MAX_SIDE", "PAD_MODES",

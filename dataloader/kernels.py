@@ -5,7 +5,9 @@ writability; errors name the argument and what was expected), allocates the
 result or checks the caller's ``out=``, and hands the pixel work to a native
 kernel that runs without the GIL.  Images are uint8 ``(H, W, C)`` arrays with
 1 to 4 channels unless a function says otherwise; a 2-D ``(H, W)`` array is
-read as one channel and gives a 2-D result.
+read as one channel and gives a 2-D result.  Every image follows one rule
+(height and width of 1 to 16384 pixels, 1 to 4 channels), checked before
+any copy; anything else is a ``ValueError`` naming the shape.
 
 Decoding reads JPEG (libjpeg-turbo), PNG (libpng) and WebP (libwebp)
 natively and falls back to Pillow for other formats when it is installed
