@@ -47,10 +47,11 @@ demo: $(VENV)/.installed-demo
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -m "not soak" $(PYTEST_ARGS)
 
-# The long soak runs, and the kernel property tests with many more examples.
+# The long soak runs, and the kernel property tests and the crash hunt with
+# many more examples.
 soak: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -m soak $(PYTEST_ARGS)
-	HYPOTHESIS_PROFILE=soak $(BIN)/python -m pytest tests/test_kernel_properties.py $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=soak $(BIN)/python -m pytest tests/test_kernel_properties.py tests/test_crash_hunt.py $(PYTEST_ARGS)
 
 # Extensions built with AddressSanitizer and UndefinedBehaviorSanitizer in
 # their own build directory; PYTHONSAFEPATH keeps the source tree (which has

@@ -13,10 +13,19 @@ import io
 import numpy as np
 
 from dataloader._core import codecs as _codecs
-from dataloader._core.image import MAX_BYTES, MAX_SIDE
-from dataloader._kernel_args import as_array, bytes_view, size_pair
+from dataloader._image_args import (
+    CHANNELS,
+    CONVERT_MODES,
+    MAX_BYTES,
+    MAX_SIDE,
+    as_array,
+    bytes_view,
+    check_choice,
+    check_image_shape,
+    check_int,
+    check_size,
+)
 
-_MODES = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4}
 _INSTALL_HINT = "install Pillow for more formats: pip install dataloader[images]"
 
 
@@ -55,7 +64,7 @@ def _pillow_mode(im) -> str:
         return "RGBA" if "transparency" in im.info else "RGB"
     if im.mode in ("1", "L") or im.mode.startswith("I") or im.mode == "F":
         return "L"
-    return im.mode if im.mode in _MODES else "RGB"
+    return im.mode if im.mode in CONVERT_MODES else "RGB"
 
 
 def image_info(data) -> ImageInfo:
@@ -92,7 +101,7 @@ def image_info(data) -> ImageInfo:
         fmt, height, width, channels = _codecs.header_info(buf)
         return ImageInfo(height, width, channels, fmt)
     with _pillow(buf, fmt) as im:
-        return ImageInfo(im.height, im.width, _MODES[_pillow_mode(im)], im.format or str(fmt))
+        return ImageInfo(im.height, im.width, CONVERT_MODES[_pillow_mode(im)], im.format or str(fmt))
 
 
 def _check_limits(height, width, channels, max_width, max_height, max_bytes):
@@ -102,6 +111,8 @@ def _check_limits(height, width, channels, max_width, max_height, max_bytes):
     if height * width * channels > max_bytes:
         raise ValueError(f"image of {width}x{height}x{channels} needs "
                          f"{height * width * channels} bytes, over the limit of {max_bytes}")
+    # Pillow reads some formats (GIF, BMP, TIFF) with a zero side.
+    check_image_shape((height, width, channels), "HWC", "the decoded image")
 
 
 def decode(data, *, mode=None, out=None, min_size=None, max_width=MAX_SIDE,
@@ -161,16 +172,17 @@ def decode(data, *, mode=None, out=None, min_size=None, max_width=MAX_SIDE,
     [18]
     """
     buf = bytes_view(data)
-    if mode is not None and mode not in ("L", "RGB", "RGBA"):
-        raise ValueError(f"mode must be None, 'L', 'RGB' or 'RGBA', got {mode!r}")
+    check_choice("mode", mode, (None, *CHANNELS))
+    limits = (check_int("max_width", max_width, 1), check_int("max_height", max_height, 1),
+              check_int("max_bytes", max_bytes, 1, MAX_BYTES))
     fmt = _codecs.sniff(buf)
     if fmt not in _codecs.NATIVE_FORMATS:
-        return _decode_pillow(buf, fmt, mode, out, (max_width, max_height, max_bytes))
+        return _decode_pillow(buf, fmt, mode, out, limits)
     fmt, height, width, channels = _codecs.header_info(buf)
-    channels = _MODES[mode] if mode else channels
+    channels = CONVERT_MODES[mode] if mode else channels
     scale = 1
     if min_size is not None:
-        min_h, min_w = size_pair(min_size, "min_size")
+        min_h, min_w = check_size("min_size", min_size, allow_int=False)
         if fmt == "JPEG":
             for denom in (8, 4, 2):
                 h, w = _codecs.jpeg_scaled_size(height, width, denom)
@@ -178,7 +190,7 @@ def decode(data, *, mode=None, out=None, min_size=None, max_width=MAX_SIDE,
                     scale = denom
                     height, width = h, w
                     break
-    _check_limits(height, width, channels, max_width, max_height, max_bytes)
+    _check_limits(height, width, channels, *limits)
     result, target = _decode_target(out, (height, width, channels))
     _codecs.decode_into(buf, target, scale)
     return result
@@ -205,7 +217,7 @@ def _decode_target(out, shape):
 def _decode_pillow(buf, fmt, mode, out, limits):
     with _pillow(buf, fmt) as im:
         target_mode = mode or _pillow_mode(im)
-        channels = _MODES[target_mode]
+        channels = CONVERT_MODES[target_mode]
         _check_limits(im.height, im.width, channels, *limits)
         result, target = _decode_target(out, (im.height, im.width, channels))
         try:

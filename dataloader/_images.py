@@ -18,11 +18,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from dataloader._chains import compile_chain, output_shape
 from dataloader._collate import default_collate
-from dataloader._core.image import BufferPool, Image, ImageBatch, new_batch
+from dataloader._core.image import POOL_CAPACITY_MAX, BufferPool, Image, ImageBatch, new_batch
 from dataloader._core.io import read_file
 from dataloader._core.pipeline import item_seed as native_item_seed
-from dataloader._chains import compile_chain, output_shape
+from dataloader._image_args import check_choice, check_image_shape, check_int
 from dataloader.transforms import Transform
 
 __all__ = ["ImageCollator", "ImageFolder", "ItemTransform"]
@@ -52,6 +53,9 @@ class ItemTransform:
 
     def __call__(self, index: int, item: Any) -> Any:
         if isinstance(item, (tuple, list)):
+            if not item:
+                raise ValueError(f"item {index} is an empty {type(item).__name__}: a native "
+                                 "transform takes data, or a tuple (data, label, ...)")
             return (self.chain.apply(item[0], self.item_seed(index)), *item[1:])
         return self.chain.apply(item, self.item_seed(index))
 
@@ -86,13 +90,9 @@ class ImageCollator:
     """
 
     def __init__(self, layout: str = "NCHW", dtype: str | None = None, pool_capacity: int = 8):
-        if layout not in ("NCHW", "NHWC"):
-            raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
-        if dtype not in (None, "uint8", "float32"):
-            raise ValueError(f"dtype must be None, 'uint8' or 'float32', got {dtype!r}")
-        self.layout = layout
-        self.dtype = dtype
-        self.pool = BufferPool(pool_capacity)
+        self.layout = check_choice("layout", layout, ("NCHW", "NHWC"))
+        self.dtype = check_choice("dtype", dtype, (None, "uint8", "float32"))
+        self.pool = BufferPool(check_int("pool_capacity", pool_capacity, 0, POOL_CAPACITY_MAX))
 
     def __repr__(self) -> str:
         return f"ImageCollator(layout={self.layout!r}, dtype={self.dtype!r})"
@@ -101,6 +101,14 @@ class ImageCollator:
         if len(items) == 0:
             raise ValueError("ImageCollator got an empty batch")
         if isinstance(items[0], (tuple, list)):
+            # Every item (image, label, ...) alike, as default_collate wants its fields.
+            for position, item in enumerate(items):
+                if not isinstance(item, (tuple, list)) or not 1 <= len(item) == len(items[0]):
+                    raise ValueError(
+                        f"ImageCollator: item {position} is {type(item).__name__} of length "
+                        f"{len(item) if isinstance(item, (tuple, list)) else '-'}, item 0 is "
+                        f"{type(items[0]).__name__} of length {len(items[0])}: items must all be "
+                        "images, or all tuples (image, label, ...) of one length")
             images = [item[0] for item in items]
             rest = default_collate([tuple(item[1:]) for item in items])
             return (self.stack(images), *rest)
@@ -109,6 +117,8 @@ class ImageCollator:
     def stack(self, images: Sequence[Any]) -> ImageBatch:
         """One pooled ``ImageBatch`` holding ``images`` (all of one shape and type)."""
         arrays = [_hwc_array(image, position) for position, image in enumerate(images)]
+        if not arrays:
+            raise ValueError("ImageCollator got an empty batch")
         first = arrays[0]
         for position, array in enumerate(arrays):
             if array.shape != first.shape or array.dtype != first.dtype:
@@ -176,10 +186,8 @@ def _hwc_array(image: Any, position: int) -> np.ndarray:
         array = np.asarray(image)
         return array.transpose(1, 2, 0) if image.layout == "CHW" else array
     if isinstance(image, np.ndarray) and image.dtype in (np.uint8, np.float32):
-        if image.ndim == 2:
-            return image[:, :, None]
-        if image.ndim == 3:
-            return image
+        check_image_shape(image.shape, "HWC", f"ImageCollator: item {position}")
+        return image[:, :, None] if image.ndim == 2 else image
     raise ValueError(f"ImageCollator: item {position} is {type(image).__name__}, expected an "
                      "Image or a uint8/float32 (H, W, C) array")
 

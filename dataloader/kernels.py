@@ -5,7 +5,9 @@ writability; errors name the argument and what was expected), allocates the
 result or checks the caller's ``out=``, and hands the pixel work to a native
 kernel that runs without the GIL.  Images are uint8 ``(H, W, C)`` arrays with
 1 to 4 channels unless a function says otherwise; a 2-D ``(H, W)`` array is
-read as one channel and gives a 2-D result.
+read as one channel and gives a 2-D result.  Every image follows one rule
+(height and width of 1 to 16384 pixels, 1 to 4 channels), checked before
+any copy; anything else is a ``ValueError`` naming the shape.
 
 Decoding reads JPEG (libjpeg-turbo), PNG (libpng) and WebP (libwebp)
 natively and falls back to Pillow for other formats when it is installed
@@ -27,10 +29,27 @@ import numpy as np
 
 from dataloader._core import ops as _ops
 from dataloader._core import resize as _resize
-from dataloader._core.image import MAX_SIDE, Image, ImageBatch
+from dataloader._core.image import Image, ImageBatch
 from dataloader._decoding import ImageInfo, decode, image_info
-from dataloader._kernel_args import (
-    ANCHORS, as_array, contiguous_array, fill_values, image_array, output, size_pair,
+from dataloader._image_args import (
+    ANCHORS,
+    CONVERT_MODES,
+    FILTERS,
+    MAX_SIDE,
+    PAD_MODES,
+    as_array,
+    check_bool,
+    check_choice,
+    check_image_shape,
+    check_int,
+    check_mean_std,
+    check_padding,
+    check_samples,
+    check_size,
+    contiguous_array,
+    fill_values,
+    image_array,
+    output,
 )
 
 __all__ = [
@@ -57,9 +76,6 @@ __all__ = [
 
 
 # --- geometry -------------------------------------------------------------
-
-_FILTERS = {name: index for index, name in enumerate(_resize.FILTERS)}
-
 
 def resize(img, size, *, interpolation="bilinear", antialias=True, out=None):
     """Resize with Pillow's resampling (separable, antialiased when shrinking).
@@ -104,19 +120,20 @@ def resize(img, size, *, interpolation="bilinear", antialias=True, out=None):
     [[0, 0, 100, 100], [200, 200, 255, 255]]
     """
     src, flat = image_array(img)
-    if interpolation not in _FILTERS:
-        raise ValueError(f"interpolation must be one of {sorted(_FILTERS)}, "
-                         f"got {interpolation!r}")
+    check_choice("interpolation", interpolation, FILTERS)
+    antialias = check_bool("antialias", antialias)
     h, w = src.shape[:2]
-    if isinstance(size, (int, np.integer)) and size > 0:
+    if isinstance(size, (int, np.integer)) and not isinstance(size, bool):
+        size = check_int("size", size, 1)
         short, long = (h, w) if h <= w else (w, h)
-        other = int(size * long / short)
-        size = (int(size), other) if h <= w else (other, int(size))
-    height, width = size_pair(size, "size")
-    if height > MAX_SIDE or width > MAX_SIDE:
-        raise ValueError(f"size must be at most {MAX_SIDE} per side, got {(height, width)}")
+        other = size * long // short
+        shape = (size, other) if h <= w else (other, size)
+        check_image_shape(shape, "HWC", f"resize(size={size}) of an image of {h}x{w}: the result")
+        height, width = shape
+    else:
+        height, width = check_size("size", size, allow_int=False)
     result, target = output(out, (height, width, src.shape[2]), np.uint8, flat)
-    _resize.resize_into(src, target, _FILTERS[interpolation], bool(antialias))
+    _resize.resize_into(src, target, FILTERS.index(interpolation), antialias)
     return result
 
 
@@ -146,27 +163,14 @@ def crop(img, top, left, height, width, *, out=None):
     """
     src, flat = image_array(img, dtypes=(np.uint8, np.float32))
     h, w = src.shape[:2]
-    if not (0 <= top and 0 <= left and height > 0 and width > 0
-            and top + height <= h and left + width <= w):
+    top, left = check_int("top", top), check_int("left", left)
+    height, width = check_int("height", height, 1), check_int("width", width, 1)
+    if not (top + height <= h and left + width <= w):
         raise ValueError(f"crop window (top={top}, left={left}, height={height}, "
                          f"width={width}) must lie inside the image of {h}x{w}")
     result, target = output(out, (height, width, src.shape[2]), src.dtype, flat)
     _ops.crop_into(src, target, top, left)
     return result
-
-
-def _padding(padding) -> tuple[int, int, int, int]:
-    """torchvision's order: int, (left/right, top/bottom) or (left, top, right, bottom)."""
-    values = [padding] if isinstance(padding, (int, np.integer)) else list(padding)
-    if len(values) not in (1, 2, 4) or not all(
-            isinstance(v, (int, np.integer)) and v >= 0 for v in values):
-        raise ValueError(f"padding must be a non-negative int or a sequence of 2 or 4 of "
-                         f"them, got {padding!r}")
-    if len(values) == 1:
-        values = values * 4
-    elif len(values) == 2:
-        values = values * 2
-    return tuple(int(v) for v in values)
 
 
 def pad(img, padding, *, fill=0, padding_mode="constant", out=None):
@@ -192,16 +196,14 @@ def pad(img, padding, *, fill=0, padding_mode="constant", out=None):
     [[3, 2, 1, 2, 3, 2, 1]]
     """
     src, flat = image_array(img, dtypes=(np.uint8, np.float32))
-    if padding_mode not in _ops.PAD_MODES:
-        raise ValueError(f"padding_mode must be one of {_ops.PAD_MODES}, got {padding_mode!r}")
-    left, top, right, bottom = _padding(padding)
+    check_choice("padding_mode", padding_mode, PAD_MODES)
+    left, top, right, bottom = check_padding(padding)
     h, w, c = src.shape
     shape = (h + top + bottom, w + left + right, c)
-    if shape[0] > MAX_SIDE or shape[1] > MAX_SIDE:
-        raise ValueError(f"padded size {shape[:2]} exceeds {MAX_SIDE} per side")
+    check_image_shape(shape, "HWC", "the padded image")
     values = fill_values(fill, c, src.dtype)
     result, target = output(out, shape, src.dtype, flat)
-    _ops.pad_into(src, target, top, left, _ops.PAD_MODES.index(padding_mode), values)
+    _ops.pad_into(src, target, top, left, PAD_MODES.index(padding_mode), values)
     return result
 
 
@@ -225,10 +227,10 @@ def pad_to(img, height, width, *, anchor="top-left", fill=0, out=None):
     [[0, 9, 0], [0, 0, 0]]
     """
     src, flat = image_array(img, dtypes=(np.uint8, np.float32))
-    if anchor not in ANCHORS:
-        raise ValueError(f"anchor must be one of {list(ANCHORS)}, got {anchor!r}")
+    check_choice("anchor", anchor, ANCHORS)
+    height, width = check_int("height", height, 1), check_int("width", width, 1)
     h, w, c = src.shape
-    if not (h <= height <= MAX_SIDE and w <= width <= MAX_SIDE):
+    if not (h <= height and w <= width):
         raise ValueError(f"target size {height}x{width} must be at least the image's "
                          f"{h}x{w} (and at most {MAX_SIDE} per side)")
     fy, fx = ANCHORS[anchor]
@@ -318,7 +320,7 @@ def rotate90(img, k=1, *, out=None):
     [[2, 4], [1, 3]]
     """
     src, flat = image_array(img, dtypes=(np.uint8, np.float32))
-    k = int(k) % 4
+    k = check_int("k", k, -(2**63), 2**63 - 1) % 4
     h, w, c = src.shape
     shape = (w, h, c) if k % 2 else (h, w, c)
     result, target = output(out, shape, src.dtype, flat)
@@ -354,9 +356,11 @@ def to_float(img, *, out=None):
     >>> to_float(np.array([0, 51, 255], np.uint8)).tolist()
     [0.0, 0.20000000298023224, 1.0]
     """
-    src = contiguous_array(img, "img")
+    src = as_array(img, "img")
     if src.dtype != np.uint8:
         raise ValueError(f"img must have dtype uint8, got {src.dtype}")
+    check_samples(src, "img")
+    src = contiguous_array(src, "img")
     result, target = output(out, src.shape + (1,), np.float32, flat=True) if src.ndim == 2 \
         else _same_shape_output(out, src.shape, np.float32)
     if src.size:
@@ -402,25 +406,22 @@ def normalize(img, mean, std, *, layout="HWC", out=None):
     >>> normalize(np.array([[[0.5, 1.0]]], np.float32), [0.5, 0.5], [0.5, 0.25]).tolist()
     [[[0.0, 2.0]]]
     """
-    src = contiguous_array(img, "img")
+    src = as_array(img, "img")
     if src.dtype not in (np.uint8, np.float32):
         raise ValueError(f"img must have dtype uint8 or float32, got {src.dtype}")
-    if layout not in _CHANNEL_AXIS:
-        raise ValueError(f"layout must be one of {list(_CHANNEL_AXIS)}, got {layout!r}")
-    if src.ndim == 2 and layout == "HWC":
-        channels = 1
-    elif src.ndim == len(layout):
-        channels = src.shape[_CHANNEL_AXIS[layout]]
-    else:
-        raise ValueError(f"img must have {len(layout)} dimensions for layout {layout!r}, "
-                         f"got shape {src.shape}")
-    mean_values = np.asarray(mean, np.float32).reshape(-1)
-    std_values = np.asarray(std, np.float32).reshape(-1)
-    if mean_values.size != channels or std_values.size != channels:
+    check_choice("layout", layout, _CHANNEL_AXIS)
+    if src.ndim == 2 and layout == "CHW":
+        raise ValueError(f"img must have 3 dimensions for layout 'CHW', got shape {src.shape}")
+    check_image_shape(src.shape, layout, "img")
+    src = contiguous_array(src, "img")
+    channels = 1 if src.ndim == 2 else src.shape[_CHANNEL_AXIS[layout]]
+    means, stds = check_mean_std(mean, std)
+    if len(means) != channels:
         raise ValueError(f"mean and std must have one value per channel ({channels}), "
-                         f"got {mean_values.size} and {std_values.size}")
+                         f"got {len(means)}")
+    mean_values, std_values = np.asarray(means, np.float32), np.asarray(stds, np.float32)
     if np.any(std_values == 0):
-        raise ValueError(f"std must not contain zeros, got {std!r}")
+        raise ValueError(f"std must not round to zero in float32, got {std!r}")
     result, target = _same_shape_output(out, src.shape, np.float32)
     if not src.size:
         return result
@@ -432,14 +433,7 @@ def normalize(img, mean, std, *, layout="HWC", out=None):
 
 
 def _transpose(img, out, to_chw):
-    src = contiguous_array(img, "img")
-    if src.dtype not in (np.uint8, np.float32):
-        raise ValueError(f"img must have dtype uint8 or float32, got {src.dtype}")
-    if src.ndim == 2:
-        src = src[:, :, None] if to_chw else src[None]
-    if src.ndim != 3:
-        raise ValueError(f"img must have 3 dimensions ({'HWC' if to_chw else 'CHW'}), "
-                         f"got shape {src.shape}")
+    src, _ = image_array(img, dtypes=(np.uint8, np.float32), layout="HWC" if to_chw else "CHW")
     a, b, c = src.shape
     shape = (c, a, b) if to_chw else (b, c, a)
     result, target = _same_shape_output(out, shape, src.dtype)
@@ -496,9 +490,6 @@ def to_hwc(img, *, out=None):
     return _transpose(img, out, False)
 
 
-_CONVERT_MODES = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4}
-
-
 def convert(img, mode, *, out=None):
     """Convert between gray, gray+alpha, RGB and RGBA as Pillow's ``convert``.
 
@@ -519,9 +510,8 @@ def convert(img, mode, *, out=None):
     [[[76]]]
     """
     src, _ = image_array(img)
-    if mode not in _CONVERT_MODES:
-        raise ValueError(f"mode must be one of {list(_CONVERT_MODES)}, got {mode!r}")
-    result, target = output(out, src.shape[:2] + (_CONVERT_MODES[mode],), np.uint8)
+    check_choice("mode", mode, CONVERT_MODES)
+    result, target = output(out, src.shape[:2] + (CONVERT_MODES[mode],), np.uint8)
     _ops.convert_into(src, target)
     return result
 
@@ -543,7 +533,8 @@ def stack(images, out=None):
     >>> stack([np.zeros((2, 2, 3), np.uint8), np.ones((2, 2, 3), np.uint8)]).shape
     (2, 2, 2, 3)
     """
-    arrays = [contiguous_array(item, f"images[{i}]")
+    arrays = [contiguous_array(check_samples(as_array(item, f"images[{i}]"), f"images[{i}]"),
+                               f"images[{i}]")
               for i, item in enumerate(images)]
     if not arrays:
         raise ValueError("images must not be empty")

@@ -25,17 +25,29 @@ Compose([Resize(size=8), CenterCrop(size=(6, 6)), ToFloat(), Normalize(mean=(0.5
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, Sequence
 
 import numpy as np
 
 from dataloader._chains import compile_chain
-from dataloader._kernel_args import ANCHORS
-from dataloader._transform_args import (
-    CHANNELS, PAD_MODES, check_fill, check_int, check_padding, check_size, filter_index,
+from dataloader._image_args import (
+    ANCHORS,
+    CHANNELS,
+    FILTERS,
+    MAX_BYTES,
+    MAX_SIDE,
+    PAD_MODES,
+    check_bool,
+    check_choice,
+    check_fill,
+    check_int,
+    check_mean_std,
+    check_padding,
+    check_probability,
+    check_range,
+    check_seed,
+    check_size,
 )
-from dataloader._core.image import MAX_BYTES, MAX_SIDE
 
 __all__ = [
     "CenterCrop", "Compose", "Crop", "Decode", "HFlip", "Normalize", "Pad", "PadTo",
@@ -63,9 +75,10 @@ class Transform:
         return self
 
     def __call__(self, data: Any, *, seed: int | None = None) -> Any:
-        """Apply the transform to ``data`` now; ``seed`` fixes its random draws."""
+        """Apply the transform to ``data`` now; ``seed`` (0 to 2**64 - 1) fixes its random draws."""
         if seed is None:
             seed = int(np.random.default_rng().integers(2**63))
+        seed = check_seed(seed)
         image = compile_chain(self).apply(data, seed)
         return np.asarray(image) if isinstance(data, np.ndarray) and data.ndim > 1 else image
 
@@ -77,6 +90,11 @@ class Transform:
             if field.default is dataclasses.MISSING or value != field.default:
                 shown.append(f"{field.name}={value!r}")
         return f"{type(self).__name__}({', '.join(shown)})"
+
+
+def _set(transform: Transform, name: str, value: Any) -> None:
+    """Store a checked argument on a frozen transform."""
+    object.__setattr__(transform, name, value)
 
 
 def _frozen(cls):
@@ -117,12 +135,11 @@ class Decode(Transform):
     exact: bool = False
 
     def __post_init__(self) -> None:
-        if self.mode not in (None, *CHANNELS):
-            raise ValueError(f"mode must be None, 'L', 'RGB' or 'RGBA', got {self.mode!r}")
-        for name in ("max_width", "max_height", "max_bytes"):
-            check_int(name, getattr(self, name), 1)
-        if not isinstance(self.exact, bool):
-            raise TypeError(f"exact must be a bool, got {self.exact!r}")
+        check_choice("mode", self.mode, (None, *CHANNELS))
+        _set(self, "max_width", check_int("max_width", self.max_width, 1))
+        _set(self, "max_height", check_int("max_height", self.max_height, 1))
+        _set(self, "max_bytes", check_int("max_bytes", self.max_bytes, 1, MAX_BYTES))
+        _set(self, "exact", check_bool("exact", self.exact))
 
     def _steps(self):
         channels = CHANNELS[self.mode] if self.mode else 0
@@ -194,10 +211,10 @@ class Crop(Transform):
     width: int
 
     def __post_init__(self) -> None:
-        check_int("top", self.top)
-        check_int("left", self.left)
-        check_int("height", self.height, 1)
-        check_int("width", self.width, 1)
+        _set(self, "top", check_int("top", self.top))
+        _set(self, "left", check_int("left", self.left))
+        _set(self, "height", check_int("height", self.height, 1))
+        _set(self, "width", check_int("width", self.width, 1))
 
     def _steps(self):
         return [("crop", (self.top, self.left, self.height, self.width), ())]
@@ -218,7 +235,7 @@ class CenterCrop(Transform):
     size: Any
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "size", check_size("size", self.size))
+        _set(self, "size", check_size("size", self.size))
 
     def _steps(self):
         return [("center_crop", self.size, ())]
@@ -240,9 +257,9 @@ class RandomCrop(Transform):
     padding: Any = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "size", check_size("size", self.size))
+        _set(self, "size", check_size("size", self.size))
         if self.padding is not None:
-            object.__setattr__(self, "padding", check_padding(self.padding))
+            _set(self, "padding", check_padding(self.padding))
 
     def _steps(self):
         return [("random_crop", self.size + (self.padding or (0, 0, 0, 0)), ())]
@@ -269,18 +286,13 @@ class RandomResizedCrop(Transform):
     interpolation: str = "bilinear"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "size", check_size("size", self.size))
-        for name in ("scale", "ratio"):
-            value = tuple(getattr(self, name))
-            if len(value) != 2 or not 0 < value[0] <= value[1] or not math.isfinite(value[1]):
-                raise ValueError(f"{name} must be (low, high) with 0 < low <= high, got {value!r}")
-            object.__setattr__(self, name, (float(value[0]), float(value[1])))
-        if self.scale[1] > 1:
-            raise ValueError(f"scale must be within (0, 1], got {self.scale!r}")
-        filter_index(self.interpolation)
+        _set(self, "size", check_size("size", self.size))
+        _set(self, "scale", check_range("scale", self.scale, 1.0))
+        _set(self, "ratio", check_range("ratio", self.ratio))
+        check_choice("interpolation", self.interpolation, FILTERS)
 
     def _steps(self):
-        ints = self.size + (filter_index(self.interpolation),)
+        ints = self.size + (FILTERS.index(self.interpolation),)
         return [("random_resized_crop", ints, self.scale + self.ratio)]
 
 
@@ -301,10 +313,9 @@ class Pad(Transform):
     mode: str = "constant"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "padding", check_padding(self.padding))
-        object.__setattr__(self, "fill", check_fill("fill", self.fill))
-        if self.mode not in PAD_MODES:
-            raise ValueError(f"mode must be one of {list(PAD_MODES)}, got {self.mode!r}")
+        _set(self, "padding", check_padding(self.padding))
+        _set(self, "fill", check_fill("fill", self.fill))
+        check_choice("mode", self.mode, PAD_MODES)
 
     def _steps(self):
         return [("pad", self.padding + (PAD_MODES.index(self.mode),), self.fill)]
@@ -328,11 +339,10 @@ class PadTo(Transform):
     anchor: str = "top-left"
 
     def __post_init__(self) -> None:
-        check_int("height", self.height, 1)
-        check_int("width", self.width, 1)
-        object.__setattr__(self, "fill", check_fill("fill", self.fill))
-        if self.anchor not in ANCHORS:
-            raise ValueError(f"anchor must be one of {list(ANCHORS)}, got {self.anchor!r}")
+        _set(self, "height", check_int("height", self.height, 1))
+        _set(self, "width", check_int("width", self.width, 1))
+        _set(self, "fill", check_fill("fill", self.fill))
+        check_choice("anchor", self.anchor, ANCHORS)
 
     def _steps(self):
         return [("pad_to", (self.height, self.width), self.fill + ANCHORS[self.anchor])]
@@ -365,24 +375,24 @@ class Resize(Transform):
 
     def __post_init__(self) -> None:
         if isinstance(self.size, (list, tuple)) and len(self.size) == 1:
-            object.__setattr__(self, "size", self.size[0])
-        if isinstance(self.size, int) and not isinstance(self.size, bool):
-            check_int("size", self.size, 1)
-        else:
-            object.__setattr__(self, "size", check_size("size", self.size))
+            _set(self, "size", self.size[0])
+        if isinstance(self.size, (list, tuple)):
+            _set(self, "size", check_size("size", self.size))
             if self.max_size is not None:
                 raise ValueError("max_size is only allowed with an int size")
+        else:
+            _set(self, "size", check_int("size", self.size, 1))
         if self.max_size is not None:
-            check_int("max_size", self.max_size, 1)
+            _set(self, "max_size", check_int("max_size", self.max_size, 1))
             if self.max_size <= self.size:
                 raise ValueError(f"max_size ({self.max_size}) must be larger than size ({self.size})")
-        filter_index(self.interpolation)
-        if not isinstance(self.antialias, bool):
-            raise TypeError(f"antialias must be a bool, got {self.antialias!r}")
+        check_choice("interpolation", self.interpolation, FILTERS)
+        _set(self, "antialias", check_bool("antialias", self.antialias))
 
     def _steps(self):
         height, width = (self.size, 0) if isinstance(self.size, int) else self.size
-        ints = (height, width, self.max_size or 0, filter_index(self.interpolation), int(self.antialias))
+        ints = (height, width, self.max_size or 0, FILTERS.index(self.interpolation),
+                int(self.antialias))
         return [("resize", ints, ())]
 
 
@@ -433,8 +443,7 @@ class RandomHFlip(Transform):
     p: float = 0.5
 
     def __post_init__(self) -> None:
-        if not isinstance(self.p, (int, float)) or not 0 <= self.p <= 1:
-            raise ValueError(f"p must be a probability in [0, 1], got {self.p!r}")
+        _set(self, "p", check_probability("p", self.p))
 
     def _steps(self):
         return [("random_flip", (1,), (float(self.p),))]
@@ -455,8 +464,8 @@ class Rotate90(Transform):
     k: int = 1
 
     def __post_init__(self) -> None:
-        if not isinstance(self.k, int) or isinstance(self.k, bool):
-            raise TypeError(f"k must be an int, got {self.k!r}")
+        # Any number of quarter turns: only k modulo 4 matters.
+        _set(self, "k", check_int("k", self.k, -(2**63), 2**63 - 1))
 
     def _steps(self):
         return [("rotate90", (self.k % 4,), ())]
@@ -496,19 +505,9 @@ class Normalize(Transform):
     std: Sequence[float]
 
     def __post_init__(self) -> None:
-        for name in ("mean", "std"):
-            values = getattr(self, name)
-            if isinstance(values, (int, float)):
-                values = (values,)
-            values = tuple(float(v) for v in values)
-            if not 1 <= len(values) <= 4 or not all(math.isfinite(v) for v in values):
-                raise ValueError(f"{name} must be 1 to 4 finite numbers, got {getattr(self, name)!r}")
-            object.__setattr__(self, name, values)
-        if len(self.mean) != len(self.std):
-            raise ValueError(f"mean and std must have the same length, got {len(self.mean)} "
-                             f"and {len(self.std)}")
-        if any(v == 0 for v in self.std):
-            raise ValueError(f"std must not contain zeros, got {self.std!r}")
+        mean, std = check_mean_std(self.mean, self.std)
+        _set(self, "mean", mean)
+        _set(self, "std", std)
 
     def _steps(self):
         pad = (0.0,) * (4 - len(self.mean))

@@ -8,9 +8,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, settings
 from PIL import Image as PILImage
 
 from dataloader import DataLoader
+
+# Property tests (test_kernel_properties.py, test_crash_hunt.py): a modest
+# number of examples per test under `make test`, many more under `make soak`.
+settings.register_profile(
+    "default", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "soak", max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 # (num_workers, item_concurrency): the direct path first; every other mode
 # must give the same batches in the same order.

@@ -297,7 +297,7 @@ def test_show_images_of_different_sizes(folder, tmp_path):
     ("Resize(*[3])", "* arguments are not allowed"),
     ("Resize(**{'size': 3})", "** arguments are not allowed"),
     ("Decode()", "Decode('RGB') comes first already"),
-    ("Resize(0)", "Resize(0): size must be at least 1"),
+    ("Resize(0)", "Resize(0): size must be an int in 1..16384, got 0"),
     ("Resize(", "cannot parse"),
     ("lambda: 0", "not a transform"),
 ])

@@ -5,27 +5,21 @@ result of a slow numpy reference or a ``ValueError``/``TypeError``: never a
 crash, another exception, or a write outside ``out=`` (each ``out`` buffer
 sits between guard bytes that must stay intact).
 
-Example counts come from the hypothesis profile: modest by default
-(``make test``), larger under ``HYPOTHESIS_PROFILE=soak`` (``make soak``).
+Example counts come from the hypothesis profile (``tests/conftest.py``):
+modest by default (``make test``), larger under ``HYPOTHESIS_PROFILE=soak``
+(``make soak``).
 """
 
 import io
-import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from PIL import Image as PILImage
 
 from dataloader import kernels
-
-settings.register_profile(
-    "default", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile(
-    "soak", max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 DTYPES = [np.uint8, np.float32, np.float64, np.int16, np.bool_]
 GUARD_BYTES = 64
@@ -126,6 +120,17 @@ def as_image(img, dtypes=(np.uint8,)):
     if hwc.ndim != 3 or not 1 <= hwc.shape[2] <= 4 or 0 in hwc.shape[:2]:
         raise ValueError("shape")
     return hwc
+
+
+def follow_image_rule(shape, layout):
+    """The image rule, for references: height and width >= 1, 1 to 4 channels."""
+    if len(layout) == 4:
+        shape = shape[1:]
+    if len(shape) == 2:
+        shape = shape + (1,) if layout.endswith("C") else (1,) + shape
+    h, w, c = shape if layout.endswith("C") else (shape[1], shape[2], shape[0])
+    if h < 1 or w < 1 or not 1 <= c <= 4:
+        raise ValueError("shape")
 
 
 def like_input(img, result):
@@ -321,6 +326,7 @@ def test_normalize(img, layout, values, data):
             shape[axis] = channels
         else:
             raise ValueError("ndim")
+        follow_image_rule(img.shape, layout)
         if len(values) != channels or 0 in std:
             raise ValueError("mean/std")
         x = img.astype(np.float32)
@@ -345,6 +351,7 @@ def test_transpose(img, to_chw, data):
             three = img
         else:
             raise ValueError("ndim")
+        follow_image_rule(three.shape, "HWC" if to_chw else "CHW")
         return np.transpose(three, (2, 0, 1) if to_chw else (1, 2, 0))
 
     kernel = kernels.to_chw if to_chw else kernels.to_hwc

@@ -4,6 +4,9 @@ import numpy as np
 
 MAX_SIDE: int
 MAX_BYTES: int
+POOL_CAPACITY_MAX: int
+
+def check_image_shape(shape: tuple[int, ...], layout: str = "HWC", name: str = "img") -> None: ...
 
 class _Samples:
     @property

@@ -26,12 +26,15 @@ from dataloader._core._sync cimport (
 from dataloader._core._typedefs cimport intp_t
 
 
+import operator
+
 import numpy as np
 
-# Decode and import limits: a side longer than MAX_SIDE or more than
-# MAX_BYTES of samples is refused before any pixel memory is allocated.
-MAX_SIDE = 16384
-MAX_BYTES = 256 * 2**20
+
+from dataloader._core.rules import MAX_BYTES, MAX_SIDE, check_image_shape
+
+# Idle blocks a BufferPool can hold at most.
+POOL_CAPACITY_MAX = MAX_POOLED
 
 cdef dict _DTYPES = {"uint8": ("B", 1, "|u1", DL_UINT), "float32": ("f", 4, "<f4", DL_FLOAT)}
 cdef tuple _IMAGE_LAYOUTS = ("HWC", "CHW")
@@ -230,13 +233,22 @@ cdef object _as_array(obj):
     return np.asarray(obj)
 
 
-cdef _check_limits(tuple shape, Py_ssize_t height, Py_ssize_t width, Py_ssize_t nbytes):
-    if height > MAX_SIDE or width > MAX_SIDE:
-        raise ValueError(f"image of {height}x{width} exceeds the limit of {MAX_SIDE} pixels "
-                         f"per side (shape {shape})")
+cdef object _dimension(str name, value):
+    """An int argument of a constructor, taken as Python's ``range`` takes it."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+
+
+cdef _check_bytes(tuple shape, str dtype, Py_ssize_t samples):
+    """An image of ``samples`` samples stays within the decode limit of MAX_BYTES bytes."""
+    cdef Py_ssize_t nbytes = samples * (_DTYPES[dtype][1] if dtype in _DTYPES else 1)
     if nbytes > MAX_BYTES:
-        raise ValueError(f"image of {height}x{width} ({nbytes} bytes) exceeds the limit of "
-                         f"{MAX_BYTES} bytes (shape {shape})")
+        raise ValueError(f"an image of shape {shape} and dtype {dtype} needs {nbytes} bytes, "
+                         f"over the limit of {MAX_BYTES}")
 
 
 @cython.final
@@ -271,15 +283,15 @@ cdef class Image(_Samples):
     7
     """
 
-    def __init__(self, Py_ssize_t height, Py_ssize_t width, int channels=3, str dtype="uint8",
-                 str layout="HWC"):
+    def __init__(self, height, width, channels=3, str dtype="uint8", str layout="HWC"):
         if layout not in _IMAGE_LAYOUTS:
             raise ValueError(f"layout must be 'HWC' or 'CHW', got {layout!r}")
-        if not 1 <= channels <= 4:
-            raise ValueError(f"channels must be 1 to 4, got {channels}")
-        cdef tuple shape = (<object> height, <object> width, <object> channels)
+        cdef tuple shape = (_dimension("height", height), _dimension("width", width),
+                            _dimension("channels", channels))
         if layout == "CHW":
-            shape = (<object> channels, <object> height, <object> width)
+            shape = (shape[2], shape[0], shape[1])
+        check_image_shape(shape, layout, "Image")
+        _check_bytes(shape, dtype, shape[0] * shape[1] * shape[2])
         self._allocate(shape, dtype, layout)
 
     @property
@@ -334,17 +346,12 @@ cdef class Image(_Samples):
         array = _as_array(obj)
         if array.dtype not in (np.uint8, np.float32):
             raise ValueError(f"obj must hold uint8 or float32 samples, got {array.dtype}")
+        check_image_shape(array.shape, layout, "obj")
         if array.ndim == 2:
             array = array[:, :, None] if layout == "HWC" else array[None]
-        if array.ndim != 3:
-            raise ValueError(f"obj must have shape (H, W, C), (C, H, W) or (H, W), "
-                             f"got {array.shape}")
         c = array.shape[2] if layout == "HWC" else array.shape[0]
         h, w = (array.shape[0], array.shape[1]) if layout == "HWC" else array.shape[1:]
-        if not 1 <= c <= 4:
-            raise ValueError(f"obj must have 1 to 4 channels for layout {layout!r}, "
-                             f"got shape {array.shape}")
-        _check_limits(array.shape, h, w, array.nbytes)
+        _check_bytes(array.shape, str(array.dtype), array.size)
         image = Image(h, w, c, str(array.dtype), layout)
         np.copyto(np.asarray(image), array)
         return image
@@ -376,15 +383,15 @@ cdef class ImageBatch(_Samples):
     0.0
     """
 
-    def __init__(self, Py_ssize_t n, Py_ssize_t height, Py_ssize_t width, int channels=3,
-                 str dtype="uint8", str layout="NCHW"):
+    def __init__(self, n, height, width, channels=3, str dtype="uint8", str layout="NCHW"):
         if layout not in _BATCH_LAYOUTS:
             raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
-        if not 1 <= channels <= 4:
-            raise ValueError(f"channels must be 1 to 4, got {channels}")
-        cdef tuple shape = (<object> n, <object> channels, <object> height, <object> width)
+        cdef tuple shape = (_dimension("n", n), _dimension("channels", channels),
+                            _dimension("height", height), _dimension("width", width))
         if layout == "NHWC":
-            shape = (<object> n, <object> height, <object> width, <object> channels)
+            shape = (shape[0], shape[2], shape[3], shape[1])
+        check_image_shape(shape, layout, "ImageBatch")
+        _check_bytes(shape, dtype, shape[1] * shape[2] * shape[3])
         self._allocate(shape, dtype, layout)
 
     @staticmethod
@@ -404,15 +411,10 @@ cdef class ImageBatch(_Samples):
         array = _as_array(obj)
         if array.dtype not in (np.uint8, np.float32):
             raise ValueError(f"obj must hold uint8 or float32 samples, got {array.dtype}")
-        if array.ndim != 4:
-            raise ValueError(f"obj must have 4 dimensions for layout {layout!r}, "
-                             f"got shape {array.shape}")
+        check_image_shape(array.shape, layout, "obj")
         n, c, h, w = array.shape if layout == "NCHW" else (
             array.shape[0], array.shape[3], array.shape[1], array.shape[2])
-        if not 1 <= c <= 4:
-            raise ValueError(f"obj must have 1 to 4 channels for layout {layout!r}, "
-                             f"got shape {array.shape}")
-        _check_limits(array.shape, h, w, array.nbytes // max(n, 1))
+        _check_bytes(array.shape, str(array.dtype), array.size // max(n, 1))
         batch = ImageBatch(n, h, w, c, str(array.dtype), layout)
         np.copyto(np.asarray(batch), array)
         return batch
@@ -501,4 +503,6 @@ def new_batch(BufferPool pool, tuple shape, str dtype, str layout):
     """An ``ImageBatch`` of ``shape`` whose memory comes from ``pool`` (not zero-filled)."""
     if layout not in _BATCH_LAYOUTS:
         raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
+    check_image_shape(shape, layout, "ImageBatch")
+    _check_bytes(shape, dtype, shape[1] * shape[2] * shape[3])
     return pooled_batch(pool, shape, dtype, layout)

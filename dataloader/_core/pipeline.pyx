@@ -14,6 +14,7 @@ import numpy as np
 
 from dataloader._core._typedefs cimport uint8_t
 from dataloader._core.image cimport Image, ImageBatch, _Samples, adopt_image
+from dataloader._core.rules import check_image_shape
 from dataloader._core.ops cimport dl_image_t
 
 
@@ -190,18 +191,19 @@ cdef object _describe_input(data, dl_chain_input_t* source, str first_op):
         image.row_stride = image.width * image.channels * image.sample_size
         return data
     if not isinstance(data, np.ndarray):
-        raise ValueError(f"{first_op} got {type(data).__name__}; transforms take encoded "
-                         "bytes, an Image or a numpy array")
+        raise TypeError(f"{first_op} got {type(data).__name__}; transforms take encoded "
+                        "bytes, an Image or a numpy array")
     array = data
     if array.ndim == 1 and array.dtype == np.uint8:
         return np.ascontiguousarray(array)
     if array.dtype not in (np.uint8, np.float32) or array.ndim not in (2, 3):
         raise ValueError(f"{first_op} got an array of shape {array.shape} and dtype "
                          f"{array.dtype}; images are (H, W) or (H, W, C) uint8 or float32")
+    # Before any copy, and before the sizes go into C ints; the plan pass
+    # checks the same rule again, and every shape after it.
+    check_image_shape(array.shape, "HWC", f"the input of {first_op}")
     if array.ndim == 2:
         array = array[:, :, None]
-    if not 1 <= array.shape[2] <= 4:
-        raise ValueError(f"{first_op} got an array of shape {array.shape}: 1 to 4 channels")
     if (array.strides[2] != array.itemsize or array.strides[1] != array.shape[2] * array.itemsize
             or array.strides[0] < 0):
         array = np.ascontiguousarray(array)

@@ -29,7 +29,7 @@ def test_batch_layouts():
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    ({"channels": 5}, "channels must be 1 to 4"),
+    ({"channels": 5}, r"shape \(2, 2, 5\) \(HWC\): an image has .* 1 to 4 channels"),
     ({"dtype": "int16"}, "dtype must be"),
     ({"layout": "WHC"}, "layout must be"),
 ])
@@ -154,7 +154,7 @@ def test_from_array_rejects_bad_input():
     with pytest.raises(ValueError, match="shape"):
         Image.from_array(np.zeros((2, 2, 2, 2), np.uint8))
     big = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (MAX_SIDE + 1, 2, 1), (0, 0, 0))
-    with pytest.raises(ValueError, match="exceeds the limit"):
+    with pytest.raises(ValueError, match=r"shape \(16385, 2, 1\).*width of 1 to 16384"):
         Image.from_array(big)
 
 

@@ -1,7 +1,15 @@
 #include "dl_ops.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+int dl_is_fill_value(double value, int sample_size)
+{
+    if (sample_size == 1) return value >= 0 && value <= 255 && value == floor(value);
+    return isfinite(value) && fabs(value) <= FLT_MAX;
+}
 
 static inline uint8_t *pixel(const dl_image_t *image, ptrdiff_t y, ptrdiff_t x)
 {

@@ -18,6 +18,29 @@ typedef struct {
     int sample_size;        /* bytes per sample */
 } dl_image_t;
 
+/* The rule every image follows, declared once: height and width of 1 to
+ * DL_MAX_SIDE pixels (also the decoders' default limit, and small enough that
+ * sizes and byte offsets never overflow an int), 1 to DL_MAX_CHANNELS
+ * channels. DL_MAX_BYTES bounds the decoded samples of one image. Python
+ * reads these through dataloader._core.image. */
+#define DL_MAX_SIDE 16384
+#define DL_MAX_CHANNELS 4
+#define DL_MAX_BYTES (256 * 1024 * 1024)
+#define DL_IMAGE_RULE "an image has height and width of 1 to 16384 pixels and 1 to 4 channels"
+
+/* Whether (height, width, channels) follows the rule. */
+static inline int dl_is_image_shape(ptrdiff_t height, ptrdiff_t width, ptrdiff_t channels)
+{
+    return height >= 1 && height <= DL_MAX_SIDE && width >= 1 && width <= DL_MAX_SIDE &&
+           channels >= 1 && channels <= DL_MAX_CHANNELS;
+}
+
+/* Whether `value` is a sample of `sample_size` bytes exactly: an integer 0..255
+ * for uint8, a finite number in float32's range for float32. */
+int dl_is_fill_value(double value, int sample_size);
+#define DL_FILL_RULE "fill must be integers in 0..255 for uint8 images and finite numbers " \
+                     "within float32's range for float32 images"
+
 typedef enum { DL_PAD_CONSTANT = 0, DL_PAD_EDGE = 1, DL_PAD_REFLECT = 2, DL_PAD_SYMMETRIC = 3 }
     dl_pad_mode_t;
 

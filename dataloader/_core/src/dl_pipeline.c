@@ -1,5 +1,6 @@
 #include "dl_pipeline.h"
 
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -81,32 +82,46 @@ static const char *describe(const dl_shape_t *s)
 {
     /* Only ever used for one message at a time per thread. */
     static __thread char text[96];
-    snprintf(text, sizeof text, "%s %s image of %dx%dx%d",
-             s->sample_size == 1 ? "a uint8" : "a float32", s->layout == DL_LAYOUT_HWC ? "HWC" : "CHW",
-             s->height, s->width, s->channels);
+    int hwc = s->layout == DL_LAYOUT_HWC;
+    snprintf(text, sizeof text, "%s %s image of shape (%d, %d, %d)",
+             s->sample_size == 1 ? "a uint8" : "a float32", hwc ? "HWC" : "CHW",
+             hwc ? s->height : s->channels, hwc ? s->width : s->height,
+             hwc ? s->channels : s->width);
     return text;
+}
+
+static int is_image(const dl_shape_t *s)
+{
+    return dl_is_image_shape(s->height, s->width, s->channels);
 }
 
 /* ---- the plan pass ------------------------------------------------------ */
 
-static int resize_target(const dl_op_t *op, int h, int w, int *out_h, int *out_w)
+/* A side computed in long long, as an int that stays past the image rule's
+ * limit when it was (the plan pass then reports it). */
+static int clamp_side(long long side)
+{
+    return side > INT_MAX ? INT_MAX : (int)side;
+}
+
+static void resize_target(const dl_op_t *op, int h, int w, int *out_h, int *out_w)
 {
     if (op->i[1] > 0) { /* an explicit (height, width) */
         *out_h = op->i[0];
         *out_w = op->i[1];
-        return 0;
+        return;
     }
-    /* torchvision: the shorter side becomes `size`, the longer one keeps the ratio. */
-    int size = op->i[0], max_size = op->i[2];
-    int shorter = h <= w ? h : w, longer = h <= w ? w : h;
-    int new_short = size, new_long = (int)((long long)size * longer / shorter);
+    /* torchvision: the shorter side becomes `size`, the longer one keeps the
+     * ratio. The input follows the image rule, so `shorter` is at least 1. */
+    long long size = op->i[0], max_size = op->i[2];
+    long long shorter = h <= w ? h : w, longer = h <= w ? w : h;
+    long long new_short = size, new_long = size * longer / shorter;
     if (max_size > 0 && new_long > max_size) {
-        new_short = (int)((long long)max_size * new_short / new_long);
+        new_short = max_size * new_short / new_long;
         new_long = max_size;
     }
-    *out_h = h <= w ? new_short : new_long;
-    *out_w = h <= w ? new_long : new_short;
-    return 0;
+    *out_h = clamp_side(h <= w ? new_short : new_long);
+    *out_w = clamp_side(h <= w ? new_long : new_short);
 }
 
 /* torchvision's RandomResizedCrop.get_params, with this item's generator. */
@@ -117,22 +132,24 @@ static void resized_crop_window(const dl_op_t *op, int h, int w, uint64_t *rng, 
     for (int attempt = 0; attempt < 10; attempt++) {
         double target = area * (op->f[0] + uniform(rng) * (op->f[1] - op->f[0]));
         double aspect = exp(log_lo + uniform(rng) * (log_hi - log_lo));
-        int cw = (int)nearbyint(sqrt(target * aspect));
-        int ch = (int)nearbyint(sqrt(target / aspect));
-        if (cw > 0 && cw <= w && ch > 0 && ch <= h) {
-            step->top = randint(rng, 0, h - ch + 1);
-            step->left = randint(rng, 0, w - cw + 1);
-            step->height = ch;
-            step->width = cw;
+        /* Compared as doubles: an extreme ratio gives sides no int can hold. */
+        double cw = nearbyint(sqrt(target * aspect)), ch = nearbyint(sqrt(target / aspect));
+        if (cw >= 1 && cw <= w && ch >= 1 && ch <= h) {
+            step->top = randint(rng, 0, h - (int)ch + 1);
+            step->left = randint(rng, 0, w - (int)cw + 1);
+            step->height = (int)ch;
+            step->width = (int)cw;
             return;
         }
     }
+    /* The central crop of the ratio's nearest bound; at least one pixel, as
+     * the fused decode divides by the window's size. */
     double in_ratio = (double)w / h;
     int cw = w, ch = h;
     if (in_ratio < op->f[2]) {
-        ch = (int)nearbyint(w / op->f[2]);
+        ch = (int)fmax(1.0, fmin(h, nearbyint(w / op->f[2])));
     } else if (in_ratio > op->f[3]) {
-        cw = (int)nearbyint(h * op->f[3]);
+        cw = (int)fmax(1.0, fmin(w, nearbyint(h * op->f[3])));
     }
     step->height = ch;
     step->width = cw;
@@ -174,6 +191,16 @@ static int plan_decode(const dl_op_t *op, const dl_chain_input_t *input, dl_step
     return DL_OK;
 }
 
+/* A constant border of `op` (Pad, PadTo: fill in f[0..3]) in the samples of `in`. */
+static int check_fill(const dl_op_t *op, const dl_shape_t *in, char *msg)
+{
+    for (int c = 0; c < in->channels; c++)
+        if (!dl_is_fill_value(op->f[c], in->sample_size))
+            return fail(msg, DL_ERR_ARGUMENT, "%s(fill=%g) cannot apply to %s: " DL_FILL_RULE,
+                        op_name(op), op->f[c], describe(in));
+    return DL_OK;
+}
+
 static int require_hwc(const dl_op_t *op, const dl_shape_t *in, int uint8_only, char *msg)
 {
     if (in->layout != DL_LAYOUT_HWC)
@@ -202,7 +229,7 @@ static int plan_step(const dl_op_t *op, const dl_chain_input_t *input, uint64_t 
         out.channels = op->i[0];
         break;
     case DL_OP_CROP:
-        if (op->i[0] + op->i[2] > in.height || op->i[1] + op->i[3] > in.width)
+        if ((long long)op->i[0] + op->i[2] > in.height || (long long)op->i[1] + op->i[3] > in.width)
             return fail(msg, DL_ERR_ARGUMENT, "Crop(top=%d, left=%d, height=%d, width=%d) does "
                         "not fit in %s", op->i[0], op->i[1], op->i[2], op->i[3], describe(&in));
         step->top = op->i[0];
@@ -220,7 +247,8 @@ static int plan_step(const dl_op_t *op, const dl_chain_input_t *input, uint64_t 
         out.width = op->i[1];
         break;
     case DL_OP_RANDOM_CROP: {
-        int padded_h = in.height + op->i[3] + op->i[5], padded_w = in.width + op->i[2] + op->i[4];
+        int padded_h = clamp_side((long long)in.height + op->i[3] + op->i[5]);
+        int padded_w = clamp_side((long long)in.width + op->i[2] + op->i[4]);
         if (padded_h < op->i[0] || padded_w < op->i[1])
             return fail(msg, DL_ERR_ARGUMENT, "RandomCrop: crop size %dx%d is larger than the "
                         "(padded) input of %dx%d", op->i[0], op->i[1], padded_h, padded_w);
@@ -237,12 +265,14 @@ static int plan_step(const dl_op_t *op, const dl_chain_input_t *input, uint64_t 
         out.width = op->i[1];
         break;
     case DL_OP_PAD:
+        if ((status = check_fill(op, &in, msg)) != DL_OK) return status;
         step->top = op->i[1];
         step->left = op->i[0];
-        out.height = in.height + op->i[1] + op->i[3];
-        out.width = in.width + op->i[0] + op->i[2];
+        out.height = clamp_side((long long)in.height + op->i[1] + op->i[3]);
+        out.width = clamp_side((long long)in.width + op->i[0] + op->i[2]);
         break;
     case DL_OP_PAD_TO:
+        if ((status = check_fill(op, &in, msg)) != DL_OK) return status;
         if (in.height > op->i[0] || in.width > op->i[1])
             return fail(msg, DL_ERR_ARGUMENT, "PadTo(%d, %d) got %s, larger than the target",
                         op->i[0], op->i[1], describe(&in));
@@ -281,9 +311,6 @@ static int plan_step(const dl_op_t *op, const dl_chain_input_t *input, uint64_t 
     default:
         break;
     }
-    if (out.height <= 0 || out.width <= 0)
-        return fail(msg, DL_ERR_ARGUMENT, "%s would produce an empty image from %s", op_name(op),
-                    describe(&in));
     step->out = out;
     return DL_OK;
 }
@@ -297,11 +324,20 @@ static int plan(const dl_op_t *ops, int n, const dl_chain_input_t *input, uint64
     if (input->bytes != NULL && (n == 0 || ops[0].kind != DL_OP_DECODE))
         return fail(msg, DL_ERR_ARGUMENT, "%s got encoded bytes; start the chain with Decode()",
                     n ? op_name(&ops[0]) : "the chain");
+    /* Every shape of the chain follows the image rule: the input's (known
+     * only now, after any decode) and each op's output, before any op
+     * divides by a side or allocates for it. */
+    if (input->bytes == NULL && !is_image(&shape))
+        return fail(msg, DL_ERR_ARGUMENT, "%s got %s: " DL_IMAGE_RULE,
+                    n ? op_name(&ops[0]) : "the chain", describe(&shape));
     for (int k = 0; k < n; k++) {
         memset(&steps[k], 0, sizeof steps[k]);
         steps[k].in = shape;
         int status = plan_step(&ops[k], input, &rng, &steps[k], msg);
         if (status != DL_OK) return status;
+        if (!is_image(&steps[k].out))
+            return fail(msg, DL_ERR_ARGUMENT, "%s would make %s: " DL_IMAGE_RULE,
+                        op_name(&ops[k]), describe(&steps[k].out));
         shape = steps[k].out;
     }
     return DL_OK;

@@ -1,0 +1,9 @@
+from typing import Any
+
+MAX_SIDE: int
+MAX_BYTES: int
+IMAGE_RULE: str
+FILL_RULE: str
+
+def check_image_shape(shape: tuple[int, ...], layout: str = "HWC", name: str = "img") -> None: ...
+def check_fill_samples(values: Any, dtype: Any, name: str = "fill") -> None: ...
