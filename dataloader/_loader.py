@@ -227,6 +227,8 @@ class DataLoader(Generic[T_co]):
         self._stats = Stats()
         # Streaming epochs still running, cancelled before the pool stops.
         self._streams: weakref.WeakSet[Any] = weakref.WeakSet()
+        # equal_batches without known counts: the ranks' own process group.
+        self._rank_group: Any = None
         self._initialized = True
 
     def __setattr__(self, name: str, value: Any) -> None:
