@@ -105,7 +105,9 @@ class DataLoader(Generic[T_co]):
         complete.
     item_concurrency : int, default 1
         Items of one batch fetched at once (each by its own ``__getitem__``
-        call), for datasets that wait on I/O.
+        call), for datasets that wait on I/O; the loader starts
+        ``max(num_workers, 1) * item_concurrency`` threads (see
+        ``docs/execution.md``, "Limits").
     transform : callable, optional
         Called as ``transform(index, item)`` on each item before collation.
     seed : int, optional

@@ -249,7 +249,11 @@ def _remaining(epoch: Any) -> int | None:
 
 
 class _Pinner:
-    """The pinning thread's work: epoch -> pin -> handoff. Holds no reference to the consumer's iterator."""
+    """The pinning thread's work: epoch -> pin -> handoff.
+
+    It holds no reference to the :class:`PinnedEpoch` that owns it, so
+    dropping that iterator runs its finalizer, which stops the thread.
+    """
 
     def __init__(self, epoch: Any, progress: EpochProgress, plan: Pinning,
                  pin: Callable[[Any], Any]) -> None:
@@ -267,7 +271,18 @@ class _Pinner:
                        _remaining(self.epoch))
 
     def run(self) -> None:
-        _enter_pinning_thread(self.plan)
+        try:
+            _enter_pinning_thread(self.plan)
+            self._pin_all()
+        except BaseException as exc:
+            # A failure of the thread itself, not of one batch: raised from
+            # the consumer's next next(), and the epoch ends there.
+            progress = self.progress
+            failure = _Pinned(None, exc, False, progress.delivered, progress.finished, None, 0)
+            if self.handoff.put(failure):
+                self.handoff.put(dataclasses.replace(failure, error=None, end=True))
+
+    def _pin_all(self) -> None:
         while not self.handoff.closed:
             try:
                 batch = next(self.epoch)

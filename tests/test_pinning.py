@@ -290,3 +290,21 @@ def test_unpooled_image_batches_are_copied_into_pinned_memory(accelerator):
     pinned = batch.pin_memory()
     assert accelerator.is_pinned(pinned)
     assert tuple(pinned.shape) == (2, 3, 3, 4)
+
+
+def test_a_failure_of_the_pinning_thread_is_raised_and_ends_the_epoch(accelerator, monkeypatch):
+    import torch
+
+    def no_device(index):
+        raise RuntimeError(f"no device {index}")
+
+    monkeypatch.setattr(torch.accelerator, "set_device_index", no_device)
+    loader = DataLoader(list(range(8)), batch_size=2, num_workers=2, pin_memory=True)
+    it = iter(loader)
+    with pytest.raises(RuntimeError, match="no device 0"):
+        next(it)
+    with pytest.raises(StopIteration):
+        next(it)
+    it.thread.join(timeout=60)
+    assert not it.thread.is_alive()
+    loader.close()
