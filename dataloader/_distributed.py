@@ -13,6 +13,7 @@ program: this module never requires torch.
 
 from __future__ import annotations
 
+import collections
 import os
 import sys
 from typing import Any, Iterator, Sized
@@ -23,7 +24,7 @@ from dataloader._sampler import _ChunkedSampler
 from dataloader._seeding import EpochSeeded, check_seed, epoch_generator
 from dataloader._shuffle import Order, draw_key, strided_indices
 
-__all__ = ["DistributedSampler", "all_ranks_min", "world"]
+__all__ = ["AgreedBatches", "DistributedSampler", "RankGroup", "world"]
 
 
 def _torch_distributed() -> Any:
@@ -86,16 +87,116 @@ def _from_environment() -> tuple[int, int] | None:
         ) from None
 
 
-def all_ranks_min(value: int) -> int | None:
-    """The minimum of ``value`` over all ranks (``all_reduce(MIN)``), or ``None`` without torch.distributed."""
-    dist = _torch_distributed()
-    if dist is None:
-        return None
-    import torch
+class RankGroup:
+    """A loader's own process group, for the ranks to agree on batch counts.
 
-    tensor = torch.tensor([int(value)], dtype=torch.int64)
-    dist.all_reduce(tensor, op=dist.ReduceOp.MIN)
-    return int(tensor.item())
+    The training job's default group carries its own collectives (a
+    ``DistributedDataParallel`` all-reduce per step, say), issued in the
+    order the job chooses; a loader's collectives mixed into the same group
+    could meet another rank's in a different order. So a loader that must
+    communicate gets a gloo group of its own, made by ``new_group`` when the
+    first epoch that needs it starts (every rank must call ``new_group``, in
+    the same order relative to its other ``new_group`` calls: torch names
+    groups by that order, so it is called at one point of the program,
+    ``iter(loader)`` of that loader's first such epoch). A group made under a default group
+    that has since been destroyed is replaced by a new one. The group lives
+    until ``torch.distributed.destroy_process_group()``.
+    """
+
+    __slots__ = ("_group", "_world")
+
+    def __init__(self) -> None:
+        self._group: Any = None
+        self._world: Any = None
+
+    def ready(self) -> bool:
+        """Make the group if it is missing; ``False`` when torch.distributed is not initialised."""
+        dist = _torch_distributed()
+        if dist is None:
+            return False
+        world = dist.group.WORLD
+        if self._group is None or self._world is not world:
+            self._group = dist.new_group(backend="gloo")
+            self._world = world
+        return True
+
+    def min(self, value: int) -> int:
+        """The minimum of ``value`` over all ranks (``all_reduce(MIN)`` on this group)."""
+        import torch
+        import torch.distributed as dist
+
+        tensor = torch.tensor([int(value)], dtype=torch.int64)
+        dist.all_reduce(tensor, op=dist.ReduceOp.MIN, group=self._group)
+        return int(tensor.item())
+
+
+class _Raised:
+    """An exception taken from an epoch ahead of its turn, raised when its turn comes."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class AgreedBatches:
+    """The batches of one rank's epoch, delivered as far as every rank has them.
+
+    Before delivering batches it has not agreed on, a rank takes up to
+    ``chunk`` batches from its epoch (``next_batch``), and the ranks
+    exchange how many they hold: every rank then delivers the minimum
+    without communicating again. The chunk starts at one batch, so the
+    first batch waits for nothing more than itself, and doubles up to
+    ``max_chunk`` (the loader's prefetch window, which workers keep full
+    while the consumer trains: a larger chunk would make the consumer wait
+    for batches beyond it). An error raised by the epoch counts as a batch,
+    raised in its turn. The epoch ends on every rank when the minimum is 0.
+    """
+
+    __slots__ = (
+        "_agreed",
+        "_ahead",
+        "_chunk",
+        "_exhausted",
+        "_group",
+        "_max_chunk",
+        "_next_batch",
+        "exchanges",
+    )
+
+    def __init__(self, next_batch: Any, group: RankGroup, max_chunk: int) -> None:
+        self._next_batch = next_batch
+        self._group = group
+        self._ahead: collections.deque[Any] = collections.deque()
+        self._agreed = 0  # batches at the head of _ahead that every rank holds too
+        self._chunk = 1
+        self._max_chunk = max(max_chunk, 1)
+        self._exhausted = False
+        self.exchanges = 0
+
+    def next(self) -> Any:
+        if self._agreed == 0:
+            self._agreed = self._agree()
+            if self._agreed == 0:
+                self._ahead.clear()
+                raise StopIteration
+        self._agreed -= 1
+        batch = self._ahead.popleft()
+        if isinstance(batch, _Raised):
+            raise batch.error
+        return batch
+
+    def _agree(self) -> int:
+        while len(self._ahead) < self._chunk and not self._exhausted:
+            try:
+                self._ahead.append(self._next_batch())
+            except StopIteration:
+                self._exhausted = True
+            except Exception as exc:
+                self._ahead.append(_Raised(exc))
+        self._chunk = min(self._chunk * 2, self._max_chunk)
+        self.exchanges += 1
+        return self._group.min(len(self._ahead))
 
 
 class DistributedSampler(_ChunkedSampler, EpochSeeded):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from dataloader._core.epoch import Epoch
 from dataloader._core.pool import Pool
 from dataloader._fetch import BatchRecipe
+from dataloader._loader_args import epoch_window
 from dataloader._core.stats import EMPTY_BATCH, load_batch
 from dataloader._state import EpochProgress
 from dataloader._stats import Stats
@@ -156,7 +157,7 @@ class ThreadedEpoch:
             plan.recipe,
             plan.batches,
             plan.check_indices,
-            window=max(loader.num_workers, 1) * loader.prefetch_factor,
+            window=epoch_window(loader.num_workers, loader.prefetch_factor, plan.total),
             item_concurrency=loader.item_concurrency,
             in_order=loader.in_order,
             timeout=float(loader.timeout),
@@ -183,10 +184,14 @@ class ThreadedEpoch:
             raise TypeError("this epoch's length is unknown: its sampler has no __len__")
         return max(self._total - self._engine.delivered, 0)
 
-    def __del__(self) -> None:
+    def cancel(self) -> None:
+        """End the epoch now: batches in flight finish in the background, discarded."""
         engine = getattr(self, "_engine", None)
         if engine is not None:
             engine.cancel()
         on_cancel = getattr(self, "_on_cancel", None)
         if on_cancel is not None:
             on_cancel()
+
+    def __del__(self) -> None:
+        self.cancel()

@@ -21,6 +21,8 @@ from dataloader._fetch import (
 from dataloader._core.pool import Pool
 from dataloader._images import ImageCollator, ItemTransform
 from dataloader._iterators import DirectEpoch, EpochPlan, ThreadedEpoch
+from dataloader._loader_args import check_counts, is_int
+from dataloader._pinning import DirectPinnedEpoch, PinnedEpoch, check_pin_memory_device, pinning
 from dataloader._worker import WorkerSetup
 from dataloader.transforms import Transform
 from dataloader._sampler import (
@@ -68,11 +70,15 @@ class DataLoader(Generic[T_co]):
         ``batch_size``, ``shuffle``, ``sampler`` and ``drop_last``.
     num_workers : int, default 0
         Worker threads loading batches in parallel; 0 loads each batch on
-        the calling thread when ``next()`` asks for it.
+        the calling thread when ``next()`` asks for it. At most 1024
+        threads in all: ``max(num_workers, 1) * item_concurrency <= 1024``.
     collate_fn : callable, optional
         Turns a list of items into a batch; defaults to :func:`default_collate`.
     pin_memory : bool, default False
-        Accepted for compatibility; batches are numpy arrays in host memory.
+        With torch and an accelerator, deliver batches as torch tensors in
+        page-locked memory (nested structures included), pinned on a
+        dedicated thread; without an accelerator, torch's warning and plain
+        batches (see ``docs/execution.md``, "Pinned memory").
     drop_last : bool, default False
         Drop the last batch of an epoch when it is short.
     timeout : float, default 0
@@ -85,16 +91,23 @@ class DataLoader(Generic[T_co]):
     generator : numpy.random.Generator or torch.Generator, optional
         Source of the shuffling order.
     prefetch_factor : int, optional
-        Batches loaded ahead per worker (default 2 with workers).
+        Batches loaded ahead per worker (default 2, at most 1024); an
+        epoch never has more in flight than it has batches.
     persistent_workers : bool, default False
         Accepted for compatibility; worker threads always live as long as
         the loader, which is what this option asks of torch's processes.
+    pin_memory_device : str, default ""
+        Accepted as torch accepts it (deprecated there): a non-empty value
+        gives torch's deprecation warning, and the current accelerator is
+        used.
     in_order : bool, default True
         Deliver batches in sampler order; ``False`` delivers them as they
         complete.
     item_concurrency : int, default 1
         Items of one batch fetched at once (each by its own ``__getitem__``
-        call), for datasets that wait on I/O.
+        call), for datasets that wait on I/O; the loader starts
+        ``max(num_workers, 1) * item_concurrency`` threads (see
+        ``docs/execution.md``, "Limits").
     transform : callable, optional
         Called as ``transform(index, item)`` on each item before collation.
     seed : int, optional
@@ -145,6 +158,7 @@ class DataLoader(Generic[T_co]):
         *,
         prefetch_factor: int | None = None,
         persistent_workers: bool = False,
+        pin_memory_device: str = "",
         in_order: bool = True,
         item_concurrency: int = 1,
         transform: Callable[[int, Any], Any] | None = None,
@@ -156,7 +170,8 @@ class DataLoader(Generic[T_co]):
         _check_dataset(dataset)
         check_async_dataset(dataset)
         check_skip_policy(on_error, max_skipped)
-        _check_counts(batch_size, num_workers, prefetch_factor, timeout, item_concurrency)
+        check_counts(batch_size, num_workers, prefetch_factor, timeout, item_concurrency)
+        check_pin_memory_device(pin_memory_device)
         iterable = is_iterable_style(dataset)
         if iterable:
             _streaming.check_options(shuffle, sampler, batch_sampler)
@@ -199,6 +214,7 @@ class DataLoader(Generic[T_co]):
         self.num_workers = num_workers
         self.prefetch_factor = prefetch_factor if prefetch_factor is not None else 2
         self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = multiprocessing_context
@@ -227,6 +243,10 @@ class DataLoader(Generic[T_co]):
         self._stats = Stats()
         # Streaming epochs still running, cancelled before the pool stops.
         self._streams: weakref.WeakSet[Any] = weakref.WeakSet()
+        # Epochs whose batches a pinning thread pins, stopped by close().
+        self._pinned: weakref.WeakSet[PinnedEpoch] = weakref.WeakSet()
+        # equal_batches without known counts: the ranks' own process group.
+        self._rank_group: Any = None
         self._initialized = True
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -278,12 +298,23 @@ class DataLoader(Generic[T_co]):
         return self.num_workers > 0 or self.item_concurrency > 1
 
     def __iter__(self) -> Any:
+        pin = pinning(self.pin_memory, self.pin_memory_device)
+        epoch: Any
         if self._iterable:
-            return _streaming.start_epoch(self)
-        plan = self._plan_epoch()
+            epoch = _streaming.start_epoch(self)
+        else:
+            plan = self._plan_epoch()
+            if not self._threaded:
+                epoch = DirectEpoch(self, plan)
+            else:
+                epoch = ThreadedEpoch(self, plan, self._live_pool(), self._worker_setup)
+        if pin is None:
+            return epoch
         if not self._threaded:
-            return DirectEpoch(self, plan)
-        return ThreadedEpoch(self, plan, self._live_pool(), self._worker_setup)
+            return DirectPinnedEpoch(epoch)
+        pinned = PinnedEpoch(epoch, self._progress, pin, join_timeout=_JOIN_TIMEOUT_SECONDS)
+        self._pinned.add(pinned)
+        return pinned
 
     def _live_pool(self) -> Pool:
         """The loader's pool, created on the first threaded epoch and kept after it."""
@@ -325,6 +356,9 @@ class DataLoader(Generic[T_co]):
         # The loop first: it cancels coroutines that pool threads wait for.
         if self._event_loop is not None:
             self._event_loop.close()
+        # Then the pinning threads, which take batches from the pool's epochs.
+        for pinned in list(self._pinned):
+            pinned.close()
         self._shutdown_pool()
 
     def __enter__(self) -> DataLoader[T_co]:
@@ -479,34 +513,6 @@ def _check_dataset(dataset: Any) -> None:
         )
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_counts(
-    batch_size: Any, num_workers: Any, prefetch_factor: Any, timeout: Any, item_concurrency: Any
-) -> None:
-    if batch_size is not None and (not _is_int(batch_size) or batch_size <= 0):
-        raise ValueError(
-            f"batch_size should be a positive integer or None, but got batch_size={batch_size!r}"
-        )
-    if not _is_int(num_workers) or num_workers < 0:
-        raise ValueError(
-            "num_workers should be a non-negative integer (0 loads on the calling thread), "
-            f"but got num_workers={num_workers!r}"
-        )
-    if prefetch_factor is not None and (not _is_int(prefetch_factor) or prefetch_factor < 1):
-        raise ValueError(
-            f"prefetch_factor should be a positive integer, but got prefetch_factor={prefetch_factor!r}"
-        )
-    if not isinstance(timeout, (int, float)) or timeout < 0:
-        raise ValueError(f"timeout should be a non-negative number, but got timeout={timeout!r}")
-    if not _is_int(item_concurrency) or item_concurrency < 1:
-        raise ValueError(
-            f"item_concurrency should be an integer >= 1, but got item_concurrency={item_concurrency!r}"
-        )
-
-
 def _check_exclusive_options(
     batch_size: Any, shuffle: Any, sampler: Any, batch_sampler: Any, drop_last: Any
 ) -> None:
@@ -528,7 +534,7 @@ def _check_randomness(shuffle: Any, generator: Any, seed: Any, transform: Any) -
     check_generator(generator)
     if seed is None:
         return
-    if not _is_int(seed):
+    if not is_int(seed):
         raise TypeError(f"seed should be an int, but got seed={seed!r}")
     if not shuffle and transform is None:
         raise ValueError(

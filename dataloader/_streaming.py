@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 from dataloader._core.epoch import Epoch, EpochClosedError
 from dataloader._core.stream import Stream
 from dataloader._dataset import IterableDataset
-from dataloader._distributed import _torch_distributed, all_ranks_min
+from dataloader._distributed import AgreedBatches, RankGroup
 from dataloader._core.stats import Row
 from dataloader._stats import COLLATE, FETCH, TRANSFORM, WAIT, monotonic_ns
 from dataloader._worker import WorkerInfo, set_stream_worker
@@ -46,6 +46,9 @@ __all__ = ["ShardedIterable", "check_options", "loader_length", "shard", "start_
 # error that is no batch (it leaves the stream's saved state as it was).
 _NO_STATE = object()
 _KEEP_STATE = None
+
+# The limit of an epoch whose ranks agree on their batch count as it goes.
+AGREE = -1
 
 
 def check_options(shuffle: Any, sampler: Any, batch_sampler: Any) -> None:
@@ -391,25 +394,34 @@ def start_epoch(loader: DataLoader) -> StreamEpoch:
     # straight into the batch (the fused path of map-style datasets).
     transform, assemble = loader._epoch_transform()
     recipe = _Recipe(transform, loader.collate_fn, loader.batch_size, loader.drop_last, assemble)
-    epoch = StreamEpoch(loader, progress, _limit(loader))
+    limit = _limit(loader)
+    epoch = StreamEpoch(loader, progress, limit)
     epoch.engine = _engine(loader, recipe, streams, states)
+    if limit == AGREE:
+        epoch.source = AgreedBatches(
+            epoch.engine.next, loader._rank_group, streams * loader.prefetch_factor
+        )
+    else:
+        epoch.source = epoch.engine
     loader._streams.add(epoch)
     return epoch
 
 
 def _limit(loader: DataLoader) -> int | None:
-    """The batch count every rank stops at, ``-1`` to agree batch by batch, or ``None``."""
+    """The batch count every rank stops at, ``AGREE`` when the ranks must agree, or ``None``."""
     if not loader.equal_batches:
         return None
     limit = _known_limit(loader)
     if limit is not None:
         return limit
-    if _torch_distributed() is not None:
-        return -1
+    if loader._rank_group is None:
+        loader._rank_group = RankGroup()
+    if loader._rank_group.ready():
+        return AGREE
     raise ValueError(
         "equal_batches=True needs every rank's batch count: stream through "
         "dataloader.shard over a source with __len__, or initialise torch.distributed "
-        "so that the ranks agree batch by batch (all_reduce)"
+        "so that the ranks agree on it as the epoch goes"
     )
 
 
@@ -448,7 +460,8 @@ class StreamEpoch:
     are needed by the new one.
     """
 
-    __slots__ = ("_loader", "engine", "_progress", "_limit", "_done", "_replaced", "__weakref__")
+    __slots__ = ("_loader", "engine", "source", "_progress", "_limit", "_done", "_replaced",
+                 "__weakref__")
 
     def __init__(self, loader: DataLoader, progress: EpochProgress, limit: int | None) -> None:
         # Holding the loader keeps its pool and dataset alive while the epoch runs.
@@ -458,6 +471,8 @@ class StreamEpoch:
         self._done = False
         self._replaced = False
         self.engine: Any = None
+        # Where batches come from: the engine, or the ranks' agreement over it.
+        self.source: Any = None
 
     def __iter__(self) -> StreamEpoch:
         return self
@@ -475,19 +490,10 @@ class StreamEpoch:
             self._end()
             raise StopIteration
         try:
-            entry = self.engine.next()
+            entry = self.source.next()
         except StopIteration:
-            if limit == -1:
-                all_ranks_min(0)
             self._end()
             raise
-        except Exception:
-            if limit == -1:
-                all_ranks_min(1)
-            raise
-        if limit == -1 and all_ranks_min(1) == 0:
-            self._end()
-            raise StopIteration
         payload, failed, stream, state = entry
         progress.delivered += 1
         if state is _NO_STATE:

@@ -4,11 +4,13 @@ import math
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from dataloader import DataLoader, DistributedSampler, RandomSampler
+from dataloader._distributed import AgreedBatches
 
 
 def reference_partition(n, num_replicas, rank, order, drop_last):
@@ -177,3 +179,91 @@ def torchrun(tmp_path, scenario, nproc=2):
 @pytest.mark.parametrize("scenario", ["map", "stream", "stream-unsized"])
 def test_torchrun_ranks_see_disjoint_equal_shares(tmp_path, scenario):
     assert torchrun(tmp_path, scenario) == "ok"
+
+
+# -- equal_batches without known counts: the ranks agree in chunks -----------
+
+
+class ThreadRanks:
+    """Ranks as threads: ``min`` is an all_reduce(MIN) over a barrier, counted."""
+
+    def __init__(self, world):
+        self.barrier = threading.Barrier(world)
+        self.lock = threading.Lock()
+        self.values = []
+        self.calls = 0
+
+    def min(self, value):
+        with self.lock:
+            self.values.append(value)
+            self.calls += 1
+        self.barrier.wait(timeout=60)
+        result = min(self.values[-self.barrier.parties:])
+        self.barrier.wait(timeout=60)
+        return result
+
+
+class Rank:
+    def __init__(self, ranks):
+        self.ranks = ranks
+
+    def min(self, value):
+        return self.ranks.min(value)
+
+
+def run_ranks(sources, max_chunks):
+    """Deliver each rank's batches through AgreedBatches, the ranks on threads."""
+    ranks = ThreadRanks(len(sources))
+    delivered = [[] for _ in sources]
+    exchanges = [0] * len(sources)
+
+    def run(rank):
+        batches = iter(sources[rank])
+
+        def next_batch():
+            batch = next(batches)
+            if isinstance(batch, Exception):
+                raise batch
+            return batch
+
+        agreed = AgreedBatches(next_batch, Rank(ranks), max_chunks[rank])
+        while True:
+            try:
+                delivered[rank].append(agreed.next())
+            except StopIteration:
+                break
+            except ValueError as exc:
+                delivered[rank].append(exc)
+        exchanges[rank] = agreed.exchanges
+
+    threads = [threading.Thread(target=run, args=(rank,)) for rank in range(len(sources))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads)
+    return delivered, exchanges
+
+
+@pytest.mark.parametrize("counts", [(100, 37), (37, 100, 64), (0, 5), (8, 8), (1, 1000)])
+def test_agreed_batches_stop_every_rank_at_the_smallest_count(counts):
+    sources = [range(count) for count in counts]
+    delivered, exchanges = run_ranks(sources, [8] * len(counts))
+    assert all(batches == list(range(min(counts))) for batches in delivered)
+    # Chunks of 1, 2, 4 (7 batches), then 8 at a time, and the exchange that
+    # finds the end: far fewer exchanges than batches.
+    assert exchanges == [exchanges[0]] * len(counts)
+    assert exchanges[0] <= 4 + -(-max(min(counts) - 7, 0) // 8) + 1
+
+
+def test_agreed_batches_with_different_windows_on_different_ranks():
+    delivered, exchanges = run_ranks([range(50), range(80)], [2, 16])
+    assert delivered == [list(range(50))] * 2
+    assert exchanges[0] == exchanges[1]
+
+
+def test_agreed_batches_raise_an_error_in_its_turn_and_go_on():
+    failure = ValueError("batch 3")
+    delivered, _ = run_ranks([[0, 1, 2, failure, 4, 5], range(5)], [4, 4])
+    assert delivered[0] == [0, 1, 2, failure, 4]
+    assert delivered[1] == [0, 1, 2, 3, 4]

@@ -12,6 +12,7 @@ from dataloader import (
     default_collate,
     default_convert,
 )
+from dataloader._loader_args import MAX_PREFETCH_FACTOR, MAX_THREADS, epoch_window
 
 DATA = list(range(10))
 
@@ -23,10 +24,24 @@ DATA = list(range(10))
         ({"batch_size": -3}, ValueError, "batch_size"),
         ({"batch_size": 2.0}, ValueError, "batch_size"),
         ({"num_workers": -1}, ValueError, "num_workers"),
+        ({"num_workers": MAX_THREADS + 1}, ValueError, f"num_workers.*at most|from 0 to {MAX_THREADS}"),
+        ({"num_workers": 2.0}, TypeError, "num_workers"),
+        ({"num_workers": "2"}, TypeError, "num_workers"),
+        ({"num_workers": True}, TypeError, "num_workers"),
         ({"prefetch_factor": -1}, ValueError, "prefetch_factor"),
         ({"prefetch_factor": 0}, ValueError, "prefetch_factor"),
+        ({"prefetch_factor": 10**12}, ValueError, f"prefetch_factor.*1 to {MAX_PREFETCH_FACTOR}"),
+        ({"prefetch_factor": MAX_PREFETCH_FACTOR + 1}, ValueError, "prefetch_factor"),
+        ({"prefetch_factor": 2.5}, TypeError, "prefetch_factor"),
         ({"timeout": -0.5}, ValueError, "timeout"),
+        ({"timeout": float("nan")}, ValueError, "timeout"),
+        ({"timeout": "5"}, TypeError, "timeout"),
         ({"item_concurrency": 0}, ValueError, "item_concurrency"),
+        ({"item_concurrency": MAX_THREADS + 1}, ValueError, "item_concurrency"),
+        ({"item_concurrency": 1.5}, TypeError, "item_concurrency"),
+        ({"num_workers": 1024, "item_concurrency": 1024}, ValueError,
+         r"num_workers=1024 and item_concurrency=1024 \(1048576 threads\)"),
+        ({"num_workers": 33, "item_concurrency": 32}, ValueError, f"at most {MAX_THREADS}"),
         ({"shuffle": True, "sampler": [0, 1]}, ValueError, "sampler option is mutually exclusive"),
         ({"batch_sampler": [[0]], "batch_size": 2}, ValueError, "batch_sampler option"),
         ({"batch_sampler": [[0]], "shuffle": True}, ValueError, "batch_sampler option"),
@@ -45,6 +60,28 @@ DATA = list(range(10))
 def test_invalid_arguments_are_rejected_naming_the_argument(kwargs, error, match):
     with pytest.raises(error, match=match):
         DataLoader(DATA, **kwargs)
+
+
+def test_the_largest_allowed_counts_are_accepted():
+    loader = DataLoader(DATA, num_workers=MAX_THREADS // 4, item_concurrency=4,
+                        prefetch_factor=MAX_PREFETCH_FACTOR)
+    assert loader.num_workers * loader.item_concurrency == MAX_THREADS
+
+
+def test_a_huge_prefetch_window_is_capped_by_the_epochs_batches():
+    # 2 workers * 1024 batches ahead, for an epoch of 5 batches: 5 slots.
+    assert epoch_window(2, MAX_PREFETCH_FACTOR, 5) == 5
+    assert epoch_window(2, 3, None) == 6
+    assert epoch_window(0, 2, 0) == 1
+    with DataLoader(DATA, batch_size=2, num_workers=2, prefetch_factor=MAX_PREFETCH_FACTOR) as loader:
+        assert [batch.tolist() for batch in loader] == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+
+
+def test_a_pool_refuses_more_threads_than_the_limit():
+    from dataloader._core.pool import Pool
+
+    with pytest.raises(ValueError, match=f"1 to {MAX_THREADS} threads"):
+        Pool(MAX_THREADS + 1)
 
 
 def test_dataset_without_getitem_or_iter_is_a_type_error():
@@ -110,9 +147,7 @@ def test_batch_sampler_resets_batch_size_and_drop_last():
 
 
 def test_process_only_options_are_accepted():
-    loader = DataLoader(
-        DATA, batch_size=5, multiprocessing_context="spawn", persistent_workers=True, pin_memory=True
-    )
+    loader = DataLoader(DATA, batch_size=5, multiprocessing_context="spawn", persistent_workers=True)
     assert [batch.tolist() for batch in loader] == [DATA[:5], DATA[5:]]
 
 

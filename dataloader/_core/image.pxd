@@ -39,8 +39,12 @@ cdef class BufferPool:
     cdef size_t sizes[MAX_POOLED]
     cdef int count
     cdef readonly int capacity
+    # Block address -> size, for blocks registered with an accelerator.
+    cdef dict registered
     cdef void* take(self, size_t size) noexcept nogil
     cdef bint give(self, void* block, size_t size) noexcept nogil
+    cdef bint register(self, void* block, size_t size) except -1
+    cdef void unregister(self, void* block) noexcept
 
 
 @cython.final

@@ -40,12 +40,19 @@ cdef dict _DTYPES = {"uint8": ("B", 1, "|u1", DL_UINT), "float32": ("f", 4, "<f4
 cdef tuple _IMAGE_LAYOUTS = ("HWC", "CHW")
 cdef tuple _BATCH_LAYOUTS = ("NCHW", "NHWC")
 cdef size_t _ALIGNMENT = 64
+# Pooled blocks start and end on page boundaries: an accelerator registers
+# whole pages, so no two blocks may share one.
+cdef size_t _PAGE = 4096
 
 
 cdef inline size_t _aligned_size(size_t nbytes) noexcept nogil:
     """``nbytes`` rounded up to whole alignment blocks, at least one block."""
     cdef size_t size = (nbytes + _ALIGNMENT - 1) // _ALIGNMENT * _ALIGNMENT
     return size if size else _ALIGNMENT
+
+
+cdef inline size_t _page_size(size_t size) noexcept nogil:
+    return (size + _PAGE - 1) // _PAGE * _PAGE
 
 
 cdef void _dlpack_deleter(DLManagedTensor* managed) noexcept nogil:
@@ -419,10 +426,38 @@ cdef class ImageBatch(_Samples):
         np.copyto(np.asarray(batch), array)
         return batch
 
+    def pin_memory(self):
+        """This batch as a torch tensor in page-locked memory (``pin_memory=True``).
+
+        A batch from a pool (an ``ImageCollator``'s) registers its buffer
+        with the accelerator the first time the buffer is pinned and shares
+        it (no copy); the buffer stays registered while its pool reuses it,
+        so later batches in it cost nothing to pin. Any other batch, or one
+        the accelerator cannot register, is copied into pinned memory.
+        Needs torch and an accelerator; a ``DataLoader`` with
+        ``pin_memory=True`` calls it.
+
+        Examples
+        --------
+        >>> from dataloader.kernels import ImageBatch
+        >>> callable(ImageBatch(1, 2, 2).pin_memory)
+        True
+        """
+        import torch
+
+        if self.pool is not None and self.pool.register(self.data, _aligned_size(self.nbytes)):
+            return torch.from_dlpack(self)
+        return torch.from_dlpack(self).pin_memory()
+
     def __dealloc__(self):
-        # Runs before _Samples.__dealloc__: a pooled block goes back to its pool.
-        if self.pool is not None and self.pool.give(self.data, _aligned_size(self.nbytes)):
+        # Runs before _Samples.__dealloc__: a pooled block goes back to its
+        # pool, or is freed (unregistered first when it was registered).
+        if self.pool is None:
+            return
+        if self.pool.give(self.data, _aligned_size(self.nbytes)):
             self.data = NULL
+        else:
+            self.pool.unregister(self.data)
 
     def __repr__(self):
         return f"ImageBatch(shape={self.shape}, dtype={self._dtype}, layout={self.layout!r})"
@@ -460,13 +495,43 @@ cdef class BufferPool:
         if not 0 <= capacity <= MAX_POOLED:
             raise ValueError(f"capacity must be 0 to {MAX_POOLED}, got {capacity}")
         self.capacity = capacity
+        self.registered = {}
         pthread_mutex_init(&self.lock, NULL)
 
     def __dealloc__(self):
         cdef int i
         for i in range(self.count):
+            self.unregister(self.blocks[i])
             free(self.blocks[i])
         pthread_mutex_destroy(&self.lock)
+
+    @property
+    def registered_blocks(self):
+        """The number of this pool's blocks registered with an accelerator (page-locked)."""
+        return len(self.registered) if self.registered else 0
+
+    cdef bint register(self, void* block, size_t size) except -1:
+        """Page-lock ``block`` (taken from this pool) once; ``False`` when the accelerator cannot."""
+        from dataloader._pinning import host_memory
+
+        address = <size_t> block
+        if address in self.registered:
+            return True
+        if not host_memory.register(address, _page_size(size)):
+            return False
+        self.registered[address] = size
+        return True
+
+    cdef void unregister(self, void* block) noexcept:
+        """Before ``block`` is freed: release its registration, if it has one."""
+        if not self.registered or self.registered.pop(<size_t> block, None) is None:
+            return
+        try:
+            from dataloader._pinning import host_memory
+
+            host_memory.unregister(<size_t> block)
+        except BaseException:
+            pass  # at exit the accelerator may be gone; the block is freed all the same
 
     @property
     def idle(self):
@@ -485,7 +550,7 @@ cdef class BufferPool:
                 self.sizes[i] = self.sizes[self.count]
                 break
         pthread_mutex_unlock(&self.lock)
-        return block if block != NULL else aligned_alloc(_ALIGNMENT, size)
+        return block if block != NULL else aligned_alloc(_PAGE, _page_size(size))
 
     cdef bint give(self, void* block, size_t size) noexcept nogil:
         cdef bint kept = False

@@ -1,3 +1,5 @@
+MAX_THREADS: int
+
 class Pool:
     """A fixed-size pool of worker pthreads."""
 

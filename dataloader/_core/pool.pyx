@@ -30,6 +30,13 @@ cdef extern from "dl_python.h" nogil:
 # recursion in a dataset goes as far on a worker as on the main thread.
 cdef size_t STACK_BYTES = 8 * 1024 * 1024
 
+# The most threads one pool starts. Threads past a few per core help only
+# items that wait on I/O (item_concurrency), each wait typically holding a
+# file or a socket, and 1024 is Linux's default limit of open files per
+# process; at this limit the pool's stacks already reserve 8 GiB
+# (STACK_BYTES each), which a strict overcommit policy charges in full.
+MAX_THREADS = 1024
+
 cdef long _fork_generation = 0
 
 
@@ -83,8 +90,8 @@ cdef class Pool:
     """
 
     def __cinit__(self, int size):
-        if size < 1:
-            raise ValueError(f"a pool needs at least one thread, got size={size}")
+        if not 1 <= size <= MAX_THREADS:
+            raise ValueError(f"a pool has 1 to {MAX_THREADS} threads, got size={size}")
         cdef dl_pool_hooks_t hooks
         hooks.thread_start = _thread_start
         hooks.thread_stop = _thread_stop
