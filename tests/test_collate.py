@@ -1,6 +1,7 @@
 """default_collate and default_convert: torch's structure rules, numpy leaves."""
 
 import collections
+import collections.abc
 
 import numpy as np
 import pytest
@@ -143,6 +144,60 @@ def test_default_convert():
     assert default_convert(Point(1, 2)) == Point(1, 2)
     array = np.zeros(3)
     assert default_convert(array) is array
+
+
+class Record(collections.abc.Mapping):
+    """A read-only mapping type built from a dict, as user item types often are."""
+
+    def __init__(self, data):
+        self._data = dict(data)
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+
+class Strict(collections.abc.Mapping):
+    """A mapping whose constructor takes no dict: converted into a plain dict."""
+
+    def __init__(self):
+        self._data = {"label": np.int64(5)}
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+
+def test_default_convert_keeps_the_mapping_type_and_converts_its_values():
+    ordered = default_convert(collections.OrderedDict([("b", np.float32(2.5)), ("a", [1])]))
+    assert type(ordered) is collections.OrderedDict
+    assert list(ordered) == ["b", "a"]
+    assert_array(ordered["b"], 2.5, np.float32)
+    assert ordered["b"].shape == ()
+    assert ordered["a"] == [1]
+    record = default_convert(Record({"label": np.int64(3), "name": "cat"}))
+    assert type(record) is Record
+    assert_array(record["label"], 3, np.int64)
+    assert record["label"].shape == () and record["name"] == "cat"
+    strict = default_convert(Strict())
+    assert type(strict) is dict
+    assert_array(strict["label"], 5, np.int64)
+
+
+def test_collate_keeps_a_custom_mapping_type():
+    batch = default_collate([Record({"x": 1}), Record({"x": 2})])
+    assert type(batch) is Record
+    assert_array(batch["x"], [1, 2], np.int64)
 
 
 def test_ints_too_large_for_any_integer_dtype_raise():

@@ -73,6 +73,18 @@ def test_resume_continues_exactly(make_loader, stop_after, kind):
     assert interrupted(make, stop_after, 3) == uninterrupted(make, 3)
 
 
+@pytest.mark.parametrize("stop_after", [1, 7, 22])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_resume_without_batching_continues_exactly(make_loader, stop_after, shuffle):
+    def make():
+        return make_loader(Arrays(N), batch_size=None, shuffle=shuffle,
+                           seed=5 if shuffle else None)
+
+    runs = interrupted(make, stop_after, 2)
+    assert runs == uninterrupted(make, 2)
+    assert sorted(item[0] for item in runs[0]) == list(range(N))
+
+
 @pytest.mark.parametrize("resume_workers", [0, 1, 3])
 def test_resume_with_a_changed_num_workers(make_loader, resume_workers):
     def make():
@@ -168,6 +180,26 @@ def test_in_order_false_cannot_save_a_mid_epoch_position():
     with pytest.raises(ValueError, match="in_order=False"):
         loader.state_dict()
     loader.close()
+
+
+def test_in_order_false_saves_and_resumes_at_epoch_boundaries():
+    def make():
+        return DataLoader(Arrays(N), batch_size=BATCH, num_workers=2, in_order=False,
+                          shuffle=True, seed=6)
+
+    loader = make()
+    assert (loader.state_dict()["epoch"], loader.state_dict()["batches"]) == (0, 0)
+    first = sorted(item for batch in as_lists(loader) for item in batch)
+    state = loader.state_dict()  # the epoch is complete: its end is a boundary
+    assert (state["epoch"], state["batches"]) == (1, 0)
+    loader.close()
+    resumed = make()
+    resumed.load_state_dict(state)
+    assert resumed.state_dict() == state
+    second = sorted(item for batch in as_lists(resumed) for item in batch)
+    assert first == second == [[i, i] for i in range(N)]
+    assert resumed.epoch == 1
+    resumed.close()
 
 
 @pytest.mark.parametrize("stop_after", [0, 1, 4, 8])

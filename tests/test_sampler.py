@@ -99,6 +99,25 @@ def test_subset_random_sampler():
     assert list(SubsetRandomSampler([])) == []
 
 
+def test_subset_random_sampler_shuffles_reproducibly():
+    subset = list(range(100, 164))
+    orders = []
+    for seed in range(3):
+        order = list(SubsetRandomSampler(subset, seed=seed))
+        assert sorted(order) == subset
+        # A permutation of 64 items left in place has probability 1/64!.
+        assert order != subset
+        assert order == list(SubsetRandomSampler(subset, seed=seed))
+        orders.append(order)
+    assert orders[0] != orders[1] and orders[0] != orders[2] and orders[1] != orders[2]
+    # Epochs of one seed differ too, and each is a permutation of the subset.
+    sampler = SubsetRandomSampler(subset, seed=0)
+    sampler.set_epoch(1)
+    assert sorted(sampler) == subset and list(sampler) != orders[0]
+    generated = list(SubsetRandomSampler(subset, generator=rng()))
+    assert sorted(generated) == subset and generated != subset
+
+
 def test_weighted_random_sampler_never_draws_zero_weights():
     sampler = WeightedRandomSampler([0.0, 3.0, 0.0, 1.0], 4000, generator=rng())
     values = np.array(list(sampler))
