@@ -20,6 +20,10 @@ MODES = [
     pytest.param((2, 1), id="workers"),
     pytest.param((2, 4), id="workers+lanes"),
 ]
+# DATALOADER_TEST_MODES=direct,workers runs those modes only (the mutation
+# runs, tools/mutation/python.py, which repeat the tests for every mutant).
+if os.environ.get("DATALOADER_TEST_MODES"):
+    MODES = [m for m in MODES if m.id in os.environ["DATALOADER_TEST_MODES"].split(",")]
 
 
 @pytest.fixture(params=MODES)
