@@ -200,6 +200,54 @@ def test_collate_keeps_a_custom_mapping_type():
     assert_array(batch["x"], [1, 2], np.int64)
 
 
+def test_numbers_in_a_tuple_batch_are_collated_like_a_list():
+    assert_array(default_collate((1, 2, 3)), [1, 2, 3], np.int64)
+    assert_array(default_collate((1.5, 2.5)), [1.5, 2.5], np.float64)
+    assert_array(default_collate((True, False)), [True, False], np.bool_)
+
+
+def test_numpy_scalars_take_the_first_items_dtype():
+    assert_array(default_collate([np.int16(1), np.int32(2)]), [1, 2], np.int16)
+
+
+class ArraySubclass(np.ndarray):
+    """An ndarray subclass (as np.memmap or a user's array type)."""
+
+
+def test_ndarray_subclasses_are_stacked_into_plain_arrays():
+    scalars = [np.array(5).view(ArraySubclass), np.array(6).view(ArraySubclass)]
+    assert_array(default_collate(scalars), [5, 6], np.int64)
+    rows = [np.zeros(2).view(ArraySubclass), np.ones(2).view(ArraySubclass)]
+    assert_array(default_collate(rows), [[0, 0], [1, 1]], np.float64)
+    ragged = [np.zeros(2).view(ArraySubclass), np.ones(3).view(ArraySubclass)]
+    with pytest.raises(ValueError, match="cannot stack arrays of different shapes"):
+        default_collate(ragged)
+
+
+def test_an_array_batch_with_a_list_in_it_is_a_type_error():
+    with pytest.raises(TypeError, match="cannot stack a list with numpy arrays"):
+        default_collate([np.zeros(2), [1, 2]])
+
+
+def test_containers_whose_constructor_refuses_the_columns_become_dict_and_list():
+    batch = default_collate([Strict(), Strict()])
+    assert type(batch) is dict
+    assert_array(batch["label"], [5, 5], np.int64)
+    columns = default_collate([range(2), range(10, 12)])
+    assert type(columns) is list
+    assert_array(columns[0], [0, 10], np.int64)
+    assert_array(columns[1], [1, 11], np.int64)
+
+
+def test_images_collate_into_one_nchw_batch():
+    from dataloader._core.image import Image, ImageBatch
+
+    images = [Image.from_array(np.full((2, 3, 3), value, np.uint8)) for value in (1, 7)]
+    batch = default_collate(images)
+    assert type(batch) is ImageBatch
+    assert_array(np.asarray(batch), np.stack([np.full((3, 2, 3), v) for v in (1, 7)]), np.uint8)
+
+
 def test_ints_too_large_for_any_integer_dtype_raise():
     with pytest.raises(TypeError, match="default_collate"):
         default_collate([2**70, 1])
