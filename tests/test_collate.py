@@ -248,6 +248,47 @@ def test_images_collate_into_one_nchw_batch():
     assert_array(np.asarray(batch), np.stack([np.full((3, 2, 3), v) for v in (1, 7)]), np.uint8)
 
 
+def test_subclasses_of_numbers_and_strings_collate_like_their_base():
+    import enum
+
+    class Label(enum.IntEnum):
+        CAT = 1
+        DOG = 2
+
+    class Meters(float):
+        pass
+
+    class Name(str):
+        pass
+
+    assert_array(default_collate([Label.CAT, Label.DOG]), [1, 2], np.int64)
+    assert_array(default_collate([Meters(1.5), Meters(2.0)]), [1.5, 2.0], np.float64)
+    names = [Name("a"), Name("b")]
+    assert default_collate(names) == names
+
+
+def test_tuple_subclasses_that_are_not_namedtuples_become_lists():
+    class Pair(tuple):
+        pass
+
+    batch = default_collate([Pair((1, 2)), Pair((3, 4))])
+    assert type(batch) is list
+    assert_array(batch[0], [1, 3], np.int64)
+    assert_array(batch[1], [2, 4], np.int64)
+
+
+def test_dict_keys_come_from_the_first_item():
+    batch = default_collate([{"a": 1, "b": 2}, {"a": 3, "b": 4, "extra": 5}])
+    assert list(batch) == ["a", "b"]
+    assert_array(batch["b"], [2, 4], np.int64)
+
+
+def test_default_convert_turns_sequences_it_cannot_rebuild_into_lists():
+    converted = default_convert(range(3))
+    assert type(converted) is list and converted == [0, 1, 2]
+    assert type(default_convert((np.int64(1), 2))) is list
+
+
 def test_ints_too_large_for_any_integer_dtype_raise():
     with pytest.raises(TypeError, match="default_collate"):
         default_collate([2**70, 1])

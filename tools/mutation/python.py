@@ -1,8 +1,9 @@
 """Mutation testing of the loader's Python modules (``make mutate``).
 
 Each module is paired with the test files that specify it. For every mutant
-(``tools/mutation/operators.py``) those tests run in a fresh interpreter,
-stopping at the first failure, with the mutant injected at import
+(``tools/mutation/operators.py``) those tests run in a fork of the runner
+(which has imported numpy, pytest, Pillow and torch once, but not the
+package), stopping at the first failure, with the mutant injected at import
 (``tools/mutation/hook.py``): the mutant is *killed* when a test fails,
 errors or hangs (the run outlives ``TIMEOUT_FACTOR`` times the clean run),
 and *survives* when every test passes. Survivors are printed; those listed
@@ -19,14 +20,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
+import signal
 import sys
 import time
 import tomllib
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools.mutation import hook
 from tools.mutation.operators import Mutant, mutants
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,8 +44,8 @@ TARGETS: dict[str, list[str]] = {
         "tests/test_sampler.py::test_large_permutation_is_produced_in_chunks"],
     "dataloader._state": ["tests/test_resume.py"],
     "dataloader._collate": ["tests/test_collate.py"],
-    "dataloader._fetch": ["tests/test_skip.py", "tests/test_loader.py"],
-    "dataloader.sources._retry": ["tests/sources/test_http.py"],
+    "dataloader._fetch": ["tests/test_skip.py", "tests/test_loader.py", "tests/test_epochs.py"],
+    "dataloader.sources._retry": ["tests/sources/test_retry.py", "tests/sources/test_http.py"],
     "dataloader._distributed": ["tests/test_distributed.py", "-k", "not torchrun"],
 }
 
@@ -74,23 +76,75 @@ def accepted_survivors() -> dict[str, dict[str, str]]:
             for module, entries in table.items()}
 
 
-def _pytest(tests: list[str], mutant: str | None, timeout: float | None) -> tuple[int, float]:
-    """Run ``tests`` (with ``mutant`` injected); the exit status (-1: timed out) and seconds."""
-    env = dict(os.environ)
-    env.pop("DATALOADER_MUTANT", None)
-    # The direct path and the workers' path; the other modes repeat them.
-    env["DATALOADER_TEST_MODES"] = "direct,workers"
-    if mutant is not None:
-        env["DATALOADER_MUTANT"] = mutant
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-m", "not soak",
-               "-p", "no:cacheprovider", "-p", "tools.mutation.hook", *tests]
-    started = time.monotonic()
+def _preload() -> None:
+    """Import, once, the libraries every test run imports, but not the package under test.
+
+    Each run is a fork of this process, so it starts with them loaded: the
+    cost of a run is then the tests, not an interpreter's start.
+    """
+    import numpy  # noqa: F401
+    import PIL.Image  # noqa: F401
+    import pytest  # noqa: F401
+
+    for name in ("hypothesis", "aiohttp", "torch"):
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    if any(name == "dataloader" or name.startswith("dataloader.") for name in sys.modules):
+        raise RuntimeError("the package under test must not be imported before the fork")
+
+
+def _child(tests: list[str], mutant: str | None) -> None:
+    """The forked run: install the mutant, run the tests, exit with pytest's status."""
+    status = 3
     try:
-        status = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, timeout=timeout, check=False).returncode
-    except subprocess.TimeoutExpired:
-        status = -1
-    return status, time.monotonic() - started
+        os.chdir(ROOT)
+        # The direct path and the workers' path; the other modes repeat them.
+        os.environ["DATALOADER_TEST_MODES"] = "direct,workers"
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        if mutant is not None:
+            hook.install(mutant)
+        import pytest
+
+        status = int(pytest.main(["-x", "-q", "-m", "not soak", "-p", "no:cacheprovider",
+                                  *tests]))
+    finally:
+        # No interpreter shutdown: a mutant may leave threads that never end.
+        os._exit(status)
+
+
+def _run(tests: list[str], mutants: list[str | None], jobs: int,
+         timeout: float | None) -> Iterator[tuple[int, int, float]]:
+    """Run ``tests`` once per entry of ``mutants``, ``jobs`` at a time.
+
+    Yields ``(position, status, seconds)`` as runs end; status -1 is a run
+    killed after ``timeout`` seconds.
+    """
+    running: dict[int, tuple[int, float]] = {}
+    timed_out: set[int] = set()
+    position = 0
+    while position < len(mutants) or running:
+        while position < len(mutants) and len(running) < jobs:
+            pid = os.fork()
+            if pid == 0:
+                _child(tests, mutants[position])
+            running[pid] = (position, time.monotonic())
+            position += 1
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid == 0:
+            now = time.monotonic()
+            for child, (_, started) in running.items():
+                if timeout is not None and now - started > timeout and child not in timed_out:
+                    timed_out.add(child)
+                    os.kill(child, signal.SIGKILL)
+            time.sleep(0.02)
+            continue
+        index, started = running.pop(pid)
+        code = -1 if pid in timed_out else os.waitstatus_to_exitcode(status)
+        yield index, code, time.monotonic() - started
 
 
 def test_module(module: str, jobs: int, accepted: dict[str, str], log=print,
@@ -99,32 +153,31 @@ def test_module(module: str, jobs: int, accepted: dict[str, str], log=print,
     path = module_path(module)
     tests = TARGETS[module]
     report = Report(module)
-    status, clean = _pytest(tests, None, None)
+    ((_, status, clean),) = _run(tests, [None], 1, None)
     if status != 0:
-        raise RuntimeError(f"the tests of {module} fail without any mutant: {' '.join(tests)}")
+        raise RuntimeError(f"the tests of {module} fail without any mutant "
+                           f"(status {status}): {' '.join(tests)}")
     found = mutants(path.read_text(encoding="utf-8"))
     if only is not None:
         found = [mutant for mutant in found if mutant.name in only]
     report.total = len(found)
     timeout = TIMEOUT_FACTOR * clean + 10
-
-    def run(mutant: Mutant) -> tuple[Mutant, int]:
-        return mutant, _pytest(tests, f"{module}:{path}:{mutant.index}", timeout)[0]
-
     started = time.monotonic()
     log(f"  {len(found)} mutants; the clean run takes {clean:.0f} s")
-    with ThreadPoolExecutor(jobs) as pool:
-        for mutant, status in pool.map(run, found):
-            if status == 0:
-                if mutant.name in accepted:
-                    report.accepted.append(mutant)
-                else:
-                    report.survivors.append(mutant)
-                    log(f"  survived  {path.relative_to(ROOT)}:{mutant.line}  {mutant.name}")
-            elif status == 5:
-                raise RuntimeError(f"no test of {module} ran: {' '.join(tests)}")
+    names = [f"{module}:{path}:{mutant.index}" for mutant in found]
+    for index, status, _ in _run(tests, names, jobs, timeout):
+        mutant = found[index]
+        if status == 0:
+            if mutant.name in accepted:
+                report.accepted.append(mutant)
             else:
-                report.killed += 1
+                report.survivors.append(mutant)
+                log(f"  survived  {path.relative_to(ROOT)}:{mutant.line}  {mutant.name}")
+        elif status == 5:
+            raise RuntimeError(f"no test of {module} ran: {' '.join(tests)}")
+        else:
+            report.killed += 1
+    report.survivors.sort(key=lambda mutant: mutant.index)
     report.seconds = time.monotonic() - started
     return report
 
@@ -152,6 +205,7 @@ def main(argv: list[str]) -> int:
                 print(f"{module}:{mutant.line}  {mutant.name}")
         return 0
     accepted = accepted_survivors()
+    _preload()
     earlier = None
     if args.only:
         earlier = {entry["module"]: set(entry["survived"])
