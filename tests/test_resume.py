@@ -128,6 +128,79 @@ def test_resume_with_all_batches_delivered_goes_on_to_the_next_epoch(make_loader
     assert as_lists(resumed) == expected[1]
 
 
+def test_epoch_is_the_one_the_next_iteration_starts_until_it_does():
+    loader = DataLoader(Arrays(N), batch_size=BATCH, shuffle=True, seed=3)
+    assert loader.epoch == 0
+    as_lists(loader)
+    state = loader.state_dict()
+    assert (loader.epoch, state["epoch"]) == (0, 1)  # epoch 0 ran last
+    resumed = DataLoader(Arrays(N), batch_size=BATCH, shuffle=True, seed=3)
+    resumed.load_state_dict({**state, "epoch": 4, "batches": 2})
+    assert resumed.epoch == 4
+    it = iter(resumed)
+    next(it)
+    assert resumed.epoch == 4
+    assert resumed.state_dict()["batches"] == 3
+
+
+@pytest.mark.parametrize("state, match", [
+    ([], "not a DataLoader state_dict"),
+    ({"format": 2, "epoch": 0, "batches": 0, "seed": 1}, "not a DataLoader state_dict"),
+    ({"format": 1, "epoch": -1, "batches": 0, "seed": 1}, "epoch=-1"),
+    ({"format": 1, "epoch": 0, "batches": -2, "seed": 1}, "batches=-2"),
+])
+def test_load_state_dict_rejects_what_is_not_a_valid_state(state, match):
+    with pytest.raises(ValueError, match=match):
+        DataLoader(Arrays(N), batch_size=BATCH).load_state_dict(state)
+
+
+def test_a_samplers_own_state_is_saved_and_restored():
+    class Stateful:
+        """A sampler of the user's, with torchdata-style state."""
+
+        def __init__(self):
+            self.start = 0
+
+        def __iter__(self):
+            return iter(range(self.start, N))
+
+        def __len__(self):
+            return N - self.start
+
+        def state_dict(self):
+            return {"start": self.start}
+
+        def load_state_dict(self, state):
+            self.start = state["start"]
+
+    sampler = Stateful()
+    sampler.start = 7
+    state = DataLoader(Arrays(N), batch_size=BATCH, sampler=sampler).state_dict()
+    assert state["sampler"] == {"start": 7}
+    other = Stateful()
+    DataLoader(Arrays(N), batch_size=BATCH, sampler=other).load_state_dict(state)
+    assert other.start == 7
+
+
+@pytest.mark.parametrize("stop_after", [1, 3])
+def test_resume_with_a_users_batch_sampler_or_sampler(make_loader, stop_after):
+    class Batches:
+        def __iter__(self):
+            return iter([[5, 1], [0, 4], [3], [2, 6]])
+
+        def __len__(self):
+            return 4
+
+    def with_batch_sampler():
+        return make_loader(Arrays(N), batch_sampler=Batches())
+
+    def with_sampler():
+        return make_loader(Arrays(N), batch_size=2, sampler=[9, 3, 7, 1, 5, 0, 2])
+
+    for make in (with_batch_sampler, with_sampler):
+        assert interrupted(make, stop_after, 2) == uninterrupted(make, 2)
+
+
 def test_state_is_small_and_json_serialisable():
     loader = DataLoader(list(range(10**6)), batch_size=64, shuffle=True, seed=1)
     it = iter(loader)
