@@ -85,6 +85,16 @@ def test_resume_without_batching_continues_exactly(make_loader, stop_after, shuf
     assert sorted(item[0] for item in runs[0]) == list(range(N))
 
 
+@pytest.mark.parametrize("stop_after", [1, 66])
+def test_resume_across_the_samplers_internal_chunks(stop_after):
+    # 70,000 indices come in two chunks of the sampler (65,536 and the
+    # rest): the skipped batches end inside the first chunk or beyond it.
+    def make():
+        return DataLoader(range(70_000), batch_size=1000, shuffle=True, seed=8)
+
+    assert interrupted(make, stop_after, 1) == uninterrupted(make, 1)
+
+
 @pytest.mark.parametrize("resume_workers", [0, 1, 3])
 def test_resume_with_a_changed_num_workers(make_loader, resume_workers):
     def make():
@@ -197,7 +207,10 @@ def test_resume_with_a_users_batch_sampler_or_sampler(make_loader, stop_after):
     def with_sampler():
         return make_loader(Arrays(N), batch_size=2, sampler=[9, 3, 7, 1, 5, 0, 2])
 
-    for make in (with_batch_sampler, with_sampler):
+    def unbatched_with_sampler():
+        return make_loader(Arrays(N), batch_size=None, sampler=[9, 3, 7, 1, 5, 0, 2])
+
+    for make in (with_batch_sampler, with_sampler, unbatched_with_sampler):
         assert interrupted(make, stop_after, 2) == uninterrupted(make, 2)
 
 
