@@ -74,6 +74,10 @@ def test_torch_generator_is_accepted():
     first = list(RandomSampler(range(20), generator=torch.Generator().manual_seed(5)))
     second = list(RandomSampler(range(20), generator=torch.Generator().manual_seed(5)))
     assert first == second and sorted(first) == list(range(20))
+    # Each torch seed gives its own order.
+    orders = {tuple(RandomSampler(range(20), generator=torch.Generator().manual_seed(seed)))
+              for seed in range(8)}
+    assert len(orders) == 8
 
 
 def test_large_permutation_is_produced_in_chunks():
@@ -123,6 +127,30 @@ def test_weighted_random_sampler_never_draws_zero_weights():
     values = np.array(list(sampler))
     assert set(values.tolist()) == {1, 3}
     assert 0.7 < np.mean(values == 1) < 0.8
+
+
+def test_random_sampler_edge_sizes():
+    assert list(RandomSampler(["only"], generator=rng())) == [0]
+    assert list(RandomSampler(["only"], replacement=True, num_samples=3, generator=rng())) == [0] * 3
+    assert list(RandomSampler([], replacement=True, generator=rng())) == []
+    assert list(RandomSampler([], generator=rng())) == []
+    with pytest.raises(ValueError, match="empty dataset"):
+        list(RandomSampler([], replacement=True, num_samples=1, generator=rng()))
+
+
+def test_random_sampler_with_replacement_beyond_one_chunk():
+    values = np.array(list(RandomSampler(range(5), replacement=True, num_samples=70_000,
+                                         generator=rng())))
+    assert len(values) == 70_000
+    assert set(values.tolist()) == set(range(5))
+
+
+@pytest.mark.parametrize("num_samples", [1, 10, 70_000])
+def test_weighted_random_sampler_yields_num_samples(num_samples):
+    sampler = WeightedRandomSampler([1.0, 2.0, 0.0, 3.0], num_samples, generator=rng())
+    values = list(sampler)
+    assert len(sampler) == len(values) == num_samples
+    assert set(values) <= {0, 1, 3}
 
 
 def test_weighted_random_sampler_without_replacement():

@@ -40,7 +40,7 @@ TIMEOUT_FACTOR = 4.0
 # mutant runs these tests again.
 TARGETS: dict[str, list[str]] = {
     "dataloader._sampler": [
-        "tests/test_sampler.py", "--deselect",
+        "tests/test_sampler.py", "tests/test_resume.py", "--deselect",
         "tests/test_sampler.py::test_large_permutation_is_produced_in_chunks"],
     "dataloader._state": ["tests/test_resume.py"],
     "dataloader._collate": ["tests/test_collate.py"],
