@@ -143,6 +143,10 @@ def test_initialised_torch_distributed_defines_the_world(monkeypatch):
         dist.destroy_process_group()
 
 
+def test_one_item_on_one_rank():
+    assert list(DistributedSampler(range(1), num_replicas=1, rank=0)) == [0]
+
+
 def test_defaults_are_torchs(monkeypatch):
     sampler = DistributedSampler(range(9), num_replicas=2, rank=1)
     assert (sampler.shuffle, sampler.seed, sampler.drop_last) == (True, 0, False)
