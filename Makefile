@@ -39,7 +39,7 @@ SANITIZER_ENV = LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-fi
 LSAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: demo test bench docs soak fuzz test-asan test-ft asan-install ft-install fuzz-install fuzz-deps sysdeps clean
+.PHONY: demo test bench docs soak mutate fuzz test-asan test-ft asan-install ft-install fuzz-install fuzz-deps sysdeps clean
 
 demo: $(VENV)/.installed-demo
 	$(BIN)/python examples/demo.py
@@ -52,6 +52,15 @@ test: $(VENV)/.installed-test
 soak: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -m soak $(PYTEST_ARGS)
 	HYPOTHESIS_PROFILE=soak $(BIN)/python -m pytest tests/test_kernel_properties.py tests/test_crash_hunt.py $(PYTEST_ARGS)
+
+# Mutation testing (docs/reliability.md): mutants of the Python modules of
+# the loader's semantics, each run against the tests that specify it, then
+# hand-written mutations of the native kernels. Not part of `make test`: it
+# runs those tests hundreds of times. MUTATE_ARGS, e.g. "dataloader._state
+# --jobs 1", narrows the Python part.
+mutate: $(VENV)/.installed-test
+	$(BIN)/python -m tools.mutation python $(MUTATE_ARGS)
+	$(BIN)/python -m tools.mutation native
 
 # Extensions built with AddressSanitizer and UndefinedBehaviorSanitizer in
 # their own build directory; PYTHONSAFEPATH keeps the source tree (which has

@@ -27,6 +27,7 @@ import zlib
 import numpy as np
 
 from dataloader import kernels
+from dataloader._core import codecs
 
 # Fuzzed headers may claim any size up to the decoder's limits; a smaller
 # budget keeps each execution fast without skipping any code path.
@@ -47,7 +48,19 @@ def fuzz_image_info(data: bytes) -> None:
     except ValueError:
         return
     assert info.height >= 0 and info.width >= 0 and 1 <= info.channels <= 4, info
-    assert info.format in ("JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF") or info.format, info
+    sniffed = codecs.sniff(data)
+    if sniffed in codecs.NATIVE_FORMATS:
+        assert info.format == sniffed, (info, sniffed)
+    else:
+        # Any other format is read by Pillow, which names it.
+        assert info.format in _pillow_formats(), info
+
+
+def _pillow_formats() -> frozenset[str]:
+    from PIL import Image as PILImage
+
+    PILImage.init()
+    return frozenset(PILImage.OPEN)
 
 
 def _decode_in_canvas(data: bytes, mode: str | None, shape: tuple[int, ...]) -> np.ndarray:

@@ -29,6 +29,10 @@ MODES = [
     pytest.param((2, 1), id="workers"),
     pytest.param((2, 4), id="workers+lanes"),
 ]
+# DATALOADER_TEST_MODES=direct,workers runs those modes only (the mutation
+# runs, tools/mutation/python.py, which repeat the tests for every mutant).
+if os.environ.get("DATALOADER_TEST_MODES"):
+    MODES = [m for m in MODES if m.id in os.environ["DATALOADER_TEST_MODES"].split(",")]
 
 
 @pytest.fixture(params=MODES)
@@ -130,7 +134,9 @@ class HttpServer:
     or ``"chunked"`` (no ``Content-Length``). A ``Range: bytes=<start>-``
 request of a ``bodies`` path gets 206 and the body from ``start``. ``requests`` counts requests
     per path, ``headers`` keeps the last request headers of each path;
-    ``peak`` is the most requests ever in flight at once.
+    ``peak`` is the most requests ever in flight at once. With ``gate = n``
+    every answer waits until ``n`` requests are in flight at once (then
+    ``gate_opened`` is true), or 30 s.
     """
 
     def __init__(self):
@@ -143,6 +149,9 @@ request of a ``bodies`` path gets 206 and the body from ``start``. ``requests`` 
         self.headers = {}
         self.in_flight = 0
         self.peak = 0
+        self.gate = None
+        self.gate_opened = False
+        self._gate_event = None
         self.url = None
         self._loop = None
         self._thread = None
@@ -185,6 +194,19 @@ request of a ``bodies`` path gets 206 and the body from ``start``. ``requests`` 
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
 
+    async def _pass_gate(self):
+        import asyncio
+
+        if self._gate_event is None:
+            self._gate_event = asyncio.Event()
+        if self.in_flight >= self.gate:
+            self.gate_opened = True
+            self._gate_event.set()
+        try:
+            await asyncio.wait_for(self._gate_event.wait(), 30)
+        except TimeoutError:
+            pass
+
     async def _handle(self, request):
         import asyncio
 
@@ -196,6 +218,8 @@ request of a ``bodies`` path gets 206 and the body from ``start``. ``requests`` 
         self.in_flight += 1  # only the server's loop thread touches these
         self.peak = max(self.peak, self.in_flight)
         try:
+            if self.gate is not None:
+                await self._pass_gate()
             step = self.scripts[path].popleft() if self.scripts[path] else None
             if self.latency:
                 await asyncio.sleep(self.latency)

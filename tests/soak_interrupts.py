@@ -104,6 +104,9 @@ def run_round(rng):
 
 
 def main(seed, rounds):
+    # KeyboardInterrupt even when started with SIGINT ignored (nohup, some CI
+    # runners): Python would keep the inherited SIG_IGN.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     # A hang prints every thread's stack instead of timing out silently.
     faulthandler.dump_traceback_later(60 + rounds, exit=True)
     rng = random.Random(seed)

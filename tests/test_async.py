@@ -7,7 +7,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 import weakref
 
 import aiohttp
@@ -18,8 +17,9 @@ from conftest import loader_thread_count as thread_count
 
 from dataloader import AsyncDataset, DataLoader, get_worker_info
 
-# Generous bound for anything that must happen "at once" on a shared machine.
-PROMPTLY = 5.0
+# A bound on waits for something that must happen: generous, since the
+# machines are shared; reaching it means a hang, never mere slowness.
+GENEROUS = 30.0
 
 
 # The threaded modes of conftest.MODES, where an epoch has items in flight.
@@ -75,19 +75,18 @@ def test_batches_come_in_sampler_order_in_every_mode(http_server, make_loader):
 
 
 def test_items_overlap_and_in_flight_never_exceeds_the_pool(http_server):
-    http_server.latency = 0.05
     dataset = Remote(http_server.url, 64)
     with DataLoader(dataset, batch_size=8, num_workers=2, item_concurrency=8,
                     collate_fn=list) as loader:
         list(loader)  # warm-up: connections, loop and pool exist
         http_server.peak = 0
-        started = time.monotonic()
+        # The server holds every answer until 8 requests are in flight at
+        # once: loading one item at a time would wait out the gate.
+        http_server.gate = 8
         batches = list(loader)
-        elapsed = time.monotonic() - started
     assert [len(batch) for batch in batches] == [8] * 8
-    # Serial loading takes 64 x 50 ms; 16 in flight take about 4 x 50 ms.
-    assert elapsed < 64 * 0.05 / 4
-    assert 1 < http_server.peak <= 2 * 8
+    assert http_server.gate_opened
+    assert 8 <= http_server.peak <= 2 * 8
 
 
 def test_one_loop_thread_serves_every_epoch_and_the_session_survives(http_server):
@@ -194,7 +193,7 @@ class Blocking(AsyncDataset):
     def wait_all_cancelled(self):
         with self.changed:
             return self.changed.wait_for(
-                lambda: sorted(self.cancelled) == sorted(self.started), PROMPTLY
+                lambda: sorted(self.cancelled) == sorted(self.started), GENEROUS
             )
 
 
@@ -206,7 +205,7 @@ def test_break_cancels_pending_coroutines_and_the_next_epoch_is_complete(mode):
                         item_concurrency=item_concurrency)
     for batch in loader:
         assert batch.tolist() == [0, 1, 2, 3]
-        assert dataset.entered.wait(PROMPTLY)
+        assert dataset.entered.wait(GENEROUS)
         break
     # The loop variable's iterator is gone: its coroutines are cancelled.
     assert dataset.wait_all_cancelled()
@@ -351,10 +350,8 @@ def test_close_cancels_coroutines_a_running_epoch_waits_for(mode):
                         item_concurrency=item_concurrency)
     it = iter(loader)
     assert next(it).tolist() == [0, 1]
-    assert dataset.entered.wait(PROMPTLY)
-    started = time.monotonic()
-    loader.close()
-    assert time.monotonic() - started < PROMPTLY
+    assert dataset.entered.wait(GENEROUS)
+    loader.close()  # returns, though item 2 waits until cancelled (or the test times out)
     assert dataset.cancelled == [2]
     with pytest.raises(RuntimeError, match="closed"):
         while True:

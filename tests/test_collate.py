@@ -1,6 +1,7 @@
 """default_collate and default_convert: torch's structure rules, numpy leaves."""
 
 import collections
+import collections.abc
 
 import numpy as np
 import pytest
@@ -143,6 +144,149 @@ def test_default_convert():
     assert default_convert(Point(1, 2)) == Point(1, 2)
     array = np.zeros(3)
     assert default_convert(array) is array
+
+
+class Record(collections.abc.Mapping):
+    """A read-only mapping type built from a dict, as user item types often are."""
+
+    def __init__(self, data):
+        self._data = dict(data)
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+
+class Strict(collections.abc.Mapping):
+    """A mapping whose constructor takes no dict: converted into a plain dict."""
+
+    def __init__(self):
+        self._data = {"label": np.int64(5)}
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+
+def test_default_convert_keeps_the_mapping_type_and_converts_its_values():
+    ordered = default_convert(collections.OrderedDict([("b", np.float32(2.5)), ("a", [1])]))
+    assert type(ordered) is collections.OrderedDict
+    assert list(ordered) == ["b", "a"]
+    assert_array(ordered["b"], 2.5, np.float32)
+    assert ordered["b"].shape == ()
+    assert ordered["a"] == [1]
+    record = default_convert(Record({"label": np.int64(3), "name": "cat"}))
+    assert type(record) is Record
+    assert_array(record["label"], 3, np.int64)
+    assert record["label"].shape == () and record["name"] == "cat"
+    strict = default_convert(Strict())
+    assert type(strict) is dict
+    assert_array(strict["label"], 5, np.int64)
+
+
+def test_collate_keeps_a_custom_mapping_type():
+    batch = default_collate([Record({"x": 1}), Record({"x": 2})])
+    assert type(batch) is Record
+    assert_array(batch["x"], [1, 2], np.int64)
+
+
+def test_numbers_in_a_tuple_batch_are_collated_like_a_list():
+    assert_array(default_collate((1, 2, 3)), [1, 2, 3], np.int64)
+    assert_array(default_collate((1.5, 2.5)), [1.5, 2.5], np.float64)
+    assert_array(default_collate((True, False)), [True, False], np.bool_)
+
+
+def test_numpy_scalars_take_the_first_items_dtype():
+    assert_array(default_collate([np.int16(1), np.int32(2)]), [1, 2], np.int16)
+
+
+class ArraySubclass(np.ndarray):
+    """An ndarray subclass (as np.memmap or a user's array type)."""
+
+
+def test_ndarray_subclasses_are_stacked_into_plain_arrays():
+    scalars = [np.array(5).view(ArraySubclass), np.array(6).view(ArraySubclass)]
+    assert_array(default_collate(scalars), [5, 6], np.int64)
+    rows = [np.zeros(2).view(ArraySubclass), np.ones(2).view(ArraySubclass)]
+    assert_array(default_collate(rows), [[0, 0], [1, 1]], np.float64)
+    ragged = [np.zeros(2).view(ArraySubclass), np.ones(3).view(ArraySubclass)]
+    with pytest.raises(ValueError, match="cannot stack arrays of different shapes"):
+        default_collate(ragged)
+
+
+def test_an_array_batch_with_a_list_in_it_is_a_type_error():
+    with pytest.raises(TypeError, match="cannot stack a list with numpy arrays"):
+        default_collate([np.zeros(2), [1, 2]])
+
+
+def test_containers_whose_constructor_refuses_the_columns_become_dict_and_list():
+    batch = default_collate([Strict(), Strict()])
+    assert type(batch) is dict
+    assert_array(batch["label"], [5, 5], np.int64)
+    columns = default_collate([range(2), range(10, 12)])
+    assert type(columns) is list
+    assert_array(columns[0], [0, 10], np.int64)
+    assert_array(columns[1], [1, 11], np.int64)
+
+
+def test_images_collate_into_one_nchw_batch():
+    from dataloader._core.image import Image, ImageBatch
+
+    images = [Image.from_array(np.full((2, 3, 3), value, np.uint8)) for value in (1, 7)]
+    batch = default_collate(images)
+    assert type(batch) is ImageBatch
+    assert_array(np.asarray(batch), np.stack([np.full((3, 2, 3), v) for v in (1, 7)]), np.uint8)
+
+
+def test_subclasses_of_numbers_and_strings_collate_like_their_base():
+    import enum
+
+    class Label(enum.IntEnum):
+        CAT = 1
+        DOG = 2
+
+    class Meters(float):
+        pass
+
+    class Name(str):
+        pass
+
+    assert_array(default_collate([Label.CAT, Label.DOG]), [1, 2], np.int64)
+    assert_array(default_collate([Meters(1.5), Meters(2.0)]), [1.5, 2.0], np.float64)
+    names = [Name("a"), Name("b")]
+    assert default_collate(names) == names
+
+
+def test_tuple_subclasses_that_are_not_namedtuples_become_lists():
+    class Pair(tuple):
+        pass
+
+    batch = default_collate([Pair((1, 2)), Pair((3, 4))])
+    assert type(batch) is list
+    assert_array(batch[0], [1, 3], np.int64)
+    assert_array(batch[1], [2, 4], np.int64)
+
+
+def test_dict_keys_come_from_the_first_item():
+    batch = default_collate([{"a": 1, "b": 2}, {"a": 3, "b": 4, "extra": 5}])
+    assert list(batch) == ["a", "b"]
+    assert_array(batch["b"], [2, 4], np.int64)
+
+
+def test_default_convert_turns_sequences_it_cannot_rebuild_into_lists():
+    converted = default_convert(range(3))
+    assert type(converted) is list and converted == [0, 1, 2]
+    assert type(default_convert((np.int64(1), 2))) is list
 
 
 def test_ints_too_large_for_any_integer_dtype_raise():

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dataloader import DataLoader, DistributedSampler, RandomSampler
-from dataloader._distributed import AgreedBatches
+from dataloader._distributed import AgreedBatches, RankGroup, world
 
 
 def reference_partition(n, num_replicas, rank, order, drop_last):
@@ -61,7 +61,9 @@ def test_shuffled_shares_are_equal_disjoint_and_cover(n, replicas, drop_last):
     # The shares are one order dealt round-robin, padded by wrapping.
     order = [share[i] for i in range(expected_len) for share in shares]
     if n and not drop_last:
-        assert order[:n] == order[:n] and sorted(order[:n]) == list(range(n))
+        assert sorted(order[:n]) == list(range(n))
+        # The padding repeats the order from its start (as often as needed).
+        assert order[n:] == order[: len(order) - n]
 
 
 def test_same_seed_and_epoch_give_the_same_partition_anywhere():
@@ -108,6 +110,74 @@ def test_defaults_come_from_the_environment(monkeypatch):
     sampler = DistributedSampler(range(8), shuffle=False)
     assert (sampler.num_replicas, sampler.rank) == (4, 3)
     assert list(sampler) == [3, 7]
+
+
+def test_one_argument_given_the_other_from_the_environment(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    monkeypatch.setenv("RANK", "2")
+    assert world(num_replicas=5) == (5, 2)
+    assert world(rank=1) == (3, 1)
+    assert world(1, 0) == (1, 0)  # a single process is a valid world
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"num_replicas": True, "rank": 0}, {"num_replicas": 2.0, "rank": 0},
+    {"num_replicas": 2, "rank": False}, {"num_replicas": 2, "rank": "1"},
+])
+def test_non_integer_world_is_a_value_error(kwargs):
+    with pytest.raises(ValueError, match="should be an integer"):
+        world(**kwargs)
+
+
+def test_initialised_torch_distributed_defines_the_world(monkeypatch):
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available():
+        pytest.skip("torch.distributed is not available")
+    monkeypatch.setenv("WORLD_SIZE", "4")  # torch.distributed wins over the environment
+    monkeypatch.setenv("RANK", "3")
+    group = RankGroup()
+    assert not group.ready()
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:0", rank=0, world_size=1)
+    try:
+        assert world() == (1, 0)
+        assert group.ready()
+        assert group.min(7) == 7
+    finally:
+        dist.destroy_process_group()
+
+
+def test_one_item_on_one_rank():
+    assert list(DistributedSampler(range(1), num_replicas=1, rank=0)) == [0]
+
+
+def test_defaults_are_torchs(monkeypatch):
+    sampler = DistributedSampler(range(9), num_replicas=2, rank=1)
+    assert (sampler.shuffle, sampler.seed, sampler.drop_last) == (True, 0, False)
+    assert len(sampler) == 5
+    assert list(sampler) == list(DistributedSampler(range(9), 2, 1, shuffle=True, seed=0))
+
+
+def test_state_dict_restores_seed_and_epoch_on_the_same_number_of_ranks():
+    sampler = DistributedSampler(range(20), num_replicas=2, rank=0, seed=5)
+    sampler.set_epoch(3)
+    state = sampler.state_dict()
+    assert state == {"seed": 5, "epoch": 3, "num_replicas": 2}
+    other = DistributedSampler(range(20), num_replicas=2, rank=0)
+    other.load_state_dict(state)
+    assert (other.seed, other.epoch) == (5, 3)
+    assert list(other) == list(sampler)
+    with pytest.raises(ValueError, match="num_replicas=2"):
+        DistributedSampler(range(20), num_replicas=4, rank=0).load_state_dict(state)
+
+
+def test_half_a_world_in_the_environment_is_not_a_world(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.delenv("RANK", raising=False)
+    with pytest.raises(ValueError, match="cannot tell this process's rank"):
+        world()
+    monkeypatch.setenv("RANK", "x")
+    with pytest.raises(ValueError, match="should be integers"):
+        world()
 
 
 def test_missing_world_is_a_value_error_saying_what_to_pass(monkeypatch):

@@ -7,8 +7,10 @@ target crash, hang or trip a sanitizer), must give a correct result or a
 """
 
 import importlib.util
+import io
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 FUZZ = Path(__file__).parent.parent / "fuzz"
@@ -31,12 +33,29 @@ def seeds():
 
 
 def reproducers():
-    """Inputs that once made a target crash, hang or trip a sanitizer."""
+    """Inputs at the edges where decoders go wrong (``fuzz/regressions/README.md``)."""
     return {
         f"regressions/{path.name}": path.read_bytes()
         for path in sorted((FUZZ / "regressions").glob("*"))
-        if not path.name.startswith(".")
+        if not path.name.startswith(".") and path.name != "README.md"
     }
+
+
+def test_regression_inputs_decode_or_are_rejected_as_named():
+    from PIL import Image as PILImage
+
+    from dataloader import kernels
+
+    outcomes = {name.split(".")[-2] for name in reproducers()}
+    assert outcomes == {"ok", "reject"}, outcomes
+    for name, data in reproducers().items():
+        if name.split(".")[-2] == "reject":
+            with pytest.raises(ValueError):
+                kernels.decode(data)
+            continue
+        with PILImage.open(io.BytesIO(data)) as image:
+            expected = np.asarray(image.convert("RGB"))
+        np.testing.assert_array_equal(kernels.decode(data, mode="RGB"), expected, err_msg=name)
 
 
 @pytest.mark.parametrize("target", sorted(targets.TARGETS))

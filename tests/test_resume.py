@@ -73,6 +73,28 @@ def test_resume_continues_exactly(make_loader, stop_after, kind):
     assert interrupted(make, stop_after, 3) == uninterrupted(make, 3)
 
 
+@pytest.mark.parametrize("stop_after", [1, 7, 22])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_resume_without_batching_continues_exactly(make_loader, stop_after, shuffle):
+    def make():
+        return make_loader(Arrays(N), batch_size=None, shuffle=shuffle,
+                           seed=5 if shuffle else None)
+
+    runs = interrupted(make, stop_after, 2)
+    assert runs == uninterrupted(make, 2)
+    assert sorted(item[0] for item in runs[0]) == list(range(N))
+
+
+@pytest.mark.parametrize("stop_after", [1, 66])
+def test_resume_across_the_samplers_internal_chunks(stop_after):
+    # 70,000 indices come in two chunks of the sampler (65,536 and the
+    # rest): the skipped batches end inside the first chunk or beyond it.
+    def make():
+        return DataLoader(range(70_000), batch_size=1000, shuffle=True, seed=8)
+
+    assert interrupted(make, stop_after, 1) == uninterrupted(make, 1)
+
+
 @pytest.mark.parametrize("resume_workers", [0, 1, 3])
 def test_resume_with_a_changed_num_workers(make_loader, resume_workers):
     def make():
@@ -114,6 +136,82 @@ def test_resume_with_all_batches_delivered_goes_on_to_the_next_epoch(make_loader
     resumed = make()
     resumed.load_state_dict(state)
     assert as_lists(resumed) == expected[1]
+
+
+def test_epoch_is_the_one_the_next_iteration_starts_until_it_does():
+    loader = DataLoader(Arrays(N), batch_size=BATCH, shuffle=True, seed=3)
+    assert loader.epoch == 0
+    as_lists(loader)
+    state = loader.state_dict()
+    assert (loader.epoch, state["epoch"]) == (0, 1)  # epoch 0 ran last
+    resumed = DataLoader(Arrays(N), batch_size=BATCH, shuffle=True, seed=3)
+    resumed.load_state_dict({**state, "epoch": 4, "batches": 2})
+    assert resumed.epoch == 4
+    it = iter(resumed)
+    next(it)
+    assert resumed.epoch == 4
+    assert resumed.state_dict()["batches"] == 3
+
+
+@pytest.mark.parametrize("state, match", [
+    ([], "not a DataLoader state_dict"),
+    ({"format": 2, "epoch": 0, "batches": 0, "seed": 1}, "not a DataLoader state_dict"),
+    ({"format": 1, "epoch": -1, "batches": 0, "seed": 1}, "epoch=-1"),
+    ({"format": 1, "epoch": 0, "batches": -2, "seed": 1}, "batches=-2"),
+])
+def test_load_state_dict_rejects_what_is_not_a_valid_state(state, match):
+    with pytest.raises(ValueError, match=match):
+        DataLoader(Arrays(N), batch_size=BATCH).load_state_dict(state)
+
+
+def test_a_samplers_own_state_is_saved_and_restored():
+    class Stateful:
+        """A sampler of the user's, with torchdata-style state."""
+
+        def __init__(self):
+            self.start = 0
+
+        def __iter__(self):
+            return iter(range(self.start, N))
+
+        def __len__(self):
+            return N - self.start
+
+        def state_dict(self):
+            return {"start": self.start}
+
+        def load_state_dict(self, state):
+            self.start = state["start"]
+
+    sampler = Stateful()
+    sampler.start = 7
+    state = DataLoader(Arrays(N), batch_size=BATCH, sampler=sampler).state_dict()
+    assert state["sampler"] == {"start": 7}
+    other = Stateful()
+    DataLoader(Arrays(N), batch_size=BATCH, sampler=other).load_state_dict(state)
+    assert other.start == 7
+
+
+@pytest.mark.parametrize("stop_after", [1, 3])
+def test_resume_with_a_users_batch_sampler_or_sampler(make_loader, stop_after):
+    class Batches:
+        def __iter__(self):
+            return iter([[5, 1], [0, 4], [3], [2, 6]])
+
+        def __len__(self):
+            return 4
+
+    def with_batch_sampler():
+        return make_loader(Arrays(N), batch_sampler=Batches())
+
+    def with_sampler():
+        return make_loader(Arrays(N), batch_size=2, sampler=[9, 3, 7, 1, 5, 0, 2])
+
+    def unbatched_with_sampler():
+        return make_loader(Arrays(N), batch_size=None, sampler=[9, 3, 7, 1, 5, 0, 2])
+
+    for make in (with_batch_sampler, with_sampler, unbatched_with_sampler):
+        assert interrupted(make, stop_after, 2) == uninterrupted(make, 2)
 
 
 def test_state_is_small_and_json_serialisable():
@@ -168,6 +266,26 @@ def test_in_order_false_cannot_save_a_mid_epoch_position():
     with pytest.raises(ValueError, match="in_order=False"):
         loader.state_dict()
     loader.close()
+
+
+def test_in_order_false_saves_and_resumes_at_epoch_boundaries():
+    def make():
+        return DataLoader(Arrays(N), batch_size=BATCH, num_workers=2, in_order=False,
+                          shuffle=True, seed=6)
+
+    loader = make()
+    assert (loader.state_dict()["epoch"], loader.state_dict()["batches"]) == (0, 0)
+    first = sorted(item for batch in as_lists(loader) for item in batch)
+    state = loader.state_dict()  # the epoch is complete: its end is a boundary
+    assert (state["epoch"], state["batches"]) == (1, 0)
+    loader.close()
+    resumed = make()
+    resumed.load_state_dict(state)
+    assert resumed.state_dict() == state
+    second = sorted(item for batch in as_lists(resumed) for item in batch)
+    assert first == second == [[i, i] for i in range(N)]
+    assert resumed.epoch == 1
+    resumed.close()
 
 
 @pytest.mark.parametrize("stop_after", [0, 1, 4, 8])

@@ -74,6 +74,10 @@ def test_torch_generator_is_accepted():
     first = list(RandomSampler(range(20), generator=torch.Generator().manual_seed(5)))
     second = list(RandomSampler(range(20), generator=torch.Generator().manual_seed(5)))
     assert first == second and sorted(first) == list(range(20))
+    # Each torch seed gives its own order (no two of 20! orders coincide by chance).
+    orders = {tuple(RandomSampler(range(20), generator=torch.Generator().manual_seed(seed)))
+              for seed in range(100)}
+    assert len(orders) == 100
 
 
 def test_large_permutation_is_produced_in_chunks():
@@ -99,11 +103,54 @@ def test_subset_random_sampler():
     assert list(SubsetRandomSampler([])) == []
 
 
+def test_subset_random_sampler_shuffles_reproducibly():
+    subset = list(range(100, 164))
+    orders = []
+    for seed in range(3):
+        order = list(SubsetRandomSampler(subset, seed=seed))
+        assert sorted(order) == subset
+        # A permutation of 64 items left in place has probability 1/64!.
+        assert order != subset
+        assert order == list(SubsetRandomSampler(subset, seed=seed))
+        orders.append(order)
+    assert orders[0] != orders[1] and orders[0] != orders[2] and orders[1] != orders[2]
+    # Epochs of one seed differ too, and each is a permutation of the subset.
+    sampler = SubsetRandomSampler(subset, seed=0)
+    sampler.set_epoch(1)
+    assert sorted(sampler) == subset and list(sampler) != orders[0]
+    generated = list(SubsetRandomSampler(subset, generator=rng()))
+    assert sorted(generated) == subset and generated != subset
+
+
 def test_weighted_random_sampler_never_draws_zero_weights():
     sampler = WeightedRandomSampler([0.0, 3.0, 0.0, 1.0], 4000, generator=rng())
     values = np.array(list(sampler))
     assert set(values.tolist()) == {1, 3}
     assert 0.7 < np.mean(values == 1) < 0.8
+
+
+def test_random_sampler_edge_sizes():
+    assert list(RandomSampler(["only"], generator=rng())) == [0]
+    assert list(RandomSampler(["only"], replacement=True, num_samples=3, generator=rng())) == [0] * 3
+    assert list(RandomSampler([], replacement=True, generator=rng())) == []
+    assert list(RandomSampler([], generator=rng())) == []
+    with pytest.raises(ValueError, match="empty dataset"):
+        list(RandomSampler([], replacement=True, num_samples=1, generator=rng()))
+
+
+def test_random_sampler_with_replacement_beyond_one_chunk():
+    values = np.array(list(RandomSampler(range(5), replacement=True, num_samples=70_000,
+                                         generator=rng())))
+    assert len(values) == 70_000
+    assert set(values.tolist()) == set(range(5))
+
+
+@pytest.mark.parametrize("num_samples", [1, 10, 70_000])
+def test_weighted_random_sampler_yields_num_samples(num_samples):
+    sampler = WeightedRandomSampler([1.0, 2.0, 0.0, 3.0], num_samples, generator=rng())
+    values = list(sampler)
+    assert len(sampler) == len(values) == num_samples
+    assert set(values) <= {0, 1, 3}
 
 
 def test_weighted_random_sampler_without_replacement():

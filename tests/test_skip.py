@@ -96,6 +96,31 @@ def test_max_skipped_fraction_of_the_epoch(make_loader):
         list(make_loader(data, batch_size=5, on_error="skip", max_skipped=0.05))
 
 
+def test_max_skipped_fraction_rounds_down(make_loader):
+    # 0.12 of 20 items is 2.4: two failing items are allowed, a third raises.
+    assert len(list(make_loader(Flaky(20, bad_fetch={2, 12}), batch_size=5,
+                                on_error="skip", max_skipped=0.12))) == 4
+    with pytest.raises(KeyError) as raised:
+        list(make_loader(Flaky(20, bad_fetch={2, 7, 12}), batch_size=5,
+                         on_error="skip", max_skipped=0.12))
+    assert any("max_skipped=0.12 of 20 items" in note for note in raised.value.__notes__)
+
+
+@pytest.mark.parametrize("max_skipped", [0, 0.0])
+def test_max_skipped_zero_skips_nothing(make_loader, max_skipped):
+    loader = make_loader(Flaky(6, bad_fetch={4}), batch_size=2, on_error="skip",
+                         max_skipped=max_skipped)
+    with pytest.raises(KeyError):
+        list(loader)
+
+
+def test_max_skipped_one_may_skip_every_item(make_loader):
+    loader = make_loader(Flaky(4, bad_fetch={0, 1, 2, 3}), batch_size=2, on_error="skip",
+                         max_skipped=1.0)
+    assert list(loader) == []
+    assert loader.stats()["skipped"]["count"] == 4
+
+
 def test_raise_is_the_default(make_loader):
     loader = make_loader(Flaky(4, bad_fetch={1}), batch_size=2)
     it = iter(loader)

@@ -248,9 +248,10 @@ def test_nested_compose_is_flattened():
 
 
 def photo_chain_difference(data, chain_steps):
+    """Per-sample absolute difference of the fused chain and the exact one."""
     fused = Compose([Decode("RGB"), *chain_steps])(data, seed=7)
     exact = Compose([Decode("RGB", exact=True), *chain_steps])(data, seed=7)
-    return np.abs(np.asarray(fused).astype(np.float64) - np.asarray(exact)).mean()
+    return np.abs(np.asarray(fused).astype(np.float64) - np.asarray(exact))
 
 
 @pytest.mark.parametrize("steps", [
@@ -261,7 +262,14 @@ def test_fusion_stays_within_tolerance_on_photographs(photos, steps):
     jpegs.append(encode(np.asarray(PILImage.open(io.BytesIO(photos["astronaut.png"])).convert("RGB")),
                         "JPEG", quality=90))
     for data in jpegs:
-        assert photo_chain_difference(data, steps) <= 1.5
+        difference = photo_chain_difference(data, steps)
+        # DCT scaling differs from decode-then-resize mostly at fine detail
+        # (up to about 50 levels on the retina's vessels); an error over a
+        # small area (a wrong block, row or edge) shows in the tail and the
+        # maximum, not in the mean.
+        assert difference.mean() <= 1.5
+        assert np.percentile(difference, 99) <= 24
+        assert difference.max() <= 80
 
 
 def test_fusion_actually_decodes_at_a_smaller_scale(photos):

@@ -66,6 +66,29 @@ def test_jpeg_cmyk_converted_as_pillow(channels, mode):
     assert_same_as_pillow(data, mode, channels=channels)
 
 
+def without_adobe_segment(data):
+    """``data`` with its APP14 "Adobe" segment cut out (as metadata strippers do)."""
+    start = data.index(b"\xff\xee")
+    assert data[start + 4:start + 9] == b"Adobe"
+    length = int.from_bytes(data[start + 2:start + 4], "big")
+    return data[:start] + data[start + 2 + length:]
+
+
+@pytest.mark.parametrize("channels,mode", [(3, "RGB"), (1, "L"), (4, "RGBA")])
+def test_jpeg_cmyk_without_adobe_segment_is_inverted_like_pillow(channels, mode):
+    # Pillow and libjpeg-turbo's tools take every CMYK JPEG's samples as
+    # inverted, whether or not the file carries an Adobe segment.
+    cmyk = PILImage.fromarray(natural_image(27, 35, 4, seed=3), "CMYK")
+    with_segment = encode(cmyk, "JPEG", quality=90)
+    data = without_adobe_segment(with_segment)
+    assert b"Adobe" not in data
+    with PILImage.open(io.BytesIO(data)) as image:
+        assert image.mode == "CMYK"
+    assert_same_as_pillow(data, mode, channels=channels)
+    np.testing.assert_array_equal(decode_native(data, channels),
+                                  decode_native(with_segment, channels))
+
+
 @pytest.mark.parametrize("name", ["arithmetic.jpg", "arithmetic_progressive.jpg"])
 def test_jpeg_arithmetic_coding_matches_pillow(name):
     data = (DATA / name).read_bytes()

@@ -87,6 +87,19 @@ def test_retry_after_is_honoured_up_to_max_backoff(http_server):
     assert http_server.requests["/items/2"] == 2
 
 
+def test_retry_after_sets_the_wait_before_the_retry(http_server):
+    # Without the header the wait would be 0 (initial_backoff=0): only the
+    # server's Retry-After can make the retry wait. A lower bound on elapsed
+    # time does not flake on a busy machine.
+    http_server.script("/items/4", ("status", 503, {"Retry-After": "1"}))
+    dataset = HttpDataset([f"{http_server.url}/items/4"],
+                          retry=Retry(max_retries=1, initial_backoff=0.0, max_backoff=10.0))
+    started = time.monotonic()
+    assert fetch(dataset, 0) == b"item 4"
+    assert time.monotonic() - started >= 0.95
+    assert http_server.requests["/items/4"] == 2
+
+
 def test_slow_item_times_out_as_timeout_error(http_server):
     http_server.script("/items/3", ("delay", 30), ("delay", 30))
     dataset = HttpDataset([f"{http_server.url}/items/3"], timeout=0.2,

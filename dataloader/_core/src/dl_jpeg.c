@@ -4,7 +4,6 @@
  * was not decoded from the file is ever returned. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <turbojpeg.h>
 
 #include "dl_codecs.h"
@@ -16,30 +15,6 @@ int dl_jpeg_decode(const uint8_t *data, size_t size, int scale_denom, int height
 static void dl_tj_message(tjhandle handle, char *msg)
 {
     snprintf(msg, DL_MSG_LEN, "JPEG: %s", tjGetErrorStr2(handle));
-}
-
-/* True when an APP14 "Adobe" segment precedes the first scan: libjpeg then
- * returns CMYK samples inverted, as Adobe writes them. */
-static int dl_jpeg_has_adobe(const uint8_t *d, size_t n)
-{
-    size_t i = 2;
-    while (i + 4 <= n) {
-        unsigned marker, len;
-        if (d[i] != 0xFF)
-            return 0;
-        marker = d[i + 1];
-        if (marker == 0xFF) {
-            i++;
-            continue;
-        }
-        if (marker == 0xDA || marker == 0xD9)
-            return 0;
-        len = ((unsigned)d[i + 2] << 8) | d[i + 3];
-        if (marker == 0xEE && len >= 7 && i + 9 <= n && memcmp(d + i + 4, "Adobe", 5) == 0)
-            return 1;
-        i += 2 + len;
-    }
-    return 0;
 }
 
 void dl_jpeg_scaled_size(int height, int width, int scale_denom, int *out_h, int *out_w)
@@ -87,16 +62,23 @@ int dl_jpeg_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg)
     return status;
 }
 
-/* CMYK to RGB as Pillow's convert does: inverted (Adobe) samples are first
- * restored, then each channel is (255 - k) - c * (255 - k) / 255, rounded. */
-static void dl_cmyk_to_rgb(const uint8_t *src, uint8_t *dst, size_t n_pixels, int inverted)
+/* CMYK to RGB as Pillow's convert does, each channel
+ * (255 - k) - c * (255 - k) / 255, rounded, on samples stored inverted
+ * (255 = no ink), as Adobe writes them. Every four-component JPEG is taken
+ * to be inverted, whether or not it carries an APP14 "Adobe" segment: the
+ * segment only tells CMYK from YCCK (libjpeg's jdapimin.c), libjpeg writes
+ * it with every CMYK file it compresses, and a file without it is most
+ * likely one whose APPn segments were stripped. Pillow (its JPEG plugin's
+ * "CMYK;I" raw mode) and libjpeg-turbo's tools (cmyk.h, used by djpeg and
+ * tjbench) make the same assumption, with no test of the segment. */
+static void dl_cmyk_to_rgb(const uint8_t *src, uint8_t *dst, size_t n_pixels)
 {
     size_t i;
     for (i = 0; i < n_pixels; i++, src += 4, dst += 3) {
         int c;
-        int nk = inverted ? src[3] : 255 - src[3];
+        int nk = src[3];
         for (c = 0; c < 3; c++) {
-            int v = inverted ? 255 - src[c] : src[c];
+            int v = 255 - src[c];
             int t = v * nk + 128;
             int r = nk - (((t >> 8) + t) >> 8);
             dst[c] = (uint8_t)(r < 0 ? 0 : r);
@@ -143,10 +125,9 @@ int dl_jpeg_decode(const uint8_t *data, size_t size, int scale_denom, int height
         if (channels == 3) {
             ptrdiff_t y;
             for (y = 0; y < sh; y++)
-                dl_cmyk_to_rgb(scratch + (size_t)y * sw * 4, dst + y * row_stride, (size_t)sw,
-                               dl_jpeg_has_adobe(data, size));
+                dl_cmyk_to_rgb(scratch + (size_t)y * sw * 4, dst + y * row_stride, (size_t)sw);
         } else {
-            dl_cmyk_to_rgb(scratch, rgb, n, dl_jpeg_has_adobe(data, size));
+            dl_cmyk_to_rgb(scratch, rgb, n);
             dl_convert_rows(rgb, (ptrdiff_t)sw * 3, 3, dst, row_stride, channels, sh, sw);
         }
         goto done;
