@@ -135,15 +135,21 @@ def test_initialised_torch_distributed_defines_the_world(monkeypatch):
         pytest.skip("torch.distributed is not available")
     monkeypatch.setenv("WORLD_SIZE", "4")  # torch.distributed wins over the environment
     monkeypatch.setenv("RANK", "3")
+    made = []
+    new_group = dist.new_group
+    monkeypatch.setattr(dist, "new_group", lambda **kw: made.append(new_group(**kw)) or made[-1])
     group = RankGroup()
-    assert not group.ready()
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:0", rank=0, world_size=1)
-    try:
-        assert world() == (1, 0)
-        assert group.ready()
-        assert group.min(7) == 7
-    finally:
-        dist.destroy_process_group()
+    assert group.ready() is False
+    for run in range(2):  # a re-initialised job gets a group of its own again
+        dist.init_process_group("gloo", init_method="tcp://127.0.0.1:0", rank=0, world_size=1)
+        try:
+            assert world() == (1, 0)
+            assert group.ready() is True
+            assert group.ready() is True
+            assert len(made) == run + 1  # one group per default group, made once
+            assert group.min(7) == 7
+        finally:
+            dist.destroy_process_group()
 
 
 def test_one_item_on_one_rank():

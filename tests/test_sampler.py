@@ -210,3 +210,11 @@ def test_sampler_base_class():
     assert list(Evens()) == [0, 2]
     with pytest.raises(NotImplementedError):
         iter(Sampler())
+
+
+def test_epoch_rng_without_a_generator_draws_fresh_entropy():
+    from dataloader._sampler import epoch_rng
+
+    first, second = epoch_rng(None), epoch_rng(None)
+    assert isinstance(first, np.random.Generator)
+    assert first.integers(2**62) != second.integers(2**62)
