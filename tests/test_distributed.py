@@ -343,3 +343,53 @@ def test_agreed_batches_raise_an_error_in_its_turn_and_go_on():
     delivered, _ = run_ranks([[0, 1, 2, failure, 4, 5], range(5)], [4, 4])
     assert delivered[0] == [0, 1, 2, failure, 4]
     assert delivered[1] == [0, 1, 2, 3, 4]
+
+
+class OneRank:
+    """A one-rank group that records every count it is asked to agree on."""
+
+    def __init__(self):
+        self.counts = []
+
+    def min(self, value):
+        self.counts.append(value)
+        return value
+
+
+@pytest.mark.parametrize(("batches", "max_chunk", "schedule"), [
+    (30, 8, [1, 2, 4, 8, 8, 7, 0]),
+    (3, 1, [1, 1, 1, 0]),
+    (0, 4, [0]),
+])
+def test_agreed_batches_take_chunks_of_one_then_doubling_up_to_the_window(
+    batches, max_chunk, schedule,
+):
+    pulled = []
+
+    def next_batch():
+        if len(pulled) == batches:
+            raise StopIteration
+        pulled.append(len(pulled))
+        return pulled[-1]
+
+    group = OneRank()
+    agreed = AgreedBatches(next_batch, group, max_chunk)
+    delivered = []
+    while True:
+        try:
+            delivered.append(agreed.next())
+        except StopIteration:
+            break
+        if len(delivered) == 1:
+            assert pulled == [0]  # the first batch waits for nothing more than itself
+    assert delivered == list(range(batches))
+    assert group.counts == schedule
+    assert agreed.exchanges == len(schedule)
+
+
+@pytest.mark.parametrize(("n", "replicas", "drop_last", "total"), [
+    (10, 3, False, 12), (10, 3, True, 9), (0, 2, False, 0),
+])
+def test_total_size_counts_every_ranks_share_with_padding(n, replicas, drop_last, total):
+    sampler = DistributedSampler(range(n), num_replicas=replicas, rank=0, drop_last=drop_last)
+    assert sampler.total_size == total
