@@ -56,7 +56,7 @@ soak: $(VENV)/.installed-test
 # Mutation testing (docs/reliability.md): mutants of the Python modules of
 # the loader's semantics, each run against the tests that specify it, then
 # hand-written mutations of the native kernels. Not part of `make test`: it
-# runs those tests hundreds of times. MUTATE_ARGS, e.g. "dataloader._state
+# runs those tests hundreds of times. MUTATE_ARGS, e.g. "dataloader._sampling.state
 # --jobs 1", narrows the Python part.
 mutate: $(VENV)/.installed-test
 	$(BIN)/python -m tools.mutation python $(MUTATE_ARGS)

@@ -73,8 +73,15 @@ TARGETS = {"speedup_vs_torch": 3.0, "fraction_of_raw_limit": 0.85, "rss_ratio_vs
 def ours_loader(root: Path, chain: str):
     from dataloader import DataLoader, ImageCollator, ImageFolder
     from dataloader.transforms import (
-        CenterCrop, Compose, Decode, Normalize, RandomHFlip, RandomResizedCrop, Resize,
-        ToChw, ToFloat,
+        CenterCrop,
+        Compose,
+        Decode,
+        Normalize,
+        RandomHFlip,
+        RandomResizedCrop,
+        Resize,
+        ToChw,
+        ToFloat,
     )
 
     if chain == "train":

@@ -46,7 +46,7 @@ STD = (0.229, 0.224, 0.225)
 
 def make_shards(n_images: int, shard_mb: int) -> list[str]:
     """The generated image folder packed into shards of ``shard_mb`` MB (cached)."""
-    from dataloader._images import ImageFolder
+    from dataloader._images.folder import ImageFolder
     from dataloader.sources import TarWriter
 
     folder = generated_image_folder(n_images=n_images)

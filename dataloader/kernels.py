@@ -30,8 +30,7 @@ import numpy as np
 from dataloader._core import ops as _ops
 from dataloader._core import resize as _resize
 from dataloader._core.image import Image, ImageBatch
-from dataloader._decoding import ImageInfo, decode, image_info
-from dataloader._image_args import (
+from dataloader._images.arguments import (
     ANCHORS,
     CONVERT_MODES,
     FILTERS,
@@ -51,6 +50,7 @@ from dataloader._image_args import (
     image_array,
     output,
 )
+from dataloader._images.decode import ImageInfo, decode, image_info
 
 __all__ = [
     "Image",

@@ -29,8 +29,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from dataloader._chains import compile_chain
-from dataloader._image_args import (
+from dataloader._images.arguments import (
     ANCHORS,
     CHANNELS,
     FILTERS,
@@ -48,6 +47,7 @@ from dataloader._image_args import (
     check_seed,
     check_size,
 )
+from dataloader._images.chains import compile_chain
 
 __all__ = [
     "CenterCrop", "Compose", "Crop", "Decode", "HFlip", "Normalize", "Pad", "PadTo",

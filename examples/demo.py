@@ -85,7 +85,13 @@ def in_memory() -> None:
 def images(n_images: int = 500, epochs: int = 3) -> None:
     from dataloader import ImageCollator, ImageFolder
     from dataloader.transforms import (
-        Compose, Decode, Normalize, RandomHFlip, RandomResizedCrop, ToChw, ToFloat,
+        Compose,
+        Decode,
+        Normalize,
+        RandomHFlip,
+        RandomResizedCrop,
+        ToChw,
+        ToFloat,
     )
 
     start = time.perf_counter()

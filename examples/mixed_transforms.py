@@ -11,11 +11,18 @@ workers, as the native transforms alone would.
 import tempfile
 
 import numpy as np
+from sample_data import image_folder
 
 from dataloader import DataLoader, ImageFolder, item_seed
-from dataloader.transforms import (Compose, Decode, Normalize, RandomHFlip, RandomResizedCrop,
-                                   ToChw, ToFloat)
-from sample_data import image_folder
+from dataloader.transforms import (
+    Compose,
+    Decode,
+    Normalize,
+    RandomHFlip,
+    RandomResizedCrop,
+    ToChw,
+    ToFloat,
+)
 
 HEAD = Compose([Decode("RGB"), RandomResizedCrop(64), RandomHFlip()])
 TAIL = Compose([ToFloat(), Normalize([0.5, 0.5, 0.5], [0.25, 0.25, 0.25]), ToChw()])

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dataloader import DataLoader, DistributedSampler, RandomSampler
-from dataloader._distributed import AgreedBatches, RankGroup, world
+from dataloader._sampling.distributed import AgreedBatches, RankGroup, world
 
 
 def reference_partition(n, num_replicas, rank, order, drop_last):

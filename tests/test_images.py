@@ -10,7 +10,15 @@ from conftest import encode, natural_image
 from dataloader import DataLoader, ImageCollator, ImageFolder, default_collate, item_seed, kernels
 from dataloader.kernels import Image, ImageBatch
 from dataloader.transforms import (
-    CenterCrop, Compose, Decode, Normalize, RandomHFlip, RandomResizedCrop, Resize, ToChw, ToFloat,
+    CenterCrop,
+    Compose,
+    Decode,
+    Normalize,
+    RandomHFlip,
+    RandomResizedCrop,
+    Resize,
+    ToChw,
+    ToFloat,
 )
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)

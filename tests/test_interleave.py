@@ -16,8 +16,8 @@ class Stream(IterableDataset):
         self.items = items
 
     def __iter__(self):
-        from dataloader._interleave import _MapShare
-        from dataloader._worker import get_worker_info
+        from dataloader._datasets.interleave import _MapShare
+        from dataloader._loading.worker import get_worker_info
 
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)

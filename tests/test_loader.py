@@ -12,7 +12,7 @@ from dataloader import (
     default_collate,
     default_convert,
 )
-from dataloader._loader_args import MAX_PREFETCH_FACTOR, MAX_THREADS, epoch_window
+from dataloader._loading.arguments import MAX_PREFETCH_FACTOR, MAX_THREADS, epoch_window
 
 DATA = list(range(10))
 

@@ -167,7 +167,7 @@ def test_pinned_batches_match_torchs_pin_memory_structure(accelerator):
     torch = pytest.importorskip("torch")
     from torch.utils.data._utils.pin_memory import pin_memory as torch_pin_memory
 
-    from dataloader._pinning import pin_memory
+    from dataloader._loading.pinning import pin_memory
 
     batch = {"t": torch.ones(2), "s": "x", "pair": (torch.zeros(1), [torch.ones(1), "y"]),
              "point": Point(torch.ones(1), 3)}
@@ -253,7 +253,7 @@ def images(n):
 
 
 def test_pooled_image_batches_are_registered_once_per_buffer(accelerator, monkeypatch):
-    from dataloader import _pinning
+    from dataloader._loading import pinning as _pinning
 
     registered, unregistered = [], []
     monkeypatch.setattr(_pinning.host_memory, "register",

@@ -213,7 +213,7 @@ def test_sampler_base_class():
 
 
 def test_epoch_rng_without_a_generator_draws_fresh_entropy():
-    from dataloader._sampler import epoch_rng
+    from dataloader._sampling.sampler import epoch_rng
 
     first, second = epoch_rng(None), epoch_rng(None)
     assert isinstance(first, np.random.Generator)

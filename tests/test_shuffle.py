@@ -19,8 +19,8 @@ from dataloader import (
     WeightedRandomSampler,
 )
 from dataloader._core.shuffle import Permutation
-from dataloader._seeding import epoch_generator
-from dataloader._shuffle import CHUNK, EXACT_BELOW, Order, draw_key
+from dataloader._sampling.seeding import epoch_generator
+from dataloader._sampling.shuffle import CHUNK, EXACT_BELOW, Order, draw_key
 
 BIG = 10**10
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dataloader import DataLoader, IterableDataset, get_worker_info, shard
-from dataloader._core.epoch import EpochClosedError
+from dataloader._errors import EpochClosedError
 
 # A bound on waits for something that must happen: generous, since the
 # machines are shared; reaching it means a hang, never mere slowness.

@@ -12,7 +12,6 @@ import weakref
 
 import numpy as np
 import pytest
-
 from conftest import loader_thread_count as thread_count
 
 from dataloader import DataLoader, Dataset, get_worker_info

@@ -12,8 +12,26 @@ from PIL import Image as PILImage
 from dataloader import kernels
 from dataloader.kernels import Image
 from dataloader.transforms import (
-    CenterCrop, Compose, Crop, Decode, HFlip, Normalize, Pad, PadTo, RandomCrop, RandomHFlip,
-    RandomResizedCrop, Resize, Rotate90, ToChw, ToFloat, ToGray, ToHwc, ToRgb, ToRgba, VFlip,
+    CenterCrop,
+    Compose,
+    Crop,
+    Decode,
+    HFlip,
+    Normalize,
+    Pad,
+    PadTo,
+    RandomCrop,
+    RandomHFlip,
+    RandomResizedCrop,
+    Resize,
+    Rotate90,
+    ToChw,
+    ToFloat,
+    ToGray,
+    ToHwc,
+    ToRgb,
+    ToRgba,
+    VFlip,
 )
 
 IMAGE = natural_image(37, 53)

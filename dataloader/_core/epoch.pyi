@@ -1,8 +1,7 @@
 from typing import Any, Callable, Iterator
 
 from dataloader._core.pool import Pool
-
-class EpochClosedError(RuntimeError): ...
+from dataloader._errors import EpochClosedError as EpochClosedError
 
 class Epoch:
     """One threaded epoch: a window of batches loaded on a pool."""

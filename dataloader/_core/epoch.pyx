@@ -38,6 +38,7 @@ from dataloader._core.stats cimport (
 )
 from dataloader._core.stats cimport load_item
 from dataloader._core.stats import EMPTY_BATCH, SKIPPED_ITEM
+from dataloader._errors import EpochClosedError
 from posix.time cimport timespec
 
 
@@ -62,10 +63,6 @@ cdef struct Task:
     PyObject* epoch         # a reference owned by the task
     Py_ssize_t slot
     bint lane
-
-
-class EpochClosedError(RuntimeError):
-    """The loader was closed while this batch was loading."""
 
 
 cdef class Epoch:

@@ -5,7 +5,7 @@ A ``Row`` holds, for one thread, the count and nanoseconds of each stage
 row, so counting needs no lock; the clock is ``CLOCK_MONOTONIC`` read
 without the interpreter (the clock of ``time.perf_counter_ns``), and
 adding to a row is a C addition, so timing costs a few tens of nanoseconds
-per stage. ``dataloader._stats`` sums the rows.
+per stage. ``dataloader._loading.stats`` sums the rows.
 
 Under ``on_error="skip"`` (``recipe.skip`` is a ``SkipBudget``), an item
 whose fetch or transform raises an ``Exception`` is dropped from its batch

@@ -6,7 +6,7 @@ Data flow (see ``docs/architecture.md``, "The streaming epoch"):
   occupies a pool thread for the whole epoch. Before each batch it reserves
   room in the window, waiting without the interpreter; then it attaches,
   lets its cursor fetch, transform and collate the batch
-  (``dataloader._streaming``), appends the entry to ``results`` and wakes
+  (``dataloader._loading.streaming``), appends the entry to ``results`` and wakes
   the consumer.
 * The consumer takes entries in arrival order, waiting without the
   interpreter in slices of at most 100 ms so that signal handlers run.
@@ -37,7 +37,7 @@ from dataloader._core._waiting cimport next_wait_slice
 from dataloader._core.stats cimport Row, WAIT_COUNT, now_ns, record
 from posix.time cimport timespec
 
-from dataloader._core.epoch import EpochClosedError
+from dataloader._errors import EpochClosedError
 
 # The state of an entry that carries an error of the engine itself: the
 # stream's saved state stays as it was.

@@ -20,7 +20,7 @@ import weakref
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
-from dataloader._async import AsyncDataset
+from dataloader._datasets.asynchronous import AsyncDataset
 from dataloader.sources._common import check_max_bytes, item_index, redact_url, require
 from dataloader.sources._retry import Retry
 

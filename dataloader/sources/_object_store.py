@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from dataloader._async import AsyncDataset
+from dataloader._datasets.asynchronous import AsyncDataset
 from dataloader.sources._common import check_max_bytes, item_index, redact, require
 
 __all__ = ["ObjectStoreDataset"]

@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
+from dataloader._errors import ShardError
+
 __all__ = ["ShardError", "group_samples", "split_name", "tar_members"]
 
 BLOCK = 512
@@ -30,28 +32,6 @@ _META = re.compile(r"__[^/]*__($|/)")
 # webdataset's rule: the key is everything up to the first dot of the
 # basename (directories included), the extension everything after it.
 _KEY_EXTENSION = re.compile(r"^((?:.*/|)[^.]+)[.]([^/]*)$")
-
-
-class ShardError(ValueError):
-    """A tar shard that cannot be parsed: corrupt or truncated.
-
-    ``url`` is the shard (without credentials or query) and ``offset`` the
-    byte offset of the header at fault.
-
-    Examples
-    --------
-    >>> from dataloader.sources import ShardError
-    >>> error = ShardError("train-0.tar", 1024, "bad header checksum")
-    >>> error.offset, str(error)
-    (1024, 'train-0.tar: bad header checksum at byte 1024')
-    >>> isinstance(error, ValueError)
-    True
-    """
-
-    def __init__(self, url: str, offset: int, reason: str) -> None:
-        super().__init__(f"{url}: {reason} at byte {offset}")
-        self.url = url
-        self.offset = offset
 
 
 def split_name(name: str) -> tuple[str | None, str | None]:

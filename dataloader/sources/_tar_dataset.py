@@ -27,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from dataloader._dataset import IterableDataset
+from dataloader._datasets.dataset import IterableDataset
+from dataloader._errors import ShardError
 from dataloader.sources._retry import Retry
 from dataloader.sources._shards import ShardOptions, expand_shards, open_shard, shard_name
-from dataloader.sources._tar import ShardError, group_samples, tar_members
+from dataloader.sources._tar import group_samples, tar_members
 
 __all__ = ["TarDataset"]
 
@@ -159,7 +160,7 @@ class TarDataset(IterableDataset[dict]):
         >>> half.rank, half.world_size
         (1, 2)
         """
-        from dataloader._distributed import world
+        from dataloader._sampling.distributed import world
 
         world_size, rank = world(world_size, rank)
         if len(self.shards) < world_size:
@@ -197,7 +198,7 @@ class TarDataset(IterableDataset[dict]):
         return self._counts.snapshot()
 
     def __iter__(self) -> _TarIterator:
-        from dataloader._worker import get_worker_info
+        from dataloader._loading.worker import get_worker_info
 
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)

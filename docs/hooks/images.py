@@ -70,7 +70,7 @@ def _png(pixels: np.ndarray) -> bytes:
 def render_transforms(folder: Path) -> None:
     from skimage import data
 
-    from dataloader._cli import _viewable, image_grid
+    from dataloader._cli.main import _viewable, image_grid
     from dataloader.transforms import Resize
 
     original = Resize(256)(np.ascontiguousarray(data.astronaut()))

@@ -70,7 +70,7 @@ class Order:
 
     Examples
     --------
-    >>> from dataloader._shuffle import Order
+    >>> from dataloader._sampling.shuffle import Order
     >>> order = Order(5, (1, 2))
     >>> sorted(order.take(0, 1, 5).tolist())
     [0, 1, 2, 3, 4]

@@ -3,7 +3,7 @@
 ``Subset``, ``TensorDataset``, ``StackDataset`` and ``random_split`` have
 ``torch.utils.data``'s names, signatures and meanings (the concatenations,
 ``ConcatDataset`` and ``ChainDataset``, are beside the bases in
-``dataloader._dataset``, since ``+`` makes them). Where torch would fail
+``dataloader._datasets.dataset``, since ``+`` makes them). Where torch would fail
 later or with an ``AssertionError``, bad arguments raise ``ValueError`` or
 ``TypeError`` here, at construction. Beyond torch's: ``TensorDataset``
 takes numpy arrays, ``random_split`` takes a numpy generator or an int
@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from dataloader._async import is_async_dataset
-from dataloader._dataset import Dataset, T_co, forwarded_getitems, is_map_style
-from dataloader._seeding import check_seed
+from dataloader._datasets.asynchronous import is_async_dataset
+from dataloader._datasets.dataset import Dataset, T_co, forwarded_getitems, is_map_style
+from dataloader._sampling.seeding import check_seed
 
 __all__ = ["StackDataset", "Subset", "TensorDataset", "random_split"]
 

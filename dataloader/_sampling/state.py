@@ -6,12 +6,12 @@ makes the next ``iter(loader)`` continue that epoch at the next batch.
 Exactness rests on two facts (see ``docs/distributed.md``, "Resume"):
 
 * every random order is a function of ``(seed, epoch)``
-  (``dataloader._seeding``), so the interrupted epoch's order is computed
+  (``dataloader._sampling.seeding``), so the interrupted epoch's order is computed
   again, not replayed from a generator's running state;
 * the delivered batches are skipped without loading them: the library's
   samplers start their order at the first index not delivered
   (``_index_chunks(start)``; a shuffled order computes any position
-  directly, ``dataloader._shuffle``), so resuming costs the same whatever
+  directly, ``dataloader._sampling.shuffle``), so resuming costs the same whatever
   the epoch's length and position.
 
 For streaming datasets the batches cannot be recomputed: each stream's
@@ -27,8 +27,8 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from dataloader._sampler import BatchSampler, index_chunks, is_epoch_seeded
-from dataloader._seeding import EpochSeeded, check_seed, claim_epoch
+from dataloader._sampling.sampler import BatchSampler, index_chunks, is_epoch_seeded
+from dataloader._sampling.seeding import EpochSeeded, check_seed, claim_epoch
 
 __all__ = ["EpochProgress", "LoaderProgress", "Resume", "check_resumable", "skip_batches"]
 

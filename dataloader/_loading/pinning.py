@@ -36,10 +36,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from dataloader._core.epoch import EpochClosedError
+from dataloader._errors import EpochClosedError
 
 if TYPE_CHECKING:
-    from dataloader._state import EpochProgress
+    from dataloader._sampling.state import EpochProgress
 
 __all__ = [
     "DirectPinnedEpoch", "PinnedEpoch", "Pinning", "check_pin_memory_device", "host_memory",

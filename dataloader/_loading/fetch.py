@@ -176,7 +176,7 @@ class BatchRecipe:
         """Fetch, transform and collate one batch (or one item when not batched).
 
         Each stage is timed into ``row``, the calling thread's counters
-        (``dataloader._stats``), when one is given.
+        (``dataloader._loading.stats``), when one is given.
         """
         return load_batch(self, indices, row if row is not None else Row(), False)
 

@@ -8,7 +8,7 @@ and ``__len__`` as a map-style dataset (a list works), and any object with
 map-style datasets, :class:`ChainDataset` for streams, so both live here
 beside the bases. torch's other dataset utilities (``Subset``,
 ``TensorDataset``, ``StackDataset``, ``random_split``) are in
-``dataloader._dataset_utils``.
+``dataloader._datasets.wrappers``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-from dataloader._async import is_async_dataset
+from dataloader._datasets.asynchronous import is_async_dataset
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -119,8 +119,8 @@ class IterableDataset(Generic[T_co]):
         >>> list(Counter().shard(rank=1, world_size=2))
         [1, 3, 5]
         """
-        from dataloader._distributed import world
-        from dataloader._streaming import shard
+        from dataloader._loading.streaming import shard
+        from dataloader._sampling.distributed import world
 
         world_size, rank = world(world_size, rank)
         return shard(self, rank, world_size)

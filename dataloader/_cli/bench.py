@@ -19,10 +19,17 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from dataloader._images import ImageCollator
-from dataloader._loader import DataLoader
-from dataloader.transforms import (Compose, Decode, Normalize, RandomHFlip, RandomResizedCrop,
-                                   ToChw, ToFloat)
+from dataloader._images.collator import ImageCollator
+from dataloader._loading.loader import DataLoader
+from dataloader.transforms import (
+    Compose,
+    Decode,
+    Normalize,
+    RandomHFlip,
+    RandomResizedCrop,
+    ToChw,
+    ToFloat,
+)
 
 __all__ = ["BenchResult", "format_table", "native_chain", "run_native", "run_torch"]
 
@@ -55,7 +62,7 @@ def native_chain(size: int) -> Compose:
 
     Examples
     --------
-    >>> from dataloader._bench import native_chain
+    >>> from dataloader._cli.bench import native_chain
     >>> native_chain(224).transforms[1]
     RandomResizedCrop(size=(224, 224))
     """
@@ -205,7 +212,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: s
 
     Examples
     --------
-    >>> from dataloader._bench import format_table
+    >>> from dataloader._cli.bench import format_table
     >>> print(format_table(["name", "n"], [["a", "1"], ["bcd", "23"]]))
     name   n
     a      1

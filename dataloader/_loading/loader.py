@@ -11,21 +11,35 @@ from typing import Any, Callable, Generic, Iterable, TypeVar
 
 import numpy as np
 
-from dataloader import _streaming
-from dataloader._async import EpochItems, EventLoop, check_async_dataset, is_async_dataset
-from dataloader._collate import default_collate, default_convert
-from dataloader._dataset import is_iterable_style, is_map_style
-from dataloader._fetch import (
-    BatchRecipe, SkipBudget, check_batch_indices, check_index, check_skip_policy,
-)
 from dataloader._core.pool import Pool
-from dataloader._images import ImageCollator, ItemTransform
-from dataloader._iterators import DirectEpoch, EpochPlan, ThreadedEpoch
-from dataloader._loader_args import check_counts, is_int
-from dataloader._pinning import DirectPinnedEpoch, PinnedEpoch, check_pin_memory_device, pinning
-from dataloader._worker import WorkerSetup
-from dataloader.transforms import Transform
-from dataloader._sampler import (
+from dataloader._datasets.asynchronous import (
+    EpochItems,
+    EventLoop,
+    check_async_dataset,
+    is_async_dataset,
+)
+from dataloader._datasets.dataset import is_iterable_style, is_map_style
+from dataloader._images.collator import ImageCollator, ItemTransform
+from dataloader._loading import streaming as _streaming
+from dataloader._loading.arguments import check_counts, is_int
+from dataloader._loading.collate import default_collate, default_convert
+from dataloader._loading.fetch import (
+    BatchRecipe,
+    SkipBudget,
+    check_batch_indices,
+    check_index,
+    check_skip_policy,
+)
+from dataloader._loading.iterators import DirectEpoch, EpochPlan, ThreadedEpoch
+from dataloader._loading.pinning import (
+    DirectPinnedEpoch,
+    PinnedEpoch,
+    check_pin_memory_device,
+    pinning,
+)
+from dataloader._loading.stats import Stats
+from dataloader._loading.worker import WorkerSetup
+from dataloader._sampling.sampler import (
     BatchSampler,
     RandomSampler,
     SequentialSampler,
@@ -34,9 +48,9 @@ from dataloader._sampler import (
     is_epoch_seeded,
     yields_valid_indices,
 )
-from dataloader._seeding import check_seed, random_seed
-from dataloader._state import LoaderProgress, check_resumable, skip_batches
-from dataloader._stats import Stats
+from dataloader._sampling.seeding import check_seed, random_seed
+from dataloader._sampling.state import LoaderProgress, check_resumable, skip_batches
+from dataloader.transforms import Transform
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -233,7 +247,7 @@ class DataLoader(Generic[T_co]):
         self._pool_finalizer: weakref.finalize | None = None
         self._worker_setup: WorkerSetup | None = None
         # An async dataset's coroutines run on an event loop owned by the
-        # loader (see dataloader/_async.py); the finalizer holds the loop's
+        # loader (see dataloader/_datasets/asynchronous.py); the finalizer holds the loop's
         # owner, not the loader, like the pool's.
         self._event_loop = EventLoop(dataset) if is_async_dataset(dataset) else None
         if self._event_loop is not None:

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from dataloader._dataset import Dataset, IterableDataset, is_iterable_style, is_map_style
+from dataloader._datasets.dataset import Dataset, IterableDataset, is_iterable_style, is_map_style
 
 __all__ = ["interleave"]
 
@@ -231,7 +231,7 @@ class InterleavedStream(IterableDataset):
         return self._counts.snapshot()
 
     def __iter__(self) -> _StreamIterator:
-        from dataloader._worker import get_worker_info
+        from dataloader._loading.worker import get_worker_info
 
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)

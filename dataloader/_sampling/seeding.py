@@ -44,7 +44,7 @@ def epoch_generator(seed: int, epoch: int) -> np.random.Generator:
 
     Examples
     --------
-    >>> from dataloader._seeding import epoch_generator
+    >>> from dataloader._sampling.seeding import epoch_generator
     >>> a = epoch_generator(7, 2).permutation(5)
     >>> b = epoch_generator(7, 2).permutation(5)
     >>> a.tolist() == b.tolist()

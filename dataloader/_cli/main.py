@@ -25,13 +25,19 @@ from typing import Any, Sequence
 import numpy as np
 
 from dataloader import transforms as _transforms
-from dataloader._bench import (Progress, format_table, native_chain, report, run_native,
-                               run_torch)
-from dataloader._decoding import image_info
-from dataloader._exif import ORIENTATIONS, orientation
-from dataloader._images import IMAGE_EXTENSIONS, ImageFolder
-from dataloader._loader import DataLoader
-from dataloader._pack import add_pack_command
+from dataloader._cli.bench import (
+    Progress,
+    format_table,
+    native_chain,
+    report,
+    run_native,
+    run_torch,
+)
+from dataloader._cli.pack import add_pack_command
+from dataloader._images.decode import image_info
+from dataloader._images.exif import ORIENTATIONS, orientation
+from dataloader._images.folder import IMAGE_EXTENSIONS, ImageFolder
+from dataloader._loading.loader import DataLoader
 
 __all__ = ["main", "parse_transforms"]
 
@@ -68,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Examples
     --------
-    >>> from dataloader._cli import main
+    >>> from dataloader._cli.main import main
     >>> main(["info", "no-such-file.jpg"])
     2
     """
@@ -289,7 +295,7 @@ def _bench(args: argparse.Namespace) -> int:
         _require("torch", "--against torch needs torch: pip install torch")
         _require("PIL", "--against torch needs Pillow: pip install pillow")
     if args.path is None:
-        from dataloader._sample_images import sample_image_folder
+        from dataloader._images.samples import sample_image_folder
 
         root = sample_image_folder(args.sample_images)
         print(f"generated images: {root}", file=sys.stderr)
@@ -363,7 +369,7 @@ def file_info(path: Path) -> dict[str, Any]:
     --------
     >>> import io, tempfile, pathlib
     >>> from PIL import Image as PILImage
-    >>> from dataloader._cli import file_info
+    >>> from dataloader._cli.main import file_info
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.png"
     >>> PILImage.new("RGBA", (5, 3)).save(path)
     >>> facts = file_info(path)
@@ -419,7 +425,7 @@ def parse_transforms(text: str) -> list[_transforms.Transform]:
 
     Examples
     --------
-    >>> from dataloader._cli import parse_transforms
+    >>> from dataloader._cli.main import parse_transforms
     >>> parse_transforms("Resize(256), CenterCrop(size=224), RandomHFlip")
     [Resize(size=256), CenterCrop(size=(224, 224)), RandomHFlip()]
     >>> parse_transforms("__import__('os')")
@@ -518,7 +524,7 @@ def image_grid(images: Sequence[np.ndarray], captions: Sequence[str] = (),
     Examples
     --------
     >>> import numpy as np
-    >>> from dataloader._cli import image_grid
+    >>> from dataloader._cli.main import image_grid
     >>> image_grid([np.zeros((10, 20, 3), np.uint8)] * 5).shape
     (32, 76, 3)
     """

@@ -32,7 +32,7 @@ import threading
 import weakref
 from typing import Any, Awaitable, Generic, Sequence, TypeVar
 
-from dataloader._core.epoch import EpochClosedError
+from dataloader._errors import EpochClosedError
 
 T_co = TypeVar("T_co", covariant=True)
 

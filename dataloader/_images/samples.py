@@ -53,7 +53,7 @@ def sample_image_folder(n_images: int = 256, root: str | os.PathLike | None = No
     --------
     >>> import tempfile
     >>> from dataloader import ImageFolder
-    >>> from dataloader._sample_images import sample_image_folder
+    >>> from dataloader._images.samples import sample_image_folder
     >>> folder = ImageFolder(sample_image_folder(8, root=tempfile.mkdtemp()))
     >>> len(folder), folder.classes
     (8, ['a', 'b', 'c', 'd'])

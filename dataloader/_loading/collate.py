@@ -152,7 +152,7 @@ def _collate_sequence(elem: collections.abc.Sequence, batch: list[Any]) -> Any:
 
 
 def _collate_images(batch: list[Any]) -> Any:
-    from dataloader._images import default_image_collator
+    from dataloader._images.collator import default_image_collator
 
     return default_image_collator().stack(batch)
 

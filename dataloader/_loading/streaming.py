@@ -28,17 +28,18 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from dataloader._core.epoch import Epoch, EpochClosedError
-from dataloader._core.stream import Stream
-from dataloader._dataset import IterableDataset
-from dataloader._distributed import AgreedBatches, RankGroup
+from dataloader._core.epoch import Epoch
 from dataloader._core.stats import Row
-from dataloader._stats import COLLATE, FETCH, TRANSFORM, WAIT, monotonic_ns
-from dataloader._worker import WorkerInfo, set_stream_worker
+from dataloader._core.stream import Stream
+from dataloader._datasets.dataset import IterableDataset
+from dataloader._errors import EpochClosedError
+from dataloader._loading.stats import COLLATE, FETCH, TRANSFORM, WAIT, monotonic_ns
+from dataloader._loading.worker import WorkerInfo, set_stream_worker
+from dataloader._sampling.distributed import AgreedBatches, RankGroup
 
 if TYPE_CHECKING:
-    from dataloader._loader import DataLoader
-    from dataloader._state import EpochProgress
+    from dataloader._loading.loader import DataLoader
+    from dataloader._sampling.state import EpochProgress
 
 __all__ = ["ShardedIterable", "check_options", "loader_length", "shard", "start_epoch"]
 
@@ -120,7 +121,7 @@ class ShardedIterable(IterableDataset):
         return len(range(self.rank, len(self.source), self.world_size))  # type: ignore[arg-type]
 
     def __iter__(self) -> ShardIterator:
-        from dataloader._worker import get_worker_info
+        from dataloader._loading.worker import get_worker_info
 
         info = get_worker_info()
         if info is None:

@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from dataloader._core.epoch import Epoch
 from dataloader._core.pool import Pool
-from dataloader._fetch import BatchRecipe
-from dataloader._loader_args import epoch_window
 from dataloader._core.stats import EMPTY_BATCH, load_batch
-from dataloader._state import EpochProgress
-from dataloader._stats import Stats
-from dataloader._worker import WorkerSetup
+from dataloader._loading.arguments import epoch_window
+from dataloader._loading.fetch import BatchRecipe
+from dataloader._loading.stats import Stats
+from dataloader._loading.worker import WorkerSetup
+from dataloader._sampling.state import EpochProgress
 
 if TYPE_CHECKING:
-    from dataloader._loader import DataLoader
+    from dataloader._loading.loader import DataLoader
 
 __all__ = ["DirectEpoch", "EpochPlan", "ThreadedEpoch"]
 

@@ -110,7 +110,7 @@ def set_stream_worker(info: WorkerInfo | None) -> None:
 
     A worker iterating a stream is that stream's worker, whichever pool
     thread it is: ``id`` is the stream's number, ``num_workers`` the
-    number of streams (see ``dataloader._streaming``).
+    number of streams (see ``dataloader._loading.streaming``).
     """
     _local.stream_info = info
 

@@ -36,7 +36,7 @@ def parse_size(text: str) -> int:
 
     Examples
     --------
-    >>> from dataloader._pack import parse_size
+    >>> from dataloader._cli.pack import parse_size
     >>> parse_size("256MB"), parse_size("1GiB"), parse_size("512")
     (256000000, 1073741824, 512)
     """
@@ -74,7 +74,7 @@ def add_pack_command(commands: Any, usage_error: type[Exception]) -> None:
 
 
 def _pack(args: argparse.Namespace, usage_error: type[Exception]) -> int:
-    from dataloader._bench import Progress
+    from dataloader._cli.bench import Progress
     from dataloader.sources import TarWriter
 
     if not args.src.exists():
@@ -104,7 +104,7 @@ def _pack(args: argparse.Namespace, usage_error: type[Exception]) -> int:
 
 
 def _folder(root: Path) -> list[dict[str, Any]]:
-    from dataloader._images import ImageFolder
+    from dataloader._images.folder import ImageFolder
 
     folder = ImageFolder(root)
     width = max(len(str(len(folder) - 1)), 6)

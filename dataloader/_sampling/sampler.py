@@ -3,7 +3,7 @@
 The constructors and meanings are ``torch.utils.data``'s, but randomness
 comes from numpy's ``Generator`` and indices are produced in vectorised
 chunks, so an epoch over 10^10 items never builds an array or a list of
-10^10 ints. Shuffled orders come from ``dataloader._shuffle``: any position
+10^10 ints. Shuffled orders come from ``dataloader._sampling.shuffle``: any position
 of them is computed directly. Samplers defined here share one internal
 protocol, ``_index_chunks(start)`` (the epoch's indices from position
 ``start`` on), which :class:`BatchSampler` uses to cut batches with numpy
@@ -17,9 +17,9 @@ from typing import Any, Generic, Iterable, Iterator, Sequence, Sized, TypeVar
 
 import numpy as np
 
-from dataloader._seeding import EpochSeeded, check_seed, epoch_generator
-from dataloader._shuffle import CHUNK as _CHUNK
-from dataloader._shuffle import draw_key, pass_chunks
+from dataloader._sampling.seeding import EpochSeeded, check_seed, epoch_generator
+from dataloader._sampling.shuffle import CHUNK as _CHUNK
+from dataloader._sampling.shuffle import draw_key, pass_chunks
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -130,7 +130,7 @@ class _SeededChunkedSampler(_ChunkedSampler, EpochSeeded):
     """A random sampler: its order comes from ``generator``, or from ``(seed, epoch)``.
 
     With a ``seed``, the order of epoch ``e`` is a function of ``(seed, e)``
-    alone (see ``dataloader._seeding``), so it can be recomputed anywhere.
+    alone (see ``dataloader._sampling.seeding``), so it can be recomputed anywhere.
     """
 
     def _init_randomness(self, generator: Any, seed: int | None) -> None:

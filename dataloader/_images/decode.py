@@ -13,7 +13,7 @@ import io
 import numpy as np
 
 from dataloader._core import codecs as _codecs
-from dataloader._image_args import (
+from dataloader._images.arguments import (
     CHANNELS,
     CONVERT_MODES,
     MAX_BYTES,

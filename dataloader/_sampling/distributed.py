@@ -4,7 +4,7 @@ A distributed job runs one training process (rank) per accelerator. Each
 rank builds its own loader; for map-style datasets, a
 :class:`DistributedSampler` gives every rank a disjoint, equally long share
 of each epoch, computed from ``(seed, epoch)`` on every rank alone. For
-streaming datasets, ``shard`` (``dataloader._streaming``) splits by item
+streaming datasets, ``shard`` (``dataloader._loading.streaming``) splits by item
 position instead. See ``docs/distributed.md``.
 
 ``torch.distributed`` is used only when it is already initialised by the
@@ -20,9 +20,9 @@ from typing import Any, Iterator, Sized
 
 import numpy as np
 
-from dataloader._sampler import _ChunkedSampler
-from dataloader._seeding import EpochSeeded, check_seed, epoch_generator
-from dataloader._shuffle import Order, draw_key, strided_indices
+from dataloader._sampling.sampler import _ChunkedSampler
+from dataloader._sampling.seeding import EpochSeeded, check_seed, epoch_generator
+from dataloader._sampling.shuffle import Order, draw_key, strided_indices
 
 __all__ = ["AgreedBatches", "DistributedSampler", "RankGroup", "world"]
 
