@@ -13,14 +13,19 @@ Examples
 """
 
 from dataloader._datasets.asynchronous import AsyncDataset
-from dataloader._datasets.dataset import ChainDataset, ConcatDataset, Dataset, IterableDataset
+from dataloader._datasets.dataset import (
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    shard,
+)
 from dataloader._datasets.interleave import interleave
 from dataloader._datasets.wrappers import StackDataset, Subset, TensorDataset, random_split
 from dataloader._images.collator import ImageCollator
 from dataloader._images.folder import ImageFolder
 from dataloader._loading.collate import default_collate, default_convert
 from dataloader._loading.loader import DataLoader
-from dataloader._loading.streaming import shard
 from dataloader._loading.worker import WorkerInfo, get_worker_info
 from dataloader._sampling.distributed import DistributedSampler
 from dataloader._sampling.sampler import (

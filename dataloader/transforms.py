@@ -47,7 +47,7 @@ from dataloader._images.arguments import (
     check_seed,
     check_size,
 )
-from dataloader._images.chains import compile_chain
+from dataloader._images.chains import ItemTransform, compile_chain
 
 __all__ = [
     "CenterCrop", "Compose", "Crop", "Decode", "HFlip", "Normalize", "Pad", "PadTo",
@@ -69,6 +69,24 @@ class Transform:
     def _steps(self) -> list[tuple[str, tuple, tuple]]:
         """The native ops of this transform: ``(name, ints, floats)`` each."""
         raise NotImplementedError
+
+    def bind_epoch(self, seed: int, epoch: int) -> ItemTransform:
+        """This transform as the loader runs it in one epoch: ``transform(index, item)``.
+
+        Every item draws its random parameters from ``(seed, epoch, index)``,
+        so an epoch's results do not depend on which thread runs which item.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dataloader.transforms import RandomHFlip
+        >>> epoch_transform = RandomHFlip().bind_epoch(seed=0, epoch=3)
+        >>> image = np.arange(6, dtype=np.uint8).reshape(2, 3, 1)
+        >>> a, b = epoch_transform(5, image), epoch_transform(5, image)
+        >>> bool((np.asarray(a) == np.asarray(b)).all())
+        True
+        """
+        return ItemTransform(self, seed, epoch)
 
     def _first(self) -> Transform | None:
         """The first op of the chain this transform stands for."""

@@ -63,11 +63,20 @@ def loader_thread_count():
     count = sum(t.name.startswith("dataloader-") for t in threading.enumerate())
     for task in os.listdir("/proc/self/task"):
         try:
-            with open(f"/proc/self/task/{task}/comm") as comm:
-                count += comm.read().startswith("dataloader-")
+            with open(f"/proc/self/task/{task}/stat") as stat:
+                fields = stat.read()
         except FileNotFoundError:
-            pass  # exited meanwhile
+            continue  # exited meanwhile
+        name, _, rest = fields.partition(" (")[2].rpartition(") ")
+        # A joined thread can still be listed for a moment: pthread_join
+        # returns once the kernel clears the thread's id in do_exit, before
+        # the task is released. Such a task is flagged PF_EXITING.
+        exiting = int(rest.split()[6]) & _PF_EXITING
+        count += name.startswith("dataloader-") and not exiting
     return count
+
+
+_PF_EXITING = 0x4  # linux/sched.h
 
 
 DATA = Path(__file__).parent / "data"

@@ -17,9 +17,12 @@ import bisect
 import operator
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from typing import Any, Generic, TypeVar
 
 from dataloader._datasets.asynchronous import is_async_dataset
+from dataloader._loading.worker import get_worker_info
+from dataloader._sampling.distributed import world
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -119,9 +122,6 @@ class IterableDataset(Generic[T_co]):
         >>> list(Counter().shard(rank=1, world_size=2))
         [1, 3, 5]
         """
-        from dataloader._loading.streaming import shard
-        from dataloader._sampling.distributed import world
-
         world_size, rank = world(world_size, rank)
         return shard(self, rank, world_size)
 
@@ -354,3 +354,100 @@ def forwarded_getitems(dataset: Any, indices: list[Any]) -> list[Any]:
             f"for {len(indices)} indices"
         )
     return list(items)
+
+
+def shard(iterable: Iterable[Any], rank: int, world_size: int) -> ShardedIterable:
+    """The items of ``iterable`` whose position is ``rank`` modulo ``world_size``.
+
+    Iterated on a loader's worker, the rank's share is split again among
+    the workers (by position too), so that every item goes to exactly one
+    worker of one rank. When ``iterable`` has a length, so does the shard,
+    and ``DataLoader(..., equal_batches=True)`` computes every rank's batch
+    count without communicating. Iterators of a shard save and restore
+    their position (``state_dict``/``load_state_dict``), so a loader over
+    a shard resumes mid-epoch (the source is read again up to the saved
+    position).
+
+    Parameters
+    ----------
+    iterable : iterable
+        The whole stream, the same on every rank.
+    rank : int
+        This process's rank, in ``[0, world_size)``.
+    world_size : int
+        The number of ranks.
+
+    Examples
+    --------
+    >>> from dataloader import shard
+    >>> [list(shard(range(10), rank, 3)) for rank in range(3)]
+    [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]
+    >>> len(shard(range(10), 1, 3))
+    3
+    """
+    return ShardedIterable(iterable, rank, world_size)
+
+
+class ShardedIterable(IterableDataset):
+    """One rank's share of a stream, by item position (see :func:`shard`)."""
+
+    def __init__(self, source: Iterable[Any], rank: int, world_size: int) -> None:
+        for name, value in (("rank", rank), ("world_size", world_size)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"{name} should be an integer, but got {name}={value!r}")
+        if world_size < 1:
+            raise ValueError(f"world_size should be at least 1, but got world_size={world_size}")
+        if not 0 <= rank < world_size:
+            raise ValueError(
+                f"Invalid rank {rank}, rank should be in the interval [0, {world_size - 1}]"
+            )
+        self.source = source
+        self.rank = rank
+        self.world_size = world_size
+
+    def __len__(self) -> int:
+        return len(range(self.rank, len(self.source), self.world_size))  # type: ignore[arg-type]
+
+    def __iter__(self) -> ShardIterator:
+        info = get_worker_info()
+        if info is None:
+            return ShardIterator(self.source, self.rank, self.world_size)
+        # Worker w of the rank takes every num_workers-th item of the rank's share.
+        step = self.world_size * info.num_workers
+        return ShardIterator(self.source, self.rank + self.world_size * info.id, step)
+
+
+class ShardIterator:
+    """Items at positions ``start, start + step, ...`` of a source; saves its position."""
+
+    __slots__ = ("_source", "_iterator", "_start", "_step", "_consumed")
+
+    def __init__(self, source: Iterable[Any], start: int, step: int) -> None:
+        self._source = source
+        self._iterator: Iterator[Any] | None = None
+        self._start = start
+        self._step = step
+        self._consumed = 0  # items of the source read so far
+
+    def __iter__(self) -> ShardIterator:
+        return self
+
+    def __next__(self) -> Any:
+        if self._iterator is None:
+            self._iterator = iter(self._source)
+        while True:
+            item = next(self._iterator)
+            position = self._consumed
+            self._consumed += 1
+            if position % self._step == self._start:
+                return item
+
+    def state_dict(self) -> dict[str, int]:
+        return {"consumed": self._consumed}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        """Read the source up to the saved position again (without yielding it)."""
+        self._iterator = iter(self._source)
+        self._consumed = int(state["consumed"])
+        for _ in islice(self._iterator, self._consumed):
+            pass

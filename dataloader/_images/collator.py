@@ -17,44 +17,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from dataloader._core.image import POOL_CAPACITY_MAX, BufferPool, Image, ImageBatch, new_batch
-from dataloader._core.pipeline import item_seed as native_item_seed
 from dataloader._images.arguments import check_choice, check_image_shape, check_int
-from dataloader._images.chains import compile_chain, output_shape
-from dataloader._loading.collate import default_collate
-from dataloader.transforms import Transform
+from dataloader._images.chains import ItemTransform, output_shape
+from dataloader._loading.collate import default_collate, register_collate
 
-__all__ = ["ImageCollator", "ItemTransform", "default_image_collator"]
-
-_SEED_MASK = 2**63 - 1
-
-
-class ItemTransform:
-    """A native chain bound to one epoch: ``transform(index, item)`` as the loader calls it.
-
-    The item is encoded bytes, an ``Image`` or an array, or a tuple or list
-    whose first element is (``(image, label)``): then the chain applies to
-    that element and the rest is kept.
-    """
-
-    __slots__ = ("chain", "seed", "epoch", "transform")
-
-    def __init__(self, transform: Transform, seed: int, epoch: int) -> None:
-        self.transform = transform
-        self.chain = compile_chain(transform)
-        self.seed = seed
-        self.epoch = epoch
-
-    def item_seed(self, index: int) -> int:
-        return native_item_seed(self.seed, self.epoch, index) & _SEED_MASK
-
-    def __call__(self, index: int, item: Any) -> Any:
-        if isinstance(item, (tuple, list)):
-            if not item:
-                raise ValueError(f"item {index} is an empty {type(item).__name__}: a native "
-                                 "transform takes data, or a tuple (data, label, ...)")
-            return (self.chain.apply(item[0], self.item_seed(index)), *item[1:])
-        return self.chain.apply(item, self.item_seed(index))
-
+__all__ = ["ImageCollator", "default_image_collator"]
 
 class ImageCollator:
     """Collate images of one shape into one :class:`~dataloader.kernels.ImageBatch`.
@@ -140,12 +107,15 @@ class ImageCollator:
         shape = (n, channels, height, width) if self.layout == "NCHW" else (n, height, width, channels)
         return new_batch(self.pool, shape, dtype, self.layout)
 
-    def assembler(self, transform: ItemTransform) -> Callable[[list[int], list[Any]], Any] | None:
+    def assembler(self, transform: Any) -> Callable[[list[int], list[Any]], Any] | None:
         """A function writing each item's transform straight into its batch slot.
 
-        ``None`` when the chain's output shape depends on the image, or does
-        not fit this collator's layout and dtype.
+        ``None`` unless ``transform`` is a native chain bound to an epoch
+        (``Transform.bind_epoch``) whose output shape is fixed and fits this
+        collator's layout and dtype.
         """
+        if not isinstance(transform, ItemTransform):
+            return None
         shape = output_shape(transform.transform)
         if shape is None:
             return None
@@ -175,6 +145,19 @@ def default_image_collator() -> ImageCollator:
     if not _DEFAULT_COLLATOR:
         _DEFAULT_COLLATOR.append(ImageCollator())
     return _DEFAULT_COLLATOR[0]
+
+
+def _collate_images(images: list[Any]) -> ImageBatch:
+    return default_image_collator().stack(images)
+
+
+def _collate_image_batches(batches: list[Any]) -> np.ndarray:
+    # As tensors stack: one array with a new leading axis, in each batch's layout.
+    return default_collate([np.asarray(batch) for batch in batches])
+
+
+register_collate(Image, _collate_images)
+register_collate(ImageBatch, _collate_image_batches)
 
 
 def _hwc_array(image: Any, position: int) -> np.ndarray:

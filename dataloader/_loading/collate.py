@@ -14,8 +14,12 @@ mapping                   the same mapping type, each key collated
 namedtuple                the same namedtuple, each field collated
 tuple / list / sequence   a list (or the same sequence type), position by position
 torch.Tensor              ``torch.stack`` (torch is imported only when items are tensors)
-Image                     one ``ImageBatch`` (NCHW), as :class:`ImageCollator` makes
+a registered type         what its registered function returns
 ========================  =====================================================
+
+Other stages add leaf types with :func:`register_collate`, as torch's
+``default_collate_fn_map`` does: the image stage registers ``Image`` (one
+pooled ``ImageBatch``, NCHW, as ``ImageCollator`` makes) and ``ImageBatch``.
 """
 
 from __future__ import annotations
@@ -27,9 +31,8 @@ from typing import Any, Callable
 import numpy as np
 
 from dataloader._core.collate import collate_numbers, stack_arrays
-from dataloader._core.image import Image
 
-__all__ = ["default_collate", "default_convert"]
+__all__ = ["default_collate", "default_collate_fn_map", "default_convert", "register_collate"]
 
 _UNSUPPORTED = (
     "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
@@ -69,7 +72,7 @@ def default_collate(batch: list[Any]) -> Any:
     ((2, 2), [0, 1])
     """
     elem = batch[0]
-    collate = _COLLATE_BY_TYPE.get(type(elem))
+    collate = default_collate_fn_map.get(type(elem))
     if collate is not None:
         return collate(batch)
     return _collate_by_isinstance(elem, batch)
@@ -151,13 +154,10 @@ def _collate_sequence(elem: collections.abc.Sequence, batch: list[Any]) -> Any:
         return columns
 
 
-def _collate_images(batch: list[Any]) -> Any:
-    from dataloader._images.collator import default_image_collator
-
-    return default_image_collator().stack(batch)
-
-
 def _collate_by_isinstance(elem: Any, batch: list[Any]) -> Any:
+    for registered, collate in _REGISTERED.items():
+        if isinstance(elem, registered):
+            return collate(batch)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(elem, torch.Tensor):
         return torch.stack(batch, 0)
@@ -184,8 +184,7 @@ def _collate_by_isinstance(elem: Any, batch: list[Any]) -> Any:
 
 # Exact-type fast paths for the common leaves; everything else (subclasses,
 # containers, tensors) goes through the isinstance chain above.
-_COLLATE_BY_TYPE: dict[type, Callable[[list[Any]], Any]] = {
-    Image: _collate_images,
+default_collate_fn_map: dict[type, Callable[[list[Any]], Any]] = {
     np.ndarray: _collate_arrays,
     bool: _collate_bools,
     int: _collate_ints,
@@ -196,6 +195,31 @@ _COLLATE_BY_TYPE: dict[type, Callable[[list[Any]], Any]] = {
     tuple: lambda batch: _collate_sequence(batch[0], batch),
     list: lambda batch: _collate_sequence(batch[0], batch),
 }
+# The types added by register_collate, also matched by isinstance.
+_REGISTERED: dict[type, Callable[[list[Any]], Any]] = {}
+
+
+def register_collate(item_type: type, collate: Callable[[list[Any]], Any]) -> None:
+    """Make :func:`default_collate` collate items of ``item_type`` (and subclasses) with ``collate``.
+
+    ``collate`` receives the list of items and returns the batch. A type
+    registered again replaces its earlier function.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> from dataloader import default_collate
+    >>> from dataloader._loading.collate import register_collate
+    >>> register_collate(Fraction, lambda items: sum(items))
+    >>> default_collate([Fraction(1, 2), Fraction(1, 3)])
+    Fraction(5, 6)
+    """
+    if not isinstance(item_type, type):
+        raise TypeError(f"register_collate: item_type must be a type, got {item_type!r}")
+    if not callable(collate):
+        raise TypeError(f"register_collate: collate must be callable, got {collate!r}")
+    default_collate_fn_map[item_type] = collate
+    _REGISTERED[item_type] = collate
 
 
 def default_convert(data: Any) -> Any:

@@ -19,7 +19,6 @@ from dataloader._datasets.asynchronous import (
     is_async_dataset,
 )
 from dataloader._datasets.dataset import is_iterable_style, is_map_style
-from dataloader._images.collator import ImageCollator, ItemTransform
 from dataloader._loading import streaming as _streaming
 from dataloader._loading.arguments import check_counts, is_int
 from dataloader._loading.collate import default_collate, default_convert
@@ -37,6 +36,7 @@ from dataloader._loading.pinning import (
     check_pin_memory_device,
     pinning,
 )
+from dataloader._loading.plugins import bind_epoch
 from dataloader._loading.stats import Stats
 from dataloader._loading.worker import WorkerSetup
 from dataloader._sampling.sampler import (
@@ -50,7 +50,6 @@ from dataloader._sampling.sampler import (
 )
 from dataloader._sampling.seeding import check_seed, random_seed
 from dataloader._sampling.state import LoaderProgress, check_resumable, skip_batches
-from dataloader.transforms import Transform
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -465,17 +464,14 @@ class DataLoader(Generic[T_co]):
     def _epoch_transform(self) -> tuple[Any, Any]:
         """This epoch's ``transform(index, item)``, and a batch assembler when one applies.
 
-        A native chain is bound to the loader's seed and this epoch; with an
-        ``ImageCollator`` and a fixed output shape, batch tasks write each
-        item straight into its batch slot (lanes keep the per-item path).
+        See :mod:`dataloader._loading.plugins`: a native chain is bound to the
+        loader's seed and this epoch; with a collator that assembles batches
+        (``ImageCollator``, for a chain of fixed output shape), batch tasks
+        write each item straight into its batch slot (lanes keep the
+        per-item path).
         """
-        if not isinstance(self.transform, Transform):
-            return self.transform, None
-        transform = ItemTransform(self.transform, self.seed, self.epoch)
-        assemble = None
-        if isinstance(self.collate_fn, ImageCollator) and self.item_concurrency == 1:
-            assemble = self.collate_fn.assembler(transform)
-        return transform, assemble
+        return bind_epoch(self.transform, self.collate_fn, seed=self.seed, epoch=self.epoch,
+                          lanes=self.item_concurrency > 1)
 
     def _plan_epoch(self) -> EpochPlan:
         progress, resume = self._progress.start_epoch(self._epoch_samplers())
