@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 
 from dataloader._datasets.asynchronous import is_async_dataset
 from dataloader._loading.worker import get_worker_info
-from dataloader._sampling.distributed import world
+from dataloader._sampling.distributed import check_rank, world
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -392,15 +392,7 @@ class ShardedIterable(IterableDataset):
     """One rank's share of a stream, by item position (see :func:`shard`)."""
 
     def __init__(self, source: Iterable[Any], rank: int, world_size: int) -> None:
-        for name, value in (("rank", rank), ("world_size", world_size)):
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ValueError(f"{name} should be an integer, but got {name}={value!r}")
-        if world_size < 1:
-            raise ValueError(f"world_size should be at least 1, but got world_size={world_size}")
-        if not 0 <= rank < world_size:
-            raise ValueError(
-                f"Invalid rank {rank}, rank should be in the interval [0, {world_size - 1}]"
-            )
+        world_size, rank = check_rank(world_size, rank, "world_size")
         self.source = source
         self.rank = rank
         self.world_size = world_size

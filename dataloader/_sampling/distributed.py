@@ -24,7 +24,7 @@ from dataloader._sampling.sampler import _ChunkedSampler
 from dataloader._sampling.seeding import EpochSeeded, check_seed, epoch_generator
 from dataloader._sampling.shuffle import Order, draw_key, strided_indices
 
-__all__ = ["AgreedBatches", "DistributedSampler", "RankGroup", "world"]
+__all__ = ["AgreedBatches", "DistributedSampler", "RankGroup", "check_rank", "world"]
 
 
 def _torch_distributed() -> Any:
@@ -63,16 +63,23 @@ def world(num_replicas: int | None = None, rank: int | None = None) -> tuple[int
             )
         num_replicas = found[0] if num_replicas is None else num_replicas
         rank = found[1] if rank is None else rank
-    for name, value in (("num_replicas", num_replicas), ("rank", rank)):
+    return check_rank(num_replicas, rank)
+
+
+def check_rank(size: Any, rank: Any, size_name: str = "num_replicas") -> tuple[int, int]:
+    """``(size, rank)`` as ints, once both are integers with ``0 <= rank < size``.
+
+    Raises ``ValueError`` (torch's type for these) naming ``size_name`` or
+    ``rank`` otherwise.
+    """
+    for name, value in ((size_name, size), ("rank", rank)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
             raise ValueError(f"{name} should be an integer, but got {name}={value!r}")
-    if num_replicas < 1:
-        raise ValueError(f"num_replicas should be at least 1, but got num_replicas={num_replicas}")
-    if not 0 <= rank < num_replicas:
-        raise ValueError(
-            f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]"
-        )
-    return int(num_replicas), int(rank)
+    if size < 1:
+        raise ValueError(f"{size_name} should be at least 1, but got {size_name}={size}")
+    if not 0 <= rank < size:
+        raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {size - 1}]")
+    return int(size), int(rank)
 
 
 def _from_environment() -> tuple[int, int] | None:
