@@ -6,14 +6,15 @@ import json
 import platform
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 RESULTS = Path(__file__).parent / "results"
 
 
 class Indices:
-    """A map-style dataset of ``n`` items whose item ``i`` is ``i``: only the loader's work is left."""
+    """A map-style dataset whose item ``i`` is ``i``: only the loader's work is left."""
 
     def __init__(self, n: int) -> None:
         self.n = n
@@ -59,7 +60,7 @@ def print_table(headers: list[str], rows: list[list[Any]]) -> None:
     cells = [headers] + [[_format(value) for value in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     for n, row in enumerate(cells):
-        print("  ".join(cell.rjust(width) for cell, width in zip(row, widths)))
+        print("  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)))
         if n == 0:
             print("  ".join("-" * width for width in widths))
 

@@ -117,7 +117,7 @@ def _photos() -> list[PILImage.Image]:
     for name in PHOTOS:
         try:
             pixels = getattr(data, name)()
-        except Exception:   # a photograph that would need a download: skip it
+        except Exception:  # noqa: BLE001 -- any failure to load one photograph skips it
             continue
         if isinstance(pixels, tuple):
             pixels = pixels[0]

@@ -252,7 +252,8 @@ def main() -> None:
             rows.append([name, f"{rate['dataloader']:,.0f}/s", f"{rate['torch']:,.0f}/s",
                          f"{rate['torch_persistent']:,.0f}/s",
                          f"{best_torch / seconds['dataloader']:.1f}x"])
-        results[name] = {"seconds": seconds, "ratio_vs_best_torch": best_torch / seconds["dataloader"]}
+        results[name] = {"seconds": seconds,
+                         "ratio_vs_best_torch": best_torch / seconds["dataloader"]}
         print(f"  {name}: done", flush=True)
 
     print(f"\nbatch size {BATCH_SIZE}, {NUM_WORKERS} workers, median of {args.repeats}")

@@ -48,7 +48,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -153,8 +153,8 @@ def pillow_tensor(image, train: bool, mean, std):
         else:
             size = (int(image.width * scale), RESIZE)
         image = image.resize(size, bilinear)
-        left = int(round((image.width - SIZE) / 2.0))
-        top = int(round((image.height - SIZE) / 2.0))
+        left = round((image.width - SIZE) / 2.0)
+        top = round((image.height - SIZE) / 2.0)
         image = image.crop((left, top, left + SIZE, top + SIZE))
     tensor = torch.from_numpy(np.array(image, np.uint8, copy=True))
     tensor = tensor.permute(2, 0, 1).contiguous().float().div(255)
@@ -171,17 +171,17 @@ def random_resized_crop_params(height: int, width: int, scale=(0.08, 1.0),
     for _ in range(10):
         target_area = area * torch.empty(1).uniform_(*scale).item()
         aspect = math.exp(torch.empty(1).uniform_(*log_ratio).item())
-        w = int(round(math.sqrt(target_area * aspect)))
-        h = int(round(math.sqrt(target_area / aspect)))
+        w = round(math.sqrt(target_area * aspect))
+        h = round(math.sqrt(target_area / aspect))
         if 0 < w <= width and 0 < h <= height:
             top = int(torch.randint(0, height - h + 1, size=(1,)).item())
             left = int(torch.randint(0, width - w + 1, size=(1,)).item())
             return top, left, h, w
     in_ratio = width / height
     if in_ratio < min(ratio):
-        w, h = width, int(round(width / min(ratio)))
+        w, h = width, round(width / min(ratio))
     elif in_ratio > max(ratio):
-        w, h = int(round(height * max(ratio))), height
+        w, h = round(height * max(ratio)), height
     else:
         w, h = width, height
     return (height - h) // 2, (width - w) // 2, h, w
@@ -240,7 +240,7 @@ def run_child(library: str, chain: str, root: Path, repeats: int) -> dict:
 
     def epoch() -> int:
         n = 0
-        for images, labels in batches(loader):
+        for images, _labels in batches(loader):
             assert images.shape[1:] == (3, SIZE, SIZE) and images.dtype == torch.float32
             # Read one value per 4 KiB page, as a training step reads the
             # whole batch: its pages then count in this process's RSS (torch
@@ -383,7 +383,7 @@ def compare(repeats: int, rounds: int = 3, n_images: int = N_IMAGES,
         f" --repeats {repeats}" if repeats != 5 else "") + (
         f" --rounds {rounds}" if rounds != 3 else "")
     result = {
-        "command": command, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": command, "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine_description(), "versions": versions(), "images": n_images,
         "image_root": str(root), "batch_size": BATCH_SIZE, "num_workers": NUM_WORKERS,
         "epochs_per_run": repeats, "rounds": rounds, "raw_limit_images_per_s": limit,

@@ -156,7 +156,7 @@ def raw_loader(shards: list[str]):
 
 
 def peak_rss_mib(shards: list[str], loader: str) -> float:
-    """Peak RSS of a fresh process streaming ``shards`` through ``ours_loader`` or ``raw_loader``."""
+    """Peak RSS of a new process streaming ``shards`` through ``ours_loader`` or ``raw_loader``."""
     code = (
         f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import shards\n"
         f"for batch in shards.{loader}(json.loads(sys.argv[1])): pass\n"
@@ -190,7 +190,8 @@ def main() -> None:
     print_table(["images/s (best epoch)", "rate", "vs ours"], rows)
 
     raw, cat = raw_rates(small, args.repeats)
-    result["raw"] = {"tar_dataset_mb_s": raw, "cat_mb_s": cat, "fraction_of_cat": max(raw) / max(cat)}
+    result["raw"] = {"tar_dataset_mb_s": raw, "cat_mb_s": cat,
+                     "fraction_of_cat": max(raw) / max(cat)}
     print_table(["raw read, MB/s (best)", "rate"],
                 [["TarDataset, no decoding", max(raw)], ["cat > /dev/null", max(cat)],
                  ["fraction of cat", max(raw) / max(cat)]])

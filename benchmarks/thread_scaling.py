@@ -49,7 +49,8 @@ def best_rates(repeats: int) -> dict[int, float]:
     best = {workers: float("inf") for workers in loaders}
     for _ in range(repeats):
         for workers, loader in loaders.items():
-            seconds = median_seconds(lambda: sum(1 for _ in loader), repeats=1, warmup=0)
+            seconds = median_seconds(lambda loader=loader: sum(1 for _ in loader),
+                                     repeats=1, warmup=0)
             best[workers] = min(best[workers], seconds)
     for loader in loaders.values():
         loader.close()
@@ -77,7 +78,7 @@ def plain_thread_rates(repeats: int) -> dict[int, float]:
     for _ in range(repeats):
         for n_threads in best:
             best[n_threads] = min(best[n_threads], median_seconds(
-                lambda: run(n_threads), repeats=1, warmup=0))
+                lambda n_threads=n_threads: run(n_threads), repeats=1, warmup=0))
     return {n_threads: N_ITEMS / seconds for n_threads, seconds in best.items()}
 
 

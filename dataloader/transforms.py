@@ -15,17 +15,20 @@ Examples
 --------
 >>> import numpy as np
 >>> from dataloader.transforms import CenterCrop, Compose, Normalize, Resize, ToChw, ToFloat
->>> chain = Compose([Resize(8), CenterCrop(6), ToFloat(), Normalize([0.5] * 3, [0.25] * 3), ToChw()])
+>>> chain = Compose([Resize(8), CenterCrop(6), ToFloat(),
+...                  Normalize([0.5] * 3, [0.25] * 3), ToChw()])
 >>> chain(np.full((16, 20, 3), 128, np.uint8)).shape
 (3, 6, 6)
->>> chain
-Compose([Resize(size=8), CenterCrop(size=(6, 6)), ToFloat(), Normalize(mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25)), ToChw()])
+>>> chain  # doctest: +NORMALIZE_WHITESPACE
+Compose([Resize(size=8), CenterCrop(size=(6, 6)), ToFloat(),
+         Normalize(mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25)), ToChw()])
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -298,7 +301,7 @@ class RandomResizedCrop(Transform):
 
 @_frozen
 class Pad(Transform):
-    """Pad the borders: ``padding`` as torchvision's ``Pad``, ``mode`` constant/edge/reflect/symmetric.
+    """Pad the borders as torchvision's ``Pad``; ``mode`` constant, edge, reflect or symmetric.
 
     Examples
     --------
@@ -385,7 +388,8 @@ class Resize(Transform):
         if self.max_size is not None:
             _set(self, "max_size", check_int("max_size", self.max_size, 1))
             if self.max_size <= self.size:
-                raise ValueError(f"max_size ({self.max_size}) must be larger than size ({self.size})")
+                raise ValueError(
+                    f"max_size ({self.max_size}) must be larger than size ({self.size})")
         check_choice("interpolation", self.interpolation, FILTERS)
         _set(self, "antialias", check_bool("antialias", self.antialias))
 

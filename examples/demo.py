@@ -15,7 +15,7 @@ import numpy as np
 from dataloader import DataLoader, Dataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from _images import generated_image_folder  # noqa: E402
+from _images import generated_image_folder
 
 try:
     from tqdm import tqdm
@@ -73,7 +73,7 @@ def in_memory() -> None:
     for epoch in range(2):
         start = time.perf_counter()
         n_batches = 0
-        for batch in loader:
+        for batch in loader:  # noqa: B007 -- the last batch's shape is printed
             n_batches += 1
         elapsed = time.perf_counter() - start
         print(
@@ -103,7 +103,7 @@ def images(n_images: int = 500, epochs: int = 3) -> None:
                         transform=train, collate_fn=ImageCollator(), seed=0)
     for epoch in range(epochs):
         progress = Progress(n_images, f"images epoch {epoch}")
-        for batch, labels in loader:
+        for batch, _labels in loader:
             pixels = np.asarray(batch)   # zero-copy view of the batch
             progress.update(len(pixels))
         progress.close()

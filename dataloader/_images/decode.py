@@ -101,7 +101,8 @@ def image_info(data) -> ImageInfo:
         fmt, height, width, channels = _codecs.header_info(buf)
         return ImageInfo(height, width, channels, fmt)
     with _pillow(buf, fmt) as im:
-        return ImageInfo(im.height, im.width, CONVERT_MODES[_pillow_mode(im)], im.format or str(fmt))
+        return ImageInfo(im.height, im.width, CONVERT_MODES[_pillow_mode(im)],
+                         im.format or str(fmt))
 
 
 def _check_limits(height, width, channels, max_width, max_height, max_bytes):

@@ -12,7 +12,7 @@ from dataloader.kernels import image_info
 pytest.importorskip("skimage")
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
-import _images as images  # noqa: E402
+import _images as images
 
 N_IMAGES = 20
 N_CLASSES = 3

@@ -41,8 +41,8 @@ def test_eval_item_is_resize_center_crop_normalize(root):
     assert dataset.samples[4] == (path, label)
     pixels = kernels.decode(path.read_bytes(), mode="RGB")
     resized = kernels.resize(pixels, 256)
-    top = int(round((resized.shape[0] - 224) / 2))
-    left = int(round((resized.shape[1] - 224) / 2))
+    top = round((resized.shape[0] - 224) / 2)
+    left = round((resized.shape[1] - 224) / 2)
     expected = kernels.normalize(kernels.to_float(resized[top:top + 224, left:left + 224]),
                                  images.MEAN, images.STD)
     # libjpeg-turbo and Pillow decode alike; resizes are within 1 level of each other.
