@@ -1,6 +1,6 @@
-"""The image workload of ``compare_torch.py``: JPEG files to normalised NCHW batches.
+"""Ours vs torch on images: JPEG files to normalised NCHW batches.
 
-Two chains over a generated ImageNet-like folder (``_images.py``: 2,000
+Two chains over a generated ImageNet-like folder (``dataloader._images.samples``: 2,000
 JPEGs of 400-500 x 300-375 pixels at quality 90, in 10 classes), batches of
 64 float32 ``(64, 3, 224, 224)`` tensors, 2 workers:
 
@@ -34,11 +34,12 @@ processes at the end of the run is reported beside it.  The training loop
 reads one value per page of every batch, so that the batch memory counts
 for torch's main process as it does for ours.
 
-Run ``python benchmarks/compare_torch.py --only images``.
+Run ``python benchmarks/images.py`` (``--repeats``, ``--rounds``, ``--no-chart``).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -52,8 +53,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-from _common import machine, print_table, write_json
-from _images import generated_image_folder, image_paths
+
+from dataloader._cli.measure import machine, print_table, write_json
+from dataloader._images.samples import image_paths, sample_image_folder
+
+RESULTS = Path(__file__).parent / "results"
 
 BATCH_SIZE = 64
 NUM_WORKERS = 2
@@ -343,7 +347,7 @@ def compare(repeats: int, rounds: int = 3, n_images: int = N_IMAGES,
     The headline rate of each is its best epoch over all rounds (the least
     disturbed on a shared machine); the median epoch is kept beside it.
     """
-    root = generated_image_folder(n_images=n_images)
+    root = sample_image_folder(n_images)
     load = [os.getloadavg()]
     runs = {chain: {library: [] for library in LIBRARIES} for chain in CHAINS}
     limit_rates, limit_cpu = [], []
@@ -379,7 +383,7 @@ def compare(repeats: int, rounds: int = 3, n_images: int = N_IMAGES,
                      f"{entry['cpu_ratio_torch_over_ours']:.2f}x",
                      f"{ours['peak_rss_mib']:,.0f} MiB", f"{theirs['peak_rss_mib']:,.0f} MiB",
                      f"{entry['rss_ratio_vs_torch']:.2f}", f"{entry['pss_ratio_vs_torch']:.2f}"])
-    command = "python benchmarks/compare_torch.py --only images" + (
+    command = "python benchmarks/images.py" + (
         f" --repeats {repeats}" if repeats != 5 else "") + (
         f" --rounds {rounds}" if rounds != 3 else "")
     result = {
@@ -411,7 +415,7 @@ def compare(repeats: int, rounds: int = 3, n_images: int = N_IMAGES,
     print(f"load average (1 min) during the runs: "
           f"{min(x[0] for x in load):.1f} to {max(x[0] for x in load):.1f} "
           f"on {os.cpu_count()} CPUs")
-    print(f"wrote {write_json('compare_torch_images', result)}")
+    print(f"wrote {write_json(RESULTS, 'compare_torch_images', result)}")
     if chart is not None:
         print(f"wrote {draw_chart(result, chart)}")
     return result
@@ -474,7 +478,21 @@ def draw_chart(result: dict, path: Path) -> Path:
     return path
 
 
-if __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
-    # The fresh process of run_fresh(); compare_torch.py is the command line.
-    _library, _chain, _root, _repeats = sys.argv[2:6]
-    print(json.dumps(run_child(_library, _chain, Path(_root), int(_repeats))))
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5, help="timed epochs per process")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="fresh processes per chain and library")
+    parser.add_argument("--no-chart", action="store_true",
+                        help=f"do not redraw {CHART.relative_to(CHART.parents[2])}")
+    args = parser.parse_args()
+    compare(args.repeats, args.rounds, chart=None if args.no_chart else CHART)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--child"]:
+        # The fresh process of run_fresh().
+        _library, _chain, _root, _repeats = sys.argv[2:6]
+        print(json.dumps(run_child(_library, _chain, Path(_root), int(_repeats))))
+    else:
+        main()

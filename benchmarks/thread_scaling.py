@@ -16,10 +16,12 @@ import argparse
 import os
 import sys
 import threading
-
-from _common import median_seconds, print_table, write_json
+from pathlib import Path
 
 from dataloader import DataLoader
+from dataloader._cli.measure import median_seconds, print_table, write_json
+
+RESULTS = Path(__file__).parent / "results"
 
 N_ITEMS = 2_000
 WORK = 2_000  # loop iterations per item: about 0.1 ms of pure Python
@@ -98,7 +100,7 @@ def main() -> None:
     print_table(["interpreter", "runner", "1 thread (items/s)", "2 threads (items/s)",
                  "scaling"], rows)
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    write_json(f"thread_scaling_{'gil' if gil else 'ft'}",
+    write_json(RESULTS, f"thread_scaling_{'gil' if gil else 'ft'}",
                {"gil": gil, "items_per_second": rates, "plain_threads": ceiling})
 
 

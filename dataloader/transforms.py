@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar, dataclass_transform
 
 import numpy as np
 
@@ -88,11 +88,14 @@ class Transform:
     def __repr__(self) -> str:
         # Only the arguments that differ from their defaults, as they would be typed.
         shown = []
-        for field in dataclasses.fields(self):
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]  # every subclass is one
             value = getattr(self, field.name)
             if field.default is dataclasses.MISSING or value != field.default:
                 shown.append(f"{field.name}={value!r}")
         return f"{type(self).__name__}({', '.join(shown)})"
+
+
+_T = TypeVar("_T")
 
 
 def _set(transform: Transform, name: str, value: Any) -> None:
@@ -100,7 +103,8 @@ def _set(transform: Transform, name: str, value: Any) -> None:
     object.__setattr__(transform, name, value)
 
 
-def _frozen(cls):
+@dataclass_transform(frozen_default=True)
+def _frozen(cls: type[_T]) -> type[_T]:
     """A transform class: a frozen dataclass whose repr shows the arguments."""
     return dataclasses.dataclass(frozen=True, repr=False, eq=True)(cls)
 
@@ -515,7 +519,7 @@ class Normalize(Transform):
 
     def _steps(self):
         pad = (0.0,) * (4 - len(self.mean))
-        return [("normalize", (len(self.mean),), self.mean + pad + self.std + pad)]
+        return [("normalize", (len(self.mean),), (*self.mean, *pad, *self.std, *pad))]
 
 
 @_frozen
@@ -566,6 +570,7 @@ class Compose(Transform):
     """
 
     __slots__ = ("transforms",)
+    transforms: tuple[Transform, ...]
 
     def __init__(self, transforms: Sequence[Transform]) -> None:
         if isinstance(transforms, Transform) or not isinstance(transforms, (list, tuple)):

@@ -1,21 +1,17 @@
 """Two loaders: rows of an in-memory matrix, then JPEG files through the native image pipeline.
 
 The second part generates 500 ImageNet-like JPEGs once (under the system's
-temporary folder; ``benchmarks/_images.py``) and loads them as a training
+temporary folder; ``dataloader._images.samples``) and loads them as a training
 run would: decode, random resized crop to 224x224, random flip, normalise,
 float32 NCHW batches of 64, on 2 worker threads.
 """
 
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from dataloader import DataLoader, Dataset
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from _images import generated_image_folder
+from dataloader._images.samples import sample_image_folder
 
 try:
     from tqdm import tqdm
@@ -95,7 +91,7 @@ def images(n_images: int = 500, epochs: int = 3) -> None:
     )
 
     start = time.perf_counter()
-    root = generated_image_folder(n_images=n_images)
+    root = sample_image_folder(n_images)
     print(f"{n_images} JPEGs in {root} ({time.perf_counter() - start:.1f} s)")
     train = Compose([Decode("RGB"), RandomResizedCrop(224), RandomHFlip(), ToFloat(),
                      Normalize(MEAN, STD), ToChw()])

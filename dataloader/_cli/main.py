@@ -298,7 +298,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.path is None:
         from dataloader._images.samples import sample_image_folder
 
-        root = sample_image_folder(args.sample_images)
+        root = sample_image_folder(args.sample_images, n_classes=4)
         print(f"generated images: {root}", file=sys.stderr)
     else:
         root = args.path

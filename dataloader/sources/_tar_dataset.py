@@ -238,7 +238,7 @@ def as_tuple(sample: dict, fields: tuple[tuple[str, ...], ...]) -> tuple:
     for choices in fields:
         for extension in choices:
             if extension in sample:
-                values.append(_decoded(extension, sample[extension]))  # type: ignore[arg-type]
+                values.append(_decoded(extension, sample[extension]))
                 break
         else:
             raise ValueError(
