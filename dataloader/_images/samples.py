@@ -1,8 +1,8 @@
 """Generated sample images: one array generator and one image-folder generator.
 
 Everything that needs test or demo images uses these: ``dataloader bench``
-and ``dataloader show`` without a folder, ``make demo``, the benchmarks,
-the examples, the tests and the fuzzers' seed corpus.
+without a folder, ``make demo``, the benchmarks, the examples, the tests and
+the fuzzers' seed corpus.
 
 :func:`synthetic_image` draws smooth gradients, a wave pattern and noise:
 resampling and codecs behave on it as on photographs, and it needs nothing
