@@ -54,8 +54,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dataloader._cli.measure import machine, print_table, write_json
-from dataloader._images.samples import image_paths, sample_image_folder
+# dataloader is imported inside the functions that use it: the torch child
+# process must not load it, or its memory would count as torch's.
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -294,6 +294,7 @@ def raw_limit(root: Path, repeats: int) -> tuple[list[float], list[float]]:
     """Images/s and CPU ms per image of read + decode + resize to 224x224 in 2 threads,
     no loader, per pass."""
     from dataloader import kernels
+    from dataloader._images.samples import image_paths
 
     paths = image_paths(root)
 
@@ -318,6 +319,8 @@ def machine_description() -> dict:
         system = platform.freedesktop_os_release().get("PRETTY_NAME", platform.system())
     except OSError:
         system = platform.platform()
+    from dataloader._cli.measure import machine
+
     return {**machine(), "os": system}
 
 
@@ -347,6 +350,9 @@ def compare(repeats: int, rounds: int = 3, n_images: int = N_IMAGES,
     The headline rate of each is its best epoch over all rounds (the least
     disturbed on a shared machine); the median epoch is kept beside it.
     """
+    from dataloader._cli.measure import print_table, write_json
+    from dataloader._images.samples import sample_image_folder
+
     root = sample_image_folder(n_images)
     load = [os.getloadavg()]
     runs = {chain: {library: [] for library in LIBRARIES} for chain in CHAINS}
