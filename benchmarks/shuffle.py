@@ -28,9 +28,12 @@ import sys
 import time
 from collections import deque
 from itertools import islice
+from pathlib import Path
 
-from _common import Indices as Huge
-from _common import print_table, write_json
+from dataloader._cli.measure import Indices as Huge
+from dataloader._cli.measure import print_table, write_json
+
+RESULTS = Path(__file__).parent / "results"
 
 BIG = 10**10
 LARGE = 2 * 10**8
@@ -271,7 +274,7 @@ def main() -> None:
     print_table(["iterating", "items", "wall", "per CPU second"], rate_rows)
     print(f"\nload average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     results["load_average"] = os.getloadavg()
-    path = write_json("shuffle", results)
+    path = write_json(RESULTS, "shuffle", results)
     print(f"written to {path}")
 
 

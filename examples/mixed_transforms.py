@@ -65,7 +65,7 @@ def main() -> None:
         on_threads = batches(root, num_workers=2)
         on_caller = batches(root, num_workers=0)
         print(f"{len(on_threads)} batches of {on_threads[0].shape} {on_threads[0].dtype}")
-        same = all(np.array_equal(a, b) for a, b in zip(on_threads, on_caller))
+        same = all(np.array_equal(a, b) for a, b in zip(on_threads, on_caller, strict=True))
         print(f"same batches with 2 workers and with none: {same}")
 
 

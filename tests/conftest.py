@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, settings
 from PIL import Image as PILImage
 
 from dataloader import DataLoader
+from dataloader._images.samples import synthetic_image
 
 # Property tests (test_kernel_properties.py, test_crash_hunt.py): a modest
 # number of examples per test under `make test`, many more under `make soak`.
@@ -82,19 +83,8 @@ _PF_EXITING = 0x4  # linux/sched.h
 DATA = Path(__file__).parent / "data"
 
 
-def natural_image(height, width, channels=3, seed=0):
-    """Smooth gradients plus noise: resampling and codecs behave as on photos."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:height, 0:width].astype(np.float64)
-    planes = [
-        255 * x / max(width - 1, 1),
-        255 * y / max(height - 1, 1),
-        127.5 + 127.5 * np.sin((x + 2 * y) / 7.0),
-        255 * ((x * y) % 97) / 96,
-    ]
-    base = np.stack(planes[:channels], axis=-1)
-    noisy = base + rng.normal(0, 10, base.shape)
-    return np.clip(np.rint(noisy), 0, 255).astype(np.uint8)
+# Smooth gradients plus noise: resampling and codecs behave as on photos.
+natural_image = synthetic_image
 
 
 def encode(array_or_image, fmt, **options):

@@ -83,7 +83,11 @@ class Assembling:
 
     def assembler(self, item_transform):
         self.assemblers += 1
-        return lambda indices, items: ("assembled", [item_transform(i, x) for i, x in zip(indices, items)])
+        def assemble(indices, items):
+            pairs = zip(indices, items, strict=True)
+            return ("assembled", [item_transform(index, item) for index, item in pairs])
+
+        return assemble
 
 
 @pytest.mark.parametrize("num_workers", [0, 2])

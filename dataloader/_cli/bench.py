@@ -15,7 +15,8 @@ import os
 import random
 import sys
 import time
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -104,7 +105,7 @@ def _time_epochs(loader: Iterable[Any], epochs: int,
     first = math.nan
     start = time.perf_counter()
     for _ in range(epochs):
-        for batch_images, labels in loader:
+        for _images, labels in loader:
             if images == 0:
                 first = time.perf_counter() - start
             images += len(labels)
@@ -152,15 +153,15 @@ def _crop_window(height: int, width: int, scale=(0.08, 1.0),
     for _ in range(10):
         target_area = area * random.uniform(*scale)
         aspect = math.exp(random.uniform(*log_ratio))
-        w = int(round(math.sqrt(target_area * aspect)))
-        h = int(round(math.sqrt(target_area / aspect)))
+        w = round(math.sqrt(target_area * aspect))
+        h = round(math.sqrt(target_area / aspect))
         if 0 < w <= width and 0 < h <= height:
             return random.randint(0, height - h), random.randint(0, width - w), h, w
     in_ratio = width / height
     if in_ratio < ratio[0]:
-        w, h = width, int(round(width / ratio[0]))
+        w, h = width, round(width / ratio[0])
     elif in_ratio > ratio[1]:
-        h, w = height, int(round(height * ratio[1]))
+        h, w = height, round(height * ratio[1])
     else:
         w, h = width, height
     return (height - h) // 2, (width - w) // 2, h, w
@@ -223,7 +224,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: s
     lines = []
     for row in [headers, *rows]:
         cells = [str(cell).ljust(width) if side == "l" else str(cell).rjust(width)
-                 for cell, width, side in zip(row, widths, align)]
+                 for cell, width, side in zip(row, widths, align, strict=True)]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 

@@ -19,8 +19,9 @@ import shutil
 import sys
 import textwrap
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -151,8 +152,8 @@ def _parser() -> argparse.ArgumentParser:
 
     show = commands.add_parser(
         "show", help="write one augmented batch as an image grid",
-        description=_wrap("Run Compose([Decode('RGB'), *TRANSFORM]) over one shuffled batch of PATH "
-                    "and write the results side by side as a PNG, to see what an augmentation "
+        description=_wrap("Run Compose([Decode('RGB'), *TRANSFORM]) over one shuffled batch of "
+                    "PATH and write the results side by side as a PNG, to see what an augmentation "
                     "does. TRANSFORM is a comma-separated list of dataloader.transforms calls "
                     "with literal arguments. Float output (ToFloat, Normalize) is rescaled to "
                     "0..255 for viewing; CHW output is shown as HWC."),
@@ -234,7 +235,7 @@ class ImageFiles:
 
 
 def _image_dataset(path: Path, repeat_file: int = 0) -> Any:
-    """An ``ImageFolder``, or ``ImageFiles`` for a flat folder (or one file, ``repeat_file`` times)."""
+    """An ``ImageFolder``, or ``ImageFiles`` for a flat folder or one file ``repeat_file`` times."""
     if not path.exists():
         raise UsageError(f"{path}: no such file or directory")
     if path.is_file():
@@ -297,7 +298,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.path is None:
         from dataloader._images.samples import sample_image_folder
 
-        root = sample_image_folder(args.sample_images)
+        root = sample_image_folder(args.sample_images, n_classes=4)
         print(f"generated images: {root}", file=sys.stderr)
     else:
         root = args.path

@@ -1,4 +1,5 @@
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from dataloader._core.pool import Pool
 from dataloader._errors import EpochClosedError as EpochClosedError

@@ -30,7 +30,8 @@ import logging
 import os
 import threading
 import weakref
-from typing import Any, Awaitable, Generic, Sequence, TypeVar
+from collections.abc import Awaitable, Sequence
+from typing import Any, Generic, TypeVar
 
 from dataloader._errors import EpochClosedError
 
@@ -284,7 +285,7 @@ async def _shutdown(dataset: Any) -> None:
     if aclose is not None and inspect.iscoroutinefunction(aclose):
         try:
             await asyncio.wait_for(aclose(), ACLOSE_TIMEOUT_SECONDS)
-        except Exception:  # noqa: BLE001 -- logged, never raised into the collector
+        except Exception:
             logger.exception("dataloader: %s.aclose() failed", type(dataset).__name__)
     await _cancel_all()
     await asyncio.get_running_loop().shutdown_asyncgens()

@@ -250,7 +250,8 @@ class ConcatDataset(Dataset[T_co]):
             locals_.append(local)
         items: list[Any] = [None] * len(indices)
         for member, (positions, locals_) in groups.items():
-            for position, item in zip(positions, forwarded_getitems(self.datasets[member], locals_)):
+            fetched = forwarded_getitems(self.datasets[member], locals_)
+            for position, item in zip(positions, fetched, strict=True):
                 items[position] = item
         return items
 

@@ -132,7 +132,7 @@ class _AsyncSubset(Subset[T_co]):
 
 
 class TensorDataset(Dataset[tuple[Any, ...]]):
-    """Rows of arrays that share their first dimension: item ``i`` is ``tuple(t[i] for t in tensors)``.
+    """Rows of arrays sharing their first dimension: item ``i`` is ``tuple(t[i] for t in tensors)``.
 
     Parameters
     ----------
@@ -251,9 +251,9 @@ class StackDataset(Dataset[Any]):
         if isinstance(self._datasets, dict):
             keys = list(self._datasets)
             columns = [forwarded_getitems(self._datasets[key], indices) for key in keys]
-            return [dict(zip(keys, row)) for row in zip(*columns)]
+            return [dict(zip(keys, row, strict=True)) for row in zip(*columns, strict=True)]
         columns = [forwarded_getitems(dataset, indices) for dataset in self._datasets]
-        return list(zip(*columns))
+        return list(zip(*columns, strict=True))
 
     def __len__(self) -> int:
         return self._length
@@ -314,7 +314,8 @@ def random_split(
     sizes = _split_sizes(total, lengths)
     order = _permutation(total, generator)
     return [
-        Subset(dataset, order[end - size : end]) for end, size in zip(accumulate(sizes), sizes)
+        Subset(dataset, order[end - size : end])
+        for end, size in zip(accumulate(sizes), sizes, strict=True)
     ]
 
 

@@ -50,7 +50,8 @@ def output_shape(transform: Transform) -> tuple[int, int, int, str, str] | None:
         elif step_name == "resize":
             size = (ints[0], ints[1]) if ints[1] else None
         elif step_name == "pad":
-            size = None if size is None else (size[0] + ints[1] + ints[3], size[1] + ints[0] + ints[2])
+            if size is not None:
+                size = (size[0] + ints[1] + ints[3], size[1] + ints[0] + ints[2])
         elif step_name == "rotate90" and ints[0] % 2 and size is not None:
             size = (size[1], size[0])
         elif step_name in ("to_float", "normalize"):

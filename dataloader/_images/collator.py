@@ -12,7 +12,8 @@ and the collator copies them into the batch.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -104,7 +105,8 @@ class ImageCollator:
 
     def new_batch(self, n: int, height: int, width: int, channels: int, dtype: str) -> ImageBatch:
         """An uninitialised pooled batch of ``n`` images in this collator's layout."""
-        shape = (n, channels, height, width) if self.layout == "NCHW" else (n, height, width, channels)
+        nchw = self.layout == "NCHW"
+        shape = (n, channels, height, width) if nchw else (n, height, width, channels)
         return new_batch(self.pool, shape, dtype, self.layout)
 
     def assembler(self, transform: Any) -> Callable[[list[int], list[Any]], Any] | None:
@@ -127,7 +129,7 @@ class ImageCollator:
         def assemble(indices: list[int], items: list[Any]) -> Any:
             batch = self.new_batch(len(items), height, width, channels, dtype)
             labelled = len(items) > 0 and isinstance(items[0], (tuple, list))
-            for position, (index, item) in enumerate(zip(indices, items)):
+            for position, (index, item) in enumerate(zip(indices, items, strict=True)):
                 data = item[0] if labelled else item
                 chain.apply_into(data, transform.item_seed(index), batch, position)
             if not labelled:

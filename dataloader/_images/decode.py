@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import io
+from collections.abc import Sequence
+from typing import TypeAlias
 
 import numpy as np
 
@@ -26,6 +28,8 @@ from dataloader._images.arguments import (
     check_size,
 )
 
+# An encoded file: bytes-like, or a 1-D uint8 array.
+EncodedBytes: TypeAlias = bytes | bytearray | memoryview | np.ndarray
 _INSTALL_HINT = "install Pillow for more formats: pip install dataloader[images]"
 
 
@@ -67,7 +71,7 @@ def _pillow_mode(im) -> str:
     return im.mode if im.mode in CONVERT_MODES else "RGB"
 
 
-def image_info(data) -> ImageInfo:
+def image_info(data: EncodedBytes) -> ImageInfo:
     """Read the size, channels and format of an encoded image from its header.
 
     Parameters
@@ -101,7 +105,8 @@ def image_info(data) -> ImageInfo:
         fmt, height, width, channels = _codecs.header_info(buf)
         return ImageInfo(height, width, channels, fmt)
     with _pillow(buf, fmt) as im:
-        return ImageInfo(im.height, im.width, CONVERT_MODES[_pillow_mode(im)], im.format or str(fmt))
+        return ImageInfo(im.height, im.width, CONVERT_MODES[_pillow_mode(im)],
+                         im.format or str(fmt))
 
 
 def _check_limits(height, width, channels, max_width, max_height, max_bytes):
@@ -115,8 +120,9 @@ def _check_limits(height, width, channels, max_width, max_height, max_bytes):
     check_image_shape((height, width, channels), "HWC", "the decoded image")
 
 
-def decode(data, *, mode=None, out=None, min_size=None, max_width=MAX_SIDE,
-           max_height=MAX_SIDE, max_bytes=MAX_BYTES):
+def decode(data: EncodedBytes, *, mode: str | None = None, out: np.ndarray | None = None,
+           min_size: Sequence[int] | None = None, max_width: int = MAX_SIDE,
+           max_height: int = MAX_SIDE, max_bytes: int = MAX_BYTES) -> np.ndarray:
     """Decode a JPEG, PNG or WebP image (others through Pillow) into uint8 HWC.
 
     Parameters

@@ -52,7 +52,8 @@ def orientation(file: BinaryIO) -> int | None:
     --------
     >>> import io
     >>> from dataloader._images.exif import orientation
-    >>> tiff = b"II*\\x00\\x08\\x00\\x00\\x00" + b"\\x01\\x00" + b"\\x12\\x01\\x03\\x00\\x01\\x00\\x00\\x00\\x06\\x00\\x00\\x00"
+    >>> entry = b"\\x12\\x01\\x03\\x00\\x01\\x00\\x00\\x00\\x06\\x00\\x00\\x00"
+    >>> tiff = b"II*\\x00\\x08\\x00\\x00\\x00" + b"\\x01\\x00" + entry
     >>> app1 = b"Exif\\x00\\x00" + tiff
     >>> jpeg = b"\\xff\\xd8\\xff\\xe1" + (len(app1) + 2).to_bytes(2, "big") + app1 + b"\\xff\\xda"
     >>> orientation(io.BytesIO(jpeg))

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from dataloader._core.io import read_file
 
@@ -87,4 +88,5 @@ class ImageFolder:
         return data, target
 
     def __repr__(self) -> str:
-        return f"ImageFolder(root={str(self.root)!r}, {len(self)} images, {len(self.classes)} classes)"
+        return (f"ImageFolder(root={str(self.root)!r}, {len(self)} images, "
+                f"{len(self.classes)} classes)")

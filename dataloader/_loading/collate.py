@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import collections.abc
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -115,7 +116,8 @@ def _checked_numbers(batch: list[Any], dtype: type) -> np.ndarray:
     try:
         array = np.array(batch)
     except (ValueError, OverflowError) as exc:
-        raise TypeError(f"default_collate: cannot collate {batch[0]!r} with the rest: {exc}")
+        raise TypeError(
+            f"default_collate: cannot collate {batch[0]!r} with the rest: {exc}") from exc
     if array.dtype.kind not in "biuf" or array.ndim != 1:
         raise TypeError(_UNSUPPORTED.format(f"a mix of numbers and {array.dtype} values"))
     # A batch mixing ints and floats stays float, never truncated to int.
@@ -138,14 +140,14 @@ def _collate_mapping(elem: collections.abc.Mapping, batch: list[Any]) -> Any:
 
 
 def _collate_namedtuple(elem: tuple, batch: list[Any]) -> Any:
-    return type(elem)(*(default_collate(list(field)) for field in zip(*batch)))
+    return type(elem)(*(default_collate(list(field)) for field in zip(*batch, strict=True)))
 
 
 def _collate_sequence(elem: collections.abc.Sequence, batch: list[Any]) -> Any:
     size = len(elem)
     if any(len(item) != size for item in batch):
         raise RuntimeError("each element in list of batch should be of equal size")
-    columns = [default_collate(list(column)) for column in zip(*batch)]
+    columns = [default_collate(list(column)) for column in zip(*batch, strict=True)]
     if isinstance(elem, tuple):
         return columns
     try:
@@ -200,7 +202,7 @@ _REGISTERED: dict[type, Callable[[list[Any]], Any]] = {}
 
 
 def register_collate(item_type: type, collate: Callable[[list[Any]], Any]) -> None:
-    """Make :func:`default_collate` collate items of ``item_type`` (and subclasses) with ``collate``.
+    """Make :func:`default_collate` collate ``item_type`` (and subclasses) with ``collate``.
 
     ``collate`` receives the list of items and returns the batch. A type
     registered again replaces its earlier function.

@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 import operator
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from dataloader._core.stats import Row, load_batch
 

@@ -13,8 +13,9 @@ same semantics (see ``docs/architecture.md``, "Epoch semantics"):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from dataloader._core.epoch import Epoch
 from dataloader._core.pool import Pool

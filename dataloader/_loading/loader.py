@@ -7,7 +7,8 @@ included; the arguments this library adds are keyword-only.
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable, Generic, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -474,7 +475,7 @@ class DataLoader(Generic[T_co]):
                           lanes=self.item_concurrency > 1)
 
     def _plan_epoch(self) -> EpochPlan:
-        progress, resume = self._progress.start_epoch(self._epoch_samplers())
+        progress, _resume = self._progress.start_epoch(self._epoch_samplers())
         skipped = progress.delivered
         try:
             total: int | None = len(self)
@@ -509,7 +510,7 @@ class DataLoader(Generic[T_co]):
 
 
 def _shutdown(pool: Pool, streams: weakref.WeakSet[Any]) -> None:
-    """Stop a loader's pool: cancel its streaming epochs (their workers wait for room), then join."""
+    """Stop a loader's pool: cancel its streaming epochs (their workers wait for room), join."""
     for stream in list(streams):
         stream.cancel()
     pool.shutdown(_JOIN_TIMEOUT_SECONDS)

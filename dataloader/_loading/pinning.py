@@ -32,7 +32,8 @@ import copy
 import dataclasses
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -274,7 +275,7 @@ class _Pinner:
         try:
             _enter_pinning_thread(self.plan)
             self._pin_all()
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 -- re-raised in the consumer
             # A failure of the thread itself, not of one batch: raised from
             # the consumer's next next(), and the epoch ends there.
             progress = self.progress
@@ -289,14 +290,14 @@ class _Pinner:
             except StopIteration:
                 self.handoff.put(self._outcome(None, None, True))
                 return
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 -- re-raised in the consumer
                 # Raised from its own next(), as without pinning; the epoch goes on.
                 if not self.handoff.put(self._outcome(None, exc, False)):
                     return
                 continue
             try:
                 outcome = self._outcome(self.pin(batch), None, False)
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 -- re-raised in the consumer
                 exc.add_note("dataloader: raised while pinning a batch (pin_memory=True)")
                 outcome = self._outcome(None, exc, False)
             del batch

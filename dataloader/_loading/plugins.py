@@ -26,7 +26,8 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["BatchAssembling", "EpochBound", "bind_epoch"]
 

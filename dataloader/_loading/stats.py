@@ -16,7 +16,14 @@ from typing import Any
 from dataloader._core.stats import Row, monotonic_ns
 
 __all__ = [
-    "COLLATE", "FETCH", "SKIPPED", "STAGES", "Stats", "TRANSFORM", "WAIT", "monotonic_ns",
+    "COLLATE",
+    "FETCH",
+    "SKIPPED",
+    "STAGES",
+    "TRANSFORM",
+    "WAIT",
+    "Stats",
+    "monotonic_ns",
 ]
 
 # A row's columns: (count, nanoseconds) per stage, in this order; the
@@ -46,7 +53,8 @@ class Stats:
 
     def snapshot(self) -> dict[str, Any]:
         """Totals over every row (see ``DataLoader.stats``)."""
-        totals = [sum(column) for column in zip(*(row.totals() for row in list(self.rows)))]
+        rows = [row.totals() for row in list(self.rows)]
+        totals = [sum(column) for column in zip(*rows, strict=True)]
         return {
             stage: {"count": totals[2 * i], "seconds": totals[2 * i + 1] * 1e-9}
             for i, stage in enumerate(STAGES)

@@ -24,9 +24,10 @@ never counts batches that were loaded ahead but not delivered.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from dataloader._core.epoch import Epoch
 from dataloader._core.stats import Row
@@ -152,7 +153,7 @@ class _Recipe:
                 started = transformed
             batch = self.collate(items if self.batch_size is not None else items[0])
             row.add(COLLATE, 1, monotonic_ns() - started)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 -- re-raised in the consumer
             exc.add_note(
                 f"dataloader: raised while loading the batch of stream {stream} starting "
                 f"at its item {start}"
@@ -220,7 +221,7 @@ class _Cursor:
         """Fetch, transform and collate the next batch on a worker: a delivered entry."""
         try:
             pending = self.fetch(row)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 -- re-raised in the consumer
             return exc, True, self.stream, _KEEP_STATE
         if pending is None:
             return None

@@ -16,7 +16,8 @@ from __future__ import annotations
 import collections
 import os
 import sys
-from typing import Any, Iterator, Sized
+from collections.abc import Iterator, Sized
+from typing import Any
 
 import numpy as np
 
@@ -199,7 +200,7 @@ class AgreedBatches:
                 self._ahead.append(self._next_batch())
             except StopIteration:
                 self._exhausted = True
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 -- re-raised in its turn
                 self._ahead.append(_Raised(exc))
         self._chunk = min(self._chunk * 2, self._max_chunk)
         self.exchanges += 1

@@ -12,8 +12,9 @@ instead of a Python loop, and a resumed epoch to start where it stopped.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence, Sized
 from itertools import chain, islice
-from typing import Any, Generic, Iterable, Iterator, Sequence, Sized, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -358,7 +359,8 @@ class WeightedRandomSampler(_SeededChunkedSampler):
         weights_array = np.asarray(weights, dtype=np.float64)
         if weights_array.ndim != 1:
             raise ValueError(
-                f"weights should be a 1d sequence but given weights have shape {weights_array.shape}"
+                "weights should be a 1d sequence but given weights have shape "
+                f"{weights_array.shape}"
             )
         if not np.all(np.isfinite(weights_array)) or np.any(weights_array < 0):
             raise ValueError("weights must be finite and non-negative")
@@ -463,4 +465,5 @@ def yields_valid_indices(index_sampler: Any) -> bool:
 
 
 def index_chunks_available(sampler: Any) -> bool:
-    return isinstance(sampler, _ChunkedSampler) and type(sampler).__iter__ is _ChunkedSampler.__iter__
+    return (isinstance(sampler, _ChunkedSampler)
+            and type(sampler).__iter__ is _ChunkedSampler.__iter__)

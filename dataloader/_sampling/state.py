@@ -21,9 +21,10 @@ recorded is the one of the last batch delivered from that stream.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain, islice
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 from dataloader._core.io import read_file
 from dataloader._datasets.dataset import Dataset

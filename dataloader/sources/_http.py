@@ -17,7 +17,8 @@ import asyncio
 import string
 import threading
 import weakref
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 from urllib.parse import quote
 
 from dataloader._datasets.asynchronous import AsyncDataset

@@ -132,7 +132,8 @@ def _open_http(url: str, offset: int, options: ShardOptions) -> Any:
             if exc.code == 404:
                 raise FileNotFoundError(f"{shard_name(url)}: HTTP 404") from None
             if exc.code not in options.retry.statuses or attempt > options.retry.max_retries:
-                raise OSError(f"{shard_name(url)}: HTTP {exc.code} after {attempt} attempt(s)") from None
+                raise OSError(
+                    f"{shard_name(url)}: HTTP {exc.code} after {attempt} attempt(s)") from None
             retry_after = exc.headers.get("Retry-After") if exc.headers else None
             time.sleep(options.retry.backoff(attempt, retry_after))
             continue
@@ -167,7 +168,7 @@ class _ObjectStream:
             get_options = {"range": {"offset": offset}} if offset else None
             result = obstore.get(store, key, options=get_options)
             self._chunks = iter(result.stream(min_chunk_size=_READ_BYTES))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 -- mapped to a built-in type
             from dataloader.sources._object_store import _mapped
 
             raise _mapped(exc, self._name, obstore) from None
@@ -184,7 +185,7 @@ class _ObjectStream:
         while have < size:
             try:
                 chunk = next(self._chunks, None)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 -- mapped to a built-in type
                 from dataloader.sources._object_store import _mapped
 
                 raise _mapped(exc, self._name, self._obstore) from None

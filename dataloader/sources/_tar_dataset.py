@@ -121,7 +121,8 @@ class TarDataset(IterableDataset[dict]):
         if not isinstance(shuffle_buffer, int) or isinstance(shuffle_buffer, bool) \
                 or shuffle_buffer < 0:
             raise ValueError(
-                f"shuffle_buffer should be a non-negative int, got shuffle_buffer={shuffle_buffer!r}"
+                "shuffle_buffer should be a non-negative int, "
+                f"got shuffle_buffer={shuffle_buffer!r}"
             )
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
             raise ValueError(f"seed should be a non-negative int, got seed={seed!r}")
@@ -237,7 +238,7 @@ def as_tuple(sample: dict, fields: tuple[tuple[str, ...], ...]) -> tuple:
     for choices in fields:
         for extension in choices:
             if extension in sample:
-                values.append(_decoded(extension, sample[extension]))  # type: ignore[arg-type]
+                values.append(_decoded(extension, sample[extension]))
                 break
         else:
             raise ValueError(

@@ -44,7 +44,8 @@ TARGETS: dict[str, list[str]] = {
         "tests/test_sampler.py::test_large_permutation_is_produced_in_chunks"],
     "dataloader._sampling.state": ["tests/test_resume.py"],
     "dataloader._loading.collate": ["tests/test_collate.py"],
-    "dataloader._loading.fetch": ["tests/test_skip.py", "tests/test_loader.py", "tests/test_epochs.py"],
+    "dataloader._loading.fetch": ["tests/test_skip.py", "tests/test_loader.py",
+                                  "tests/test_epochs.py"],
     "dataloader.sources._retry": ["tests/sources/test_retry.py", "tests/sources/test_http.py"],
     "dataloader._sampling.distributed": [
         "tests/test_distributed.py", "tests/test_shuffle.py", "-k", "not torchrun"],
