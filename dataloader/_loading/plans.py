@@ -8,8 +8,9 @@ attributes, so that what an epoch depends on is written down in one place.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dataloader._core.load import Recipe
