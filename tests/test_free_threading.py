@@ -15,8 +15,8 @@ import pytest
 FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 EXTENSIONS = [
-    "codecs", "collate", "epoch", "image", "io", "ops", "pipeline", "pool", "resize", "rules",
-    "shuffle", "stats", "stream",
+    "codecs", "collate", "consumer", "epoch", "image", "io", "load", "ops", "pipeline", "pool",
+    "resize", "rules", "shuffle", "stats", "stream",
 ]
 
 
