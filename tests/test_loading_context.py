@@ -1,42 +1,12 @@
 """The one loading path: an error's context as data, and the same stage counts on every path."""
 
 import pytest
+from test_epochs import Items
+from test_streaming import Range
 
-from dataloader import DataLoader, IterableDataset, get_worker_info
+from dataloader import DataLoader
 from dataloader._cli.main import _named_error
 from dataloader._errors import LoadingContext, add_context, context_of
-
-
-class Items:
-    """Item ``i`` is ``i``; the items in ``failing`` raise ``KeyError``."""
-
-    def __init__(self, n, failing=()):
-        self.n = n
-        self.failing = set(failing)
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, index):
-        if index in self.failing:
-            raise KeyError(f"item {index} is broken")
-        return index
-
-
-class Range(IterableDataset):
-    """Items 0..n-1, split between workers; the stream raises at ``failing_at``."""
-
-    def __init__(self, n, failing_at=None):
-        self.n = n
-        self.failing_at = failing_at
-
-    def __iter__(self):
-        info = get_worker_info()
-        start, step = (0, 1) if info is None else (info.id, info.num_workers)
-        for value in range(start, self.n, step):
-            if value == self.failing_at:
-                raise KeyError(f"item {value} is broken")
-            yield value
 
 
 def raised(loader, batch):
