@@ -4,9 +4,10 @@ Every way a batch is loaded goes through this module (see
 ``docs/architecture.md``, "One loading path"):
 
 * ``load_batch`` loads a whole batch on one thread: the direct path
-  (``dataloader._loading.iterators``), a batch task of the threaded engine
-  (``epoch.pyx``), and, with its items already fetched, a stream's batch
-  (``load_fetched``, from ``stream.pyx``, ``epoch.pyx`` or the consumer).
+  (``load_direct``, from ``dataloader._loading.iterators``), a batch task
+  of the threaded engine (``epoch.pyx``), and, with its items already
+  fetched, a stream's batch (``load_fetched``, from ``stream.pyx``,
+  ``epoch.pyx`` or the consumer thread).
 * Lanes (``epoch.pyx``) load a batch item by item: ``load_item`` for each
   item, then ``collate_items`` once, on the lane that finishes last.
 
@@ -18,7 +19,8 @@ is ``EMPTY_BATCH``, which the epochs pass over.
 """
 from dataloader._core._typedefs cimport int64_t
 from dataloader._core.stats cimport (
-    COLLATE_COUNT, FETCH_COUNT, Row, SKIPPED_COUNT, TRANSFORM_COUNT, WAIT_COUNT, now_ns, record,
+    COLLATE_COUNT, FETCH_COUNT, Row, SKIPPED_COUNT, TRANSFORM_COUNT, WAIT_COUNT, now_ns,
+    record,
 )
 
 from dataloader._errors import STREAM_BATCH, LoadingContext, add_context
@@ -139,6 +141,14 @@ cpdef object load_batch(Recipe recipe, object indices, Row row, object items=NOT
     return batch
 
 
+cpdef object load_direct(Recipe recipe, object indices, Row row):
+    """``load_batch`` on the consumer thread: the load is also the consumer's wait."""
+    cdef int64_t started = now_ns()
+    batch = load_batch(recipe, indices, row)
+    record(row, WAIT_COUNT, 1, started)
+    return batch
+
+
 cpdef object load_item(Recipe recipe, object index, Row row, object value=NOT_FETCHED):
     """Fetch (unless ``value`` is given) and transform one item: a lane's step.
 
@@ -228,10 +238,3 @@ cdef object _load_skipping(Recipe recipe, object indices, Row row, object fetche
                                NOT_FETCHED if fetched is NOT_FETCHED else fetched[position]))
     return collate_items(recipe, items, row)
 
-
-cpdef object load_direct(Recipe recipe, object indices, Row row):
-    """``load_batch`` on the consumer thread: the load is also the consumer's wait."""
-    cdef int64_t started = now_ns()
-    batch = load_batch(recipe, indices, row)
-    record(row, WAIT_COUNT, 1, started)
-    return batch
