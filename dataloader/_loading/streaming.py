@@ -363,7 +363,7 @@ def start_epoch(loader: DataLoader, plan: StreamPlan) -> StreamEpoch:
     progress.streams = {stream: states.get(stream) for stream in range(streams)}
     epoch = StreamEpoch(loader, progress, plan.limit)
     epoch.engine = _engine(plan, states)
-    if plan.limit == AGREE:
+    if plan.limit == AGREE and plan.rank_group is not None:
         epoch.source = AgreedBatches(
             epoch.engine.next, plan.rank_group, streams * plan.prefetch_factor
         )
@@ -394,6 +394,7 @@ def epoch_limit(loader: DataLoader, rank_group: RankGroup | None) -> int | None:
 
 def _engine(plan: StreamPlan, states: dict[int, Any]) -> Any:
     stats, recipe = plan.stats, plan.recipe
+    engine: Epoch | Stream
     if plan.pool is None:
         return _DirectEngine(_Cursor(plan, 0, None, states.get(0)), recipe, stats.rows[0])
     if plan.num_workers == 0:
