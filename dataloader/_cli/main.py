@@ -35,6 +35,7 @@ from dataloader._cli.bench import (
     run_torch,
 )
 from dataloader._cli.pack import add_pack_command
+from dataloader._errors import context_of
 from dataloader._images.decode import image_info
 from dataloader._images.exif import ORIENTATIONS, orientation
 from dataloader._images.folder import IMAGE_EXTENSIONS, ImageFolder
@@ -256,31 +257,26 @@ def _image_dataset(path: Path, repeat_file: int = 0) -> Any:
     return ImageFiles(files)
 
 
-def _named_error(
-    err: Exception, dataset: Any, chain: _transforms.Transform, batch: list[int] | None = None
-) -> CommandError:
-    """The loader's error, naming the file that fails ``chain`` when the error's note says which.
+def _named_error(err: Exception, dataset: Any, chain: _transforms.Transform) -> CommandError:
+    """The loader's error, naming the file that fails ``chain`` when the error says which batch.
 
-    The loader's note lists the indices of the failing batch (the first
-    eight, for a batch loaded on the calling thread); each, or each of
-    ``batch`` when the caller knows the whole batch, is loaded and
+    The error's ``LoadingContext`` (``dataloader._errors``) gives the
+    failing batch's indices, and the failing item's when the loader knows
+    it: that item first, then each index of the batch, is loaded and
     transformed again until one fails.
     """
-    for note in getattr(err, "__notes__", ()):
-        found = re.search(r"indices \[([\d, ]+)", note)
-        if not found:
-            continue
-        indices = [int(index) for index in found.group(1).split(",") if index.strip()]
-        if batch is not None:
-            indices += [index for index in batch if index not in indices]
-        for index in indices:
-            try:
-                chain(dataset[index][0], seed=0)
-            except (ValueError, OSError) as failure:
-                return CommandError(f"{dataset.samples[index][0]}: {_message(failure)}")
-        paths = ", ".join(dataset.samples[index][0] for index in indices[:4])
-        return CommandError(f"{_message(err)} (in a batch with {paths}, ...)")
-    return CommandError(_message(err))
+    context = context_of(err)
+    if context is None or context.indices is None:
+        return CommandError(_message(err))
+    batch = context.indices if isinstance(context.indices, list) else [context.indices]
+    indices = [index for index in (context.index, *batch) if index is not None]
+    for index in dict.fromkeys(indices):  # the failing item first, each index once
+        try:
+            chain(dataset[index][0], seed=0)
+        except (ValueError, OSError) as failure:
+            return CommandError(f"{dataset.samples[index][0]}: {_message(failure)}")
+    paths = ", ".join(dataset.samples[index][0] for index in batch[:4])
+    return CommandError(f"{_message(err)} (in a batch with {paths}, ...)")
 
 
 def _message(err: BaseException) -> str:
@@ -489,9 +485,7 @@ def _show(args: argparse.Namespace) -> int:
         with loader:
             items = next(iter(loader))
     except (ValueError, OSError) as err:
-        # The one batch shown, computed again: the error's note may list only part of it.
-        batch = next(iter(loader.batch_sampler))
-        raise _named_error(err, dataset, chain, batch) from None
+        raise _named_error(err, dataset, chain) from None
     captions = [dataset.classes[label] if len(dataset.classes) > 1 else "" for _, label in items]
     grid = image_grid([_viewable(image) for image, _ in items], captions)
     from PIL import Image as PILImage

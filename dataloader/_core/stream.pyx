@@ -5,11 +5,11 @@ Data flow (see ``docs/architecture.md``, "The streaming epoch"):
 * Each stream (one ``iter(dataset)``) is owned by one producer task, which
   occupies a pool thread for the whole epoch. Before each batch it reserves
   room in the window, waiting without the interpreter; then it attaches,
-  lets its cursor fetch, transform and collate the batch
-  (``dataloader._loading.streaming``), appends the entry to ``results`` and wakes
+  lets its cursor fetch the batch's items (``dataloader._loading.streaming``)
+  and transforms and collates them (``load.load_fetched``), appends the entry to ``results`` and wakes
   the consumer.
-* The consumer takes entries in arrival order, waiting without the
-  interpreter in slices of at most 100 ms so that signal handlers run.
+* The consumer takes entries in arrival order, waiting as every engine
+  does (``consumer.Consumer``).
 * The epoch ends when every producer has finished and every entry has
   been taken.
 
@@ -17,27 +17,22 @@ Locking rule (as in ``epoch.pyx``): ``mutex`` guards the counters below;
 it is held for a few instructions, and no thread waits to attach to the
 interpreter while holding it. ``results`` is a deque touched only with the
 interpreter attached: a producer appends before it counts the entry ready,
-so the consumer always finds as many entries as ``ready`` says.
+so the consumer always finds as many entries as ``ready_count`` says.
 """
 from collections import deque
 
-from cpython.exc cimport PyErr_CheckSignals
 from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF
 from libc.stdlib cimport free, malloc
 
 from dataloader._core._sync cimport (
-    dl_cond_init_monotonic, dl_deadline_after, dl_monotonic_seconds,
-    pthread_cond_broadcast, pthread_cond_destroy, pthread_cond_t, pthread_cond_timedwait,
-    pthread_mutex_destroy, pthread_mutex_init, pthread_mutex_lock, pthread_mutex_t,
-    pthread_mutex_unlock,
+    dl_cond_init_monotonic, pthread_cond_broadcast, pthread_cond_destroy, pthread_cond_t,
+    pthread_mutex_lock, pthread_mutex_t, pthread_mutex_unlock,
 )
+from dataloader._core.consumer cimport Consumer
+from dataloader._core.load cimport Fetched, Recipe, load_fetched
 from dataloader._core.pool cimport Pool, current_thread_index, fork_generation
-from dataloader._core._typedefs cimport int64_t
-from dataloader._core._waiting cimport next_wait_slice
-from dataloader._core.stats cimport Row, WAIT_COUNT, now_ns, record
-from posix.time cimport timespec
 
-from dataloader._errors import EpochClosedError
+from dataloader._errors import STREAM_START, EpochClosedError, LoadingContext, add_context
 
 # The state of an entry that carries an error of the engine itself: the
 # stream's saved state stays as it was.
@@ -53,66 +48,52 @@ cdef struct StreamTask:
     Py_ssize_t stream
 
 
-cdef class Stream:
+cdef class Stream(Consumer):
     """One streaming epoch on a pool: one producer task per stream.
 
     Parameters
     ----------
     pool : Pool
     cursors : list
-        One cursor per stream: ``open()``, ``produce(row)`` (a delivered
-        entry, or ``None``), ``ended`` and ``close()``.
+        One cursor per stream: ``open()``, ``fetch(row)`` (the next batch's
+        ``Fetched`` items, or ``None``), ``ended`` and ``close()``.
+    recipe : Recipe
+        How a stream's fetched items become a batch (``load.load_fetched``).
     window : int
         Batches being produced or waiting to be taken, at most.
-    timeout : float
-        Seconds to wait for one batch before ``TimeoutError``; 0 is forever.
-    worker_setup : callable
-        Called as ``worker_setup(thread_index)`` before a stream opens.
-    stats : Stats
-        The loader's counters; a producer adds to its own thread's row only.
+    plan : StreamPlan
+        ``timeout`` (seconds to wait for one batch before ``TimeoutError``;
+        0 is forever), ``worker_setup`` (called as
+        ``worker_setup(thread_index)`` before a stream opens) and ``stats``
+        (the loader's counters; a producer adds to its own thread's row
+        only).
     """
 
-    cdef pthread_mutex_t mutex
-    cdef pthread_cond_t room, ready_cond
-    cdef Py_ssize_t window, reserved, ready, live, delivered_count
-    cdef bint cancelled, consuming, finished, sync_ready
-    cdef double timeout
-    cdef long generation
+    cdef pthread_cond_t room
+    cdef Py_ssize_t window, reserved, ready_count, live
+    cdef bint cancelled, finished
     cdef Pool pool
+    cdef Recipe recipe
     cdef list cursors
     cdef object results, worker_setup, stats
-    cdef Row consumer_row
 
-    def __cinit__(self, Pool pool not None, list cursors not None, Py_ssize_t window,
-                  double timeout, worker_setup, stats):
-        pthread_mutex_init(&self.mutex, NULL)
+    def __cinit__(self, Pool pool not None, list cursors not None, Recipe recipe not None,
+                  Py_ssize_t window, plan):
         dl_cond_init_monotonic(&self.room)
-        dl_cond_init_monotonic(&self.ready_cond)
-        self.sync_ready = True
-        self.generation = fork_generation()
         self.pool = pool
         self.cursors = cursors
+        self.recipe = recipe
         self.window = max(window, 1)
-        self.timeout = timeout
-        self.worker_setup = worker_setup
-        self.stats = stats
-        self.consumer_row = stats.rows[0]
+        self.timeout = plan.timeout
+        self.worker_setup = plan.worker_setup
+        self.stats = plan.stats
+        self.consumer_row = plan.stats.rows[0]
         self.results = deque()
 
     def __dealloc__(self):
-        # Tasks own references to the engine, so none is running now. After
-        # fork() the mutex may have been locked by a thread that is gone.
+        # After fork() the condition may be held by a thread that is gone.
         if self.sync_ready and self.generation == fork_generation():
-            pthread_mutex_destroy(&self.mutex)
             pthread_cond_destroy(&self.room)
-            pthread_cond_destroy(&self.ready_cond)
-
-    @property
-    def delivered(self):
-        """The number of batches taken (or raised) so far."""
-        return self.delivered_count
-
-    # -- the consumer's side ------------------------------------------------
 
     def start(self):
         """Submit one producer task per stream."""
@@ -149,65 +130,23 @@ cdef class Stream:
         pthread_cond_broadcast(&self.ready_cond)
         pthread_mutex_unlock(&self.mutex)
 
-    def next(self):
-        """Take the next entry in arrival order, or raise ``StopIteration``."""
-        cdef int64_t started
-        if self.generation != fork_generation():
-            raise RuntimeError(
-                "this DataLoader epoch was started before os.fork(); its workers do not "
-                "exist in the child process: start a new epoch with iter(loader)"
-            )
-        pthread_mutex_lock(&self.mutex)
-        if self.consuming:
-            pthread_mutex_unlock(&self.mutex)
-            raise RuntimeError("another thread is already calling next() on this DataLoader iterator")
-        self.consuming = True
-        pthread_mutex_unlock(&self.mutex)
-        started = now_ns()
-        try:
-            if self._wait_for_entry() == 0:
-                self.finished = True
-                raise StopIteration
-            self.delivered_count += 1
-            return self.results.popleft()
-        finally:
-            record(self.consumer_row, WAIT_COUNT, 1, started)
-            pthread_mutex_lock(&self.mutex)
-            self.consuming = False
-            pthread_mutex_unlock(&self.mutex)
+    cdef object take(self):
+        if self.wait_ready() == 0:
+            self.finished = True
+            raise StopIteration
+        self.delivered += 1
+        return self.results.popleft()
 
-    cdef int _take(self) noexcept nogil:
+    cdef Py_ssize_t ready(self) noexcept nogil:
         """1 when an entry was taken, 0 at the end, -1 to keep waiting (mutex held)."""
         if self.finished:
             return 0
-        if self.ready > 0:
-            self.ready -= 1
+        if self.ready_count > 0:
+            self.ready_count -= 1
             self.reserved -= 1
             pthread_cond_broadcast(&self.room)
             return 1
         return 0 if self.live == 0 else -1
-
-    cdef int _wait_for_entry(self) except -2:
-        cdef int taken
-        cdef double started, slice_seconds
-        cdef timespec deadline
-        pthread_mutex_lock(&self.mutex)
-        taken = self._take()
-        pthread_mutex_unlock(&self.mutex)
-        started = dl_monotonic_seconds()
-        while taken < 0:
-            slice_seconds = next_wait_slice(started, self.timeout, self.delivered_count)
-            with nogil:
-                dl_deadline_after(&deadline, slice_seconds)
-                pthread_mutex_lock(&self.mutex)
-                taken = self._take()
-                if taken < 0:
-                    pthread_cond_timedwait(&self.ready_cond, &self.mutex, &deadline)
-                    taken = self._take()
-                pthread_mutex_unlock(&self.mutex)
-            if taken < 0:
-                PyErr_CheckSignals()
-        return taken
 
     # -- the producers' side ------------------------------------------------
 
@@ -232,8 +171,7 @@ cdef class Stream:
             self.worker_setup(current_thread_index())
             cursor.open()
         except BaseException as exc:
-            if isinstance(exc, Exception):
-                exc.add_note(f"dataloader: raised while starting stream {stream}")
+            add_context(exc, LoadingContext(STREAM_START, stream=stream))
             # The error takes room like a batch (beyond the window: it is one entry).
             pthread_mutex_lock(&self.mutex)
             self.reserved += 1
@@ -252,8 +190,12 @@ cdef class Stream:
     cdef bint _produce(self, Py_ssize_t stream) noexcept:
         """Load the stream's next batch into the reserved room; False when the stream ended."""
         cursor = self.cursors[stream]
+        row = self.stats.rows[current_thread_index() + 1]
         try:
-            entry = cursor.produce(self.stats.rows[current_thread_index() + 1])
+            # An error of the stream's iterator ends the stream; one of
+            # transform or collate_fn fails its batch only (load_fetched).
+            fetched = cursor.fetch(row)
+            entry = None if fetched is None else load_fetched(self.recipe, <Fetched> fetched, row)
             ended = cursor.ended
         except BaseException as exc:
             entry = (exc, True, stream, _KEEP)
@@ -266,7 +208,7 @@ cdef class Stream:
         if has_entry and not self._is_cancelled():
             self.results.append(entry)
             pthread_mutex_lock(&self.mutex)
-            self.ready += 1
+            self.ready_count += 1
             pthread_cond_broadcast(&self.ready_cond)
             pthread_mutex_unlock(&self.mutex)
             return

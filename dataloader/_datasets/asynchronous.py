@@ -301,7 +301,7 @@ async def _cancel_all() -> None:
 
 
 class EpochItems:
-    """One epoch's synchronous view of an async dataset, for ``BatchRecipe``.
+    """One epoch's synchronous view of an async dataset, for the epoch's ``Recipe``.
 
     ``__getitem__`` (and ``__getitems__`` when the dataset has an async one)
     run the dataset's coroutine on the loader's loop and wait for it; a

@@ -1,9 +1,10 @@
-"""Loading one batch: fetch its items, transform them, collate them.
+"""What loading a batch needs from Python: the recipe, the skip policy, index checks.
 
-This is the work of one step of an epoch, whichever thread runs it: the
-consumer thread on the direct path, a pool thread on the threaded path.
-``BatchRecipe`` is resolved once per epoch (which fetch method, which
-collate function), so the per-batch code does no lookups.
+The loading itself (fetch, transform, skip policy, collate) is the
+engine's, one routine for every path (``dataloader._core.load``). This
+module builds its ``Recipe`` once per epoch (which fetch method, which
+collate function), so the per-batch code does no lookups; ``SkipBudget``
+is the ``on_error="skip"`` budget that routine spends from.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import math
 import operator
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from dataloader._core.stats import Row, load_batch
+from dataloader._core.load import Recipe
 
-__all__ = ["BatchRecipe", "SkipBudget", "check_batch_indices", "check_index", "check_skip_policy"]
+__all__ = [
+    "SkipBudget", "check_batch_indices", "check_index", "check_skip_policy", "dataset_recipe",
+]
 
 ON_ERROR_CHOICES = ("raise", "skip")
 
@@ -115,79 +117,28 @@ class SkipBudget:
         return False
 
 
-@dataclass(frozen=True, slots=True)
-class BatchRecipe:
-    """How one epoch turns indices into a batch.
+def dataset_recipe(
+    dataset: Any,
+    *,
+    transform: Callable[[int, Any], Any] | None,
+    collate: Callable[[Any], Any],
+    batched: bool,
+    assemble: Callable[[list[int], Sequence[Any]], Any] | None = None,
+    skip: SkipBudget | None = None,
+) -> Recipe:
+    """The ``Recipe`` of an epoch over a map-style ``dataset``.
 
-    Attributes
-    ----------
-    fetch : callable or None
-        The dataset's bound ``__getitems__(indices)`` when it has a truthy
-        one, else ``None`` (then ``getitem`` is called per item).
-    getitem : callable
-        The dataset's bound ``__getitem__``.
-    transform : callable or None
-        ``transform(index, item)``, applied to each item before collation.
-    collate : callable
-        ``collate_fn``: a list of items to a batch, or (without batching)
-        one item to its converted form.
-    batched : bool
-        Whether indices come in batches (``batch_size`` or ``batch_sampler``).
-    assemble : callable or None
-        ``assemble(indices, items)``: transform and collate a batch in one
-        step (a native chain writing into its batch slots), replacing
-        ``transform`` and ``collate`` for whole batches.
-    skip : SkipBudget or None
-        With ``on_error="skip"``, the epoch's budget of items to drop
-        (``dataloader._core.stats.load_item``); ``None`` raises every error.
+    A truthy ``__getitems__`` fetches a whole batch in one call; without
+    one (or without batching), ``__getitem__`` fetches each item.
+    ``assemble`` applies to whole batches only.
     """
-
-    fetch: Callable[[list[int]], Sequence[Any]] | None
-    getitem: Callable[[int], Any]
-    transform: Callable[[int, Any], Any] | None
-    collate: Callable[[Any], Any]
-    batched: bool
-    assemble: Callable[[list[int], Sequence[Any]], Any] | None = None
-    skip: SkipBudget | None = None
-
-    @classmethod
-    def for_dataset(
-        cls,
-        dataset: Any,
-        *,
-        transform: Callable[[int, Any], Any] | None,
-        collate: Callable[[Any], Any],
-        batched: bool,
-        use_getitems: bool = True,
-        assemble: Callable[[list[int], Sequence[Any]], Any] | None = None,
-        skip: SkipBudget | None = None,
-    ) -> BatchRecipe:
-        getitems = getattr(dataset, "__getitems__", None) if use_getitems else None
-        return cls(
-            fetch=getitems if getitems and batched else None,
-            getitem=dataset.__getitem__,
-            transform=transform,
-            collate=collate,
-            batched=batched,
-            assemble=assemble if batched else None,
-            skip=skip,
-        )
-
-    def load(self, indices: Any, row: Row | None = None) -> Any:
-        """Fetch, transform and collate one batch (or one item when not batched).
-
-        Each stage is timed into ``row``, the calling thread's counters
-        (``dataloader._loading.stats``), when one is given.
-        """
-        return load_batch(self, indices, row if row is not None else Row(), False)
-
-    def fetch_items(self, indices: list[int]) -> list[Any]:
-        """The items of ``indices``, by one ``__getitems__`` call or one ``__getitem__`` each."""
-        if self.fetch is None:
-            return list(map(self.getitem, indices))
-        items = self.fetch(indices)
-        if len(items) != len(indices):
-            raise ValueError(
-                f"__getitems__ returned {len(items)} items for {len(indices)} indices"
-            )
-        return items
+    getitems = getattr(dataset, "__getitems__", None)
+    return Recipe(
+        getitems if getitems and batched else None,
+        dataset.__getitem__,
+        transform,
+        collate,
+        batched,
+        assemble,
+        skip,
+    )

@@ -13,68 +13,18 @@ same semantics (see ``docs/architecture.md``, "Epoch semantics"):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dataloader._core.epoch import Epoch
+from dataloader._core.load import EMPTY_BATCH, load_direct
 from dataloader._core.pool import Pool
-from dataloader._core.stats import EMPTY_BATCH, load_batch
-from dataloader._loading.arguments import epoch_window
-from dataloader._loading.fetch import BatchRecipe
-from dataloader._loading.stats import Stats
-from dataloader._loading.worker import WorkerSetup
-from dataloader._sampling.state import EpochProgress
+from dataloader._errors import BATCH, LoadingContext, add_context
 
 if TYPE_CHECKING:
     from dataloader._loading.loader import DataLoader
+    from dataloader._loading.plans import EpochPlan
 
-__all__ = ["DirectEpoch", "EpochPlan", "ThreadedEpoch"]
-
-
-@dataclass(slots=True)
-class EpochPlan:
-    """What an epoch needs from its loader, resolved once when it starts.
-
-    Attributes
-    ----------
-    batches : iterator
-        Lists of indices (or single indices when batching is off), in order.
-    total : int or None
-        The number of batches, when the sampler knows its length.
-    check_indices : callable or None
-        Validates (and normalises) what the sampler yielded; ``None`` when
-        the sampler is one of ours and yields valid indices by construction.
-    recipe : BatchRecipe
-        How indices become a batch.
-    progress : EpochProgress
-        The loader's record of this epoch, kept up to date by the iterator.
-    stats : Stats
-        The loader's counters.
-    item_lanes : bool
-        Load item by item (lanes) even with ``item_concurrency=1``.
-    on_cancel : callable or None
-        Called when a threaded epoch is dropped, after the engine's own
-        cancel (an async dataset cancels its coroutines in flight).
-    """
-
-    batches: Iterator[Any]
-    total: int | None
-    check_indices: Callable[[Any], Any] | None
-    recipe: BatchRecipe
-    progress: EpochProgress
-    stats: Stats
-    item_lanes: bool = False
-    on_cancel: Callable[[], None] | None = None
-
-
-def describe_batch(position: int, indices: Any) -> str:
-    """The note attached to an error raised while loading a batch."""
-    if isinstance(indices, list) and len(indices) > 8:
-        shown = f"[{', '.join(map(str, indices[:8]))}, ...] ({len(indices)} indices)"
-    else:
-        shown = repr(indices)
-    return f"dataloader: raised while loading batch {position} (indices {shown})"
+__all__ = ["DirectEpoch", "ThreadedEpoch"]
 
 
 class DirectEpoch:
@@ -128,9 +78,10 @@ class DirectEpoch:
         try:
             if plan.check_indices is not None:
                 indices = plan.check_indices(indices)
-            return load_batch(plan.recipe, indices, self._row, True)
+            return load_direct(plan.recipe, indices, self._row)
         except Exception as exc:
-            exc.add_note(describe_batch(progress.delivered - 1 - self._skipped, indices))
+            position = progress.delivered - 1 - self._skipped
+            add_context(exc, LoadingContext(BATCH, batch=position, indices=indices))
             raise
 
 
@@ -144,28 +95,14 @@ class ThreadedEpoch:
 
     __slots__ = ("_loader", "_engine", "_total", "_progress", "_skipped", "_on_cancel")
 
-    def __init__(
-        self, loader: DataLoader, plan: EpochPlan, pool: Pool, worker_setup: WorkerSetup
-    ) -> None:
+    def __init__(self, loader: DataLoader, plan: EpochPlan, pool: Pool) -> None:
         # Holding the loader keeps its pool and dataset alive while the epoch runs.
         self._loader = loader
         self._total = plan.total
         self._progress = plan.progress
         self._skipped = plan.progress.delivered
         self._on_cancel = plan.on_cancel
-        self._engine = Epoch(
-            pool,
-            plan.recipe,
-            plan.batches,
-            plan.check_indices,
-            window=epoch_window(loader.num_workers, loader.prefetch_factor, plan.total),
-            item_concurrency=loader.item_concurrency,
-            in_order=loader.in_order,
-            timeout=float(loader.timeout),
-            worker_setup=worker_setup,
-            stats=plan.stats,
-            item_lanes=plan.item_lanes,
-        )
+        self._engine = Epoch(pool, plan)
         self._engine.start()
 
     def __iter__(self) -> ThreadedEpoch:

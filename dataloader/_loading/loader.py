@@ -21,25 +21,27 @@ from dataloader._datasets.asynchronous import (
 )
 from dataloader._datasets.dataset import is_iterable_style, is_map_style
 from dataloader._loading import streaming as _streaming
-from dataloader._loading.arguments import check_counts, is_int
+from dataloader._loading.arguments import check_counts, epoch_window, is_int
 from dataloader._loading.collate import default_collate, default_convert
 from dataloader._loading.fetch import (
-    BatchRecipe,
     SkipBudget,
     check_batch_indices,
     check_index,
     check_skip_policy,
+    dataset_recipe,
 )
-from dataloader._loading.iterators import DirectEpoch, EpochPlan, ThreadedEpoch
+from dataloader._loading.iterators import DirectEpoch, ThreadedEpoch
 from dataloader._loading.pinning import (
     DirectPinnedEpoch,
     PinnedEpoch,
     check_pin_memory_device,
     pinning,
 )
+from dataloader._loading.plans import EpochPlan, StreamPlan
 from dataloader._loading.plugins import bind_epoch
 from dataloader._loading.stats import Stats
 from dataloader._loading.worker import WorkerSetup
+from dataloader._sampling.distributed import RankGroup
 from dataloader._sampling.sampler import (
     BatchSampler,
     RandomSampler,
@@ -259,8 +261,9 @@ class DataLoader(Generic[T_co]):
         self._streams: weakref.WeakSet[Any] = weakref.WeakSet()
         # Epochs whose batches a pinning thread pins, stopped by close().
         self._pinned: weakref.WeakSet[PinnedEpoch] = weakref.WeakSet()
-        # equal_batches without known counts: the ranks' own process group.
-        self._rank_group: Any = None
+        # equal_batches without known counts: the ranks' own process group
+        # (it makes its torch group when the first epoch that needs it starts).
+        self._rank_group = RankGroup() if equal_batches else None
         self._initialized = True
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -315,13 +318,13 @@ class DataLoader(Generic[T_co]):
         pin = pinning(self.pin_memory, self.pin_memory_device)
         epoch: Any
         if self._iterable:
-            epoch = _streaming.start_epoch(self)
+            epoch = self._start_stream()
         else:
             plan = self._plan_epoch()
             if not self._threaded:
                 epoch = DirectEpoch(self, plan)
             else:
-                epoch = ThreadedEpoch(self, plan, self._live_pool(), self._worker_setup)
+                epoch = ThreadedEpoch(self, plan, self._live_pool())
         if pin is None:
             return epoch
         if not self._threaded:
@@ -495,7 +498,7 @@ class DataLoader(Generic[T_co]):
             source = EpochItems(self.dataset, self._event_loop)
             item_lanes, on_cancel = source.item_lanes, source.cancel
             assemble = None  # async items are loaded by lanes, item by item
-        recipe = BatchRecipe.for_dataset(
+        recipe = dataset_recipe(
             source,
             transform=transform,
             collate=self.collate_fn,
@@ -504,9 +507,49 @@ class DataLoader(Generic[T_co]):
             skip=SkipBudget.for_epoch(self.on_error, self.max_skipped, self.sampler),
         )
         batches = skip_batches(index_sampler, self._auto_collation, skipped)
+        # A threaded epoch's pool comes first: its worker set-up belongs to it.
+        pool = self._live_pool() if self._threaded else None
         return EpochPlan(
-            batches, total, check, recipe, progress, self._stats, item_lanes, on_cancel
+            batches, total, check, recipe, progress, self._stats, item_lanes, on_cancel,
+            window=epoch_window(self.num_workers, self.prefetch_factor, total),
+            item_concurrency=self.item_concurrency,
+            in_order=self.in_order,
+            timeout=float(self.timeout),
+            worker_setup=self._worker_setup if pool is not None else None,
         )
+
+    def _start_stream(self) -> Any:
+        """``iter(loader)`` over a stream: end the previous epoch, plan this one, start it."""
+        # The previous epoch's workers are needed by the new one.
+        for previous in list(self._streams):
+            previous.cancel(replaced=True)
+        progress, resume = self._progress.start_epoch(())
+        # A native chain, bound to this epoch; with an ImageCollator, written
+        # straight into the batch (the fused path of map-style datasets).
+        transform, assemble = self._epoch_transform()
+        recipe = _streaming.stream_recipe(transform, self.collate_fn, self.batch_size, assemble)
+        limit = _streaming.epoch_limit(self, self._rank_group)
+        pool = self._live_pool() if self._threaded else None
+        plan = StreamPlan(
+            dataset=self.dataset,
+            num_workers=self.num_workers,
+            recipe=recipe,
+            batch_size=self.batch_size,
+            drop_last=self.drop_last,
+            progress=progress,
+            resume=resume,
+            limit=limit,
+            stats=self._stats,
+            pool=pool,
+            worker_setup=self._worker_setup if pool is not None else None,
+            base_seed=self._base_seed,
+            prefetch_factor=self.prefetch_factor,
+            timeout=float(self.timeout),
+            rank_group=self._rank_group,
+        )
+        epoch = _streaming.start_epoch(self, plan)
+        self._streams.add(epoch)
+        return epoch
 
 
 def _shutdown(pool: Pool, streams: weakref.WeakSet[Any]) -> None:

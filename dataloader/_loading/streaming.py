@@ -16,6 +16,9 @@ a stream's iterator is raised from one ``next()`` and ends that stream
 continue); an exception of ``transform`` or ``collate_fn`` fails its own
 batch only.
 
+The loader hands a stream epoch a ``StreamPlan`` (``dataloader._loading.plans``):
+everything it needs, resolved when ``iter(loader)`` starts it.
+
 Every delivered batch carries ``(payload, failed, stream, state)``:
 ``state`` is the stream iterator's ``state_dict()`` just after the batch's
 last item, recorded when the batch is delivered, so a saved position
@@ -24,17 +27,18 @@ never counts batches that were loaded ahead but not delivered.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from dataloader._core.epoch import Epoch
+from dataloader._core.load import Fetched, Recipe, load_fetched
 from dataloader._core.stats import Row
 from dataloader._core.stream import Stream
 from dataloader._datasets.dataset import ShardedIterable
-from dataloader._errors import EpochClosedError
-from dataloader._loading.stats import COLLATE, FETCH, TRANSFORM, WAIT, monotonic_ns
+from dataloader._errors import STREAM_ITERATOR, EpochClosedError, LoadingContext, add_context
+from dataloader._loading.plans import EpochPlan, StreamPlan
+from dataloader._loading.stats import FETCH, WAIT, monotonic_ns
 from dataloader._loading.worker import WorkerInfo, set_stream_worker
 from dataloader._sampling.distributed import AgreedBatches, RankGroup
 
@@ -42,7 +46,7 @@ if TYPE_CHECKING:
     from dataloader._loading.loader import DataLoader
     from dataloader._sampling.state import EpochProgress
 
-__all__ = ["check_options", "loader_length", "start_epoch"]
+__all__ = ["check_options", "epoch_limit", "loader_length", "start_epoch", "stream_recipe"]
 
 # The state of a batch from an iterator without ``state_dict``; and of an
 # error that is no batch (it leaves the stream's saved state as it was).
@@ -124,53 +128,23 @@ def check_resumable_state(state: dict[str, Any]) -> None:
 # -- the streams -------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class _Recipe:
-    """How items of a stream become a batch; resolved once per epoch."""
-
-    transform: Callable[[int, Any], Any] | None
-    collate: Callable[[Any], Any]
-    batch_size: int | None
-    drop_last: bool
-    # A native chain writing each item into its batch slot (ImageCollator).
-    assemble: Callable[[list[int], list[Any]], Any] | None = None
-    # The map-style engine reads this: a stream batch is never split into lanes.
-    batched: bool = False
-
-    def load(self, pending: tuple[int, int, list[Any], Any], row: Row) -> tuple:
-        """Transform and collate a batch of fetched items into a delivered entry."""
-        stream, start, items, state = pending
-        started = monotonic_ns()
-        try:
-            if self.assemble is not None and self.batch_size is not None:
-                batch = self.assemble(list(range(start, start + len(items))), items)
-                row.add(TRANSFORM, len(items), monotonic_ns() - started)
-                return batch, False, stream, state
-            if self.transform is not None:
-                items = [self.transform(start + i, item) for i, item in enumerate(items)]
-                transformed = monotonic_ns()
-                row.add(TRANSFORM, len(items), transformed - started)
-                started = transformed
-            batch = self.collate(items if self.batch_size is not None else items[0])
-            row.add(COLLATE, 1, monotonic_ns() - started)
-        except Exception as exc:  # noqa: BLE001 -- re-raised in the consumer
-            exc.add_note(
-                f"dataloader: raised while loading the batch of stream {stream} starting "
-                f"at its item {start}"
-            )
-            return exc, True, stream, state
-        return batch, False, stream, state
+def stream_recipe(transform: Any, collate: Any, batch_size: int | None,
+                  assemble: Any = None) -> Recipe:
+    """How a stream's items become a batch: its items arrive fetched (``Fetched``)."""
+    return Recipe(None, None, transform, collate, batch_size is not None, assemble)
 
 
 class _Cursor:
     """One stream: its iterator, position and worker identity."""
 
-    __slots__ = ("recipe", "dataset", "stream", "info", "state", "iterator", "position", "ended")
+    __slots__ = ("dataset", "stream", "info", "state", "iterator", "position", "ended",
+                 "batch_size", "drop_last")
 
-    def __init__(self, recipe: _Recipe, dataset: Any, stream: int,
-                 info: WorkerInfo | None, state: Any) -> None:
-        self.recipe = recipe
-        self.dataset = dataset
+    def __init__(self, plan: StreamPlan, stream: int, info: WorkerInfo | None,
+                 state: Any) -> None:
+        self.dataset = plan.dataset
+        self.batch_size = plan.batch_size
+        self.drop_last = plan.drop_last
         self.stream = stream
         self.info = info
         self.state = state  # to restore on open
@@ -192,9 +166,9 @@ class _Cursor:
         if self.info is not None:
             set_stream_worker(None)
 
-    def fetch(self, row: Row) -> tuple[int, int, list[Any], Any] | None:
+    def fetch(self, row: Row) -> Fetched | None:
         """The next batch's items (``None`` at the end); an iterator error ends the stream."""
-        size = self.recipe.batch_size or 1
+        size = self.batch_size or 1
         items: list[Any] = []
         started = monotonic_ns()
         try:
@@ -202,48 +176,40 @@ class _Cursor:
                 items.append(item)
         except BaseException as exc:
             self.ended = True
-            if isinstance(exc, Exception):
-                exc.add_note(f"dataloader: raised by the iterator of stream {self.stream}")
+            add_context(exc, LoadingContext(STREAM_ITERATOR, stream=self.stream))
             raise
         finally:
             row.add(FETCH, len(items), monotonic_ns() - started)
         if len(items) < size:
             self.ended = True
-            if not items or (self.recipe.drop_last and self.recipe.batch_size is not None):
+            if not items or (self.drop_last and self.batch_size is not None):
                 return None
         start = self.position
         self.position += len(items)
         save = getattr(self.iterator, "state_dict", None)
         state = save() if save is not None else _NO_STATE
-        return self.stream, start, items, state
-
-    def produce(self, row: Row) -> tuple | None:
-        """Fetch, transform and collate the next batch on a worker: a delivered entry."""
-        try:
-            pending = self.fetch(row)
-        except Exception as exc:  # noqa: BLE001 -- re-raised in the consumer
-            return exc, True, self.stream, _KEEP_STATE
-        if pending is None:
-            return None
-        return self.recipe.load(pending, row)
+        if self.batch_size is None:
+            return Fetched(self.stream, start, items[0], state)
+        return Fetched(self.stream, list(range(start, start + len(items))), items, state)
 
 
-def _consumer_batches(cursor: _Cursor, row: Row) -> Iterator[tuple]:
+def _consumer_batches(cursor: _Cursor, row: Row) -> Iterator[Fetched]:
     """The batches of a consumer-side stream, for the map-style engine."""
     cursor.open()
     while not cursor.ended:
-        pending = cursor.fetch(row)
-        if pending is not None:
-            yield pending
+        fetched = cursor.fetch(row)
+        if fetched is not None:
+            yield fetched
 
 
 class _DirectEngine:
     """A stream loaded on the consumer thread: ``num_workers=0``, no lanes."""
 
-    __slots__ = ("_cursor", "_row", "delivered", "_finished")
+    __slots__ = ("_cursor", "_recipe", "_row", "delivered", "_finished")
 
-    def __init__(self, cursor: _Cursor, row: Row) -> None:
+    def __init__(self, cursor: _Cursor, recipe: Recipe, row: Row) -> None:
         self._cursor = cursor
+        self._recipe = recipe
         self._row = row
         self.delivered = 0
         self._finished = False
@@ -254,15 +220,15 @@ class _DirectEngine:
             raise StopIteration
         started = monotonic_ns()
         try:
-            pending = self._cursor.fetch(self._row)
+            fetched = self._cursor.fetch(self._row)
         except BaseException:
             self._finished = True
             raise
-        if pending is None:
+        if fetched is None:
             self._finished = True
             raise StopIteration
         self.delivered += 1
-        entry = self._cursor.recipe.load(pending, self._row)
+        entry = load_fetched(self._recipe, fetched, self._row)
         self._row.add(WAIT, 1, monotonic_ns() - started)
         return entry
 
@@ -270,16 +236,17 @@ class _DirectEngine:
         self._finished = True
 
 
-def start_epoch(loader: DataLoader) -> StreamEpoch:
-    """``iter(loader)`` for a stream: number the epoch, restore a saved position, start."""
-    for previous in list(loader._streams):
-        previous.cancel(replaced=True)
-    progress, resume = loader._progress.start_epoch(())
+def start_epoch(loader: DataLoader, plan: StreamPlan) -> StreamEpoch:
+    """``iter(loader)`` for a stream: restore a saved position, start the streams.
+
+    ``loader`` is kept alive by the epoch and asked only its length.
+    """
+    progress, resume = plan.progress, plan.resume
     # A stream that shuffles by epoch (a TarDataset) learns the epoch's number.
-    set_epoch = getattr(loader.dataset, "set_epoch", None)
+    set_epoch = getattr(plan.dataset, "set_epoch", None)
     if callable(set_epoch):
         set_epoch(progress.epoch)
-    streams = num_streams(loader)
+    streams = plan.streams
     states: dict[int, Any] = {}
     if resume is not None and resume.batches:
         saved = resume.streams or {}
@@ -290,33 +257,29 @@ def start_epoch(loader: DataLoader) -> StreamEpoch:
             )
         states = {key: value for key, value in saved.items() if value is not None}
     progress.streams = {stream: states.get(stream) for stream in range(streams)}
-    # A native chain, bound to this epoch; with an ImageCollator, written
-    # straight into the batch (the fused path of map-style datasets).
-    transform, assemble = loader._epoch_transform()
-    recipe = _Recipe(transform, loader.collate_fn, loader.batch_size, loader.drop_last, assemble)
-    limit = _limit(loader)
-    epoch = StreamEpoch(loader, progress, limit)
-    epoch.engine = _engine(loader, recipe, streams, states)
-    if limit == AGREE:
+    epoch = StreamEpoch(loader, progress, plan.limit)
+    epoch.engine = _engine(plan, states)
+    if plan.limit == AGREE and plan.rank_group is not None:
         epoch.source = AgreedBatches(
-            epoch.engine.next, loader._rank_group, streams * loader.prefetch_factor
+            epoch.engine.next, plan.rank_group, streams * plan.prefetch_factor
         )
     else:
         epoch.source = epoch.engine
-    loader._streams.add(epoch)
     return epoch
 
 
-def _limit(loader: DataLoader) -> int | None:
-    """The batch count every rank stops at, ``AGREE`` when the ranks must agree, or ``None``."""
+def epoch_limit(loader: DataLoader, rank_group: RankGroup | None) -> int | None:
+    """The batch count every rank stops at, ``AGREE`` when the ranks must agree, or ``None``.
+
+    ``rank_group`` is the loader's own group, asked only when the counts
+    are not known from the shard's arithmetic.
+    """
     if not loader.equal_batches:
         return None
     limit = _known_limit(loader)
     if limit is not None:
         return limit
-    if loader._rank_group is None:
-        loader._rank_group = RankGroup()
-    if loader._rank_group.ready():
+    if rank_group is not None and rank_group.ready():
         return AGREE
     raise ValueError(
         "equal_batches=True needs every rank's batch count: stream through "
@@ -325,30 +288,29 @@ def _limit(loader: DataLoader) -> int | None:
     )
 
 
-def _engine(loader: DataLoader, recipe: _Recipe, streams: int, states: dict[int, Any]) -> Any:
-    dataset, stats = loader.dataset, loader._stats
-    if loader.num_workers == 0:
-        cursor = _Cursor(recipe, dataset, 0, None, states.get(0))
-        if loader.item_concurrency == 1:
-            return _DirectEngine(cursor, stats.rows[0])
-        pool = loader._live_pool()
-        engine = Epoch(
-            pool, recipe, _consumer_batches(cursor, stats.rows[0]), None,
-            window=loader.prefetch_factor, item_concurrency=1, in_order=True,
-            timeout=float(loader.timeout), worker_setup=loader._worker_setup, stats=stats,
-        )
+def _engine(plan: StreamPlan, states: dict[int, Any]) -> Any:
+    stats, recipe = plan.stats, plan.recipe
+    engine: Epoch | Stream
+    if plan.pool is None:
+        return _DirectEngine(_Cursor(plan, 0, None, states.get(0)), recipe, stats.rows[0])
+    if plan.num_workers == 0:
+        # The stream is iterated on the consumer thread; its batches are
+        # transformed and collated on the pool (item_concurrency > 1).
+        cursor = _Cursor(plan, 0, None, states.get(0))
+        engine = Epoch(plan.pool, EpochPlan(
+            _consumer_batches(cursor, stats.rows[0]), None, None, recipe, plan.progress,
+            stats, window=plan.prefetch_factor, timeout=plan.timeout,
+            worker_setup=plan.worker_setup,
+        ))
         engine.start()
         return engine
-    pool = loader._live_pool()
+    streams = plan.streams
     cursors = [
-        _Cursor(recipe, dataset, stream,
-                WorkerInfo(stream, streams, loader._base_seed + stream, dataset),
+        _Cursor(plan, stream, WorkerInfo(stream, streams, plan.base_seed + stream, plan.dataset),
                 states.get(stream))
         for stream in range(streams)
     ]
-    engine = Stream(pool, cursors, window=streams * loader.prefetch_factor,
-                    timeout=float(loader.timeout), worker_setup=loader._worker_setup,
-                    stats=stats)
+    engine = Stream(plan.pool, cursors, recipe, streams * plan.prefetch_factor, plan)
     engine.start()
     return engine
 
