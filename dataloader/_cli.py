@@ -27,6 +27,7 @@ import numpy as np
 from dataloader import transforms as _transforms
 from dataloader._bench import (Progress, format_table, native_chain, report, run_native,
                                run_torch)
+from dataloader._core.codecs import MODES
 from dataloader._decoding import image_info
 from dataloader._exif import ORIENTATIONS, orientation
 from dataloader._images import IMAGE_EXTENSIONS, ImageFolder
@@ -35,7 +36,8 @@ from dataloader._pack import add_pack_command
 
 __all__ = ["main", "parse_transforms"]
 
-_MODES = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
+# Pixel mode names by channel count, as ``info`` prints them.
+_MODES = {channels: mode for mode, channels in MODES.items()}
 # Header prefixes tried by ``info`` before the whole file: a JPEG's frame
 # header follows its EXIF and ICC segments, which fit in 64 KiB or 1 MiB.
 _HEADER_PREFIXES = (1 << 16, 1 << 20)

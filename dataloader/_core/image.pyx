@@ -31,7 +31,7 @@ import operator
 import numpy as np
 
 
-from dataloader._core.rules import MAX_BYTES, MAX_SIDE, check_image_shape
+from dataloader._core.rules import MAX_BYTES, MAX_SIDE, as_array, check_image_shape
 
 # Idle blocks a BufferPool can hold at most.
 POOL_CAPACITY_MAX = MAX_POOLED
@@ -231,15 +231,6 @@ cdef class _Samples:
         return PyCapsule_New(block, name, <void (*)(object) noexcept> _capsule_destructor)
 
 
-cdef object _as_array(obj):
-    """A numpy view of a numpy array, a CPU torch tensor or any buffer."""
-    if isinstance(obj, np.ndarray):
-        return obj
-    if hasattr(obj, "__dlpack__") and not hasattr(obj, "__array_interface__"):
-        return np.from_dlpack(obj)
-    return np.asarray(obj)
-
-
 cdef object _dimension(str name, value):
     """An int argument of a constructor, taken as Python's ``range`` takes it."""
     if isinstance(value, bool):
@@ -350,7 +341,7 @@ cdef class Image(_Samples):
         """
         if layout not in _IMAGE_LAYOUTS:
             raise ValueError(f"layout must be 'HWC' or 'CHW', got {layout!r}")
-        array = _as_array(obj)
+        array = as_array(obj, "obj")
         if array.dtype not in (np.uint8, np.float32):
             raise ValueError(f"obj must hold uint8 or float32 samples, got {array.dtype}")
         check_image_shape(array.shape, layout, "obj")
@@ -415,7 +406,7 @@ cdef class ImageBatch(_Samples):
         """
         if layout not in _BATCH_LAYOUTS:
             raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
-        array = _as_array(obj)
+        array = as_array(obj, "obj")
         if array.dtype not in (np.uint8, np.float32):
             raise ValueError(f"obj must hold uint8 or float32 samples, got {array.dtype}")
         check_image_shape(array.shape, layout, "obj")

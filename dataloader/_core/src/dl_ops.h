@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dl_tables.h"
+
 typedef struct {
     uint8_t *data;
     ptrdiff_t row_stride;   /* bytes between rows */
@@ -41,8 +43,7 @@ int dl_is_fill_value(double value, int sample_size);
 #define DL_FILL_RULE "fill must be integers in 0..255 for uint8 images and finite numbers " \
                      "within float32's range for float32 images"
 
-typedef enum { DL_PAD_CONSTANT = 0, DL_PAD_EDGE = 1, DL_PAD_REFLECT = 2, DL_PAD_SYMMETRIC = 3 }
-    dl_pad_mode_t;
+/* Pad modes (dl_pad_mode_t): DL_PAD_MODES in dl_tables.h. */
 
 /* The window of `image` at (top, left) of height x width: a view, no copy. */
 dl_image_t dl_crop_view(dl_image_t image, int top, int left, int height, int width);
