@@ -32,6 +32,7 @@ from dataloader._core.rules import (
     as_array,
     check_fill_samples,
     check_image_shape,
+    check_nbytes,
 )
 
 __all__ = [
@@ -222,11 +223,9 @@ def bytes_view(data) -> np.ndarray:
 
 
 def check_samples(array: np.ndarray, name: str) -> np.ndarray:
-    """``array`` when it holds at most ``MAX_BYTES`` samples (the decode limit), which
+    """``array`` when its bytes are within ``MAX_BYTES`` (an image's bound), which
     bounds what the kernels taking any shape (``to_float``, ``stack``) allocate."""
-    if array.size > MAX_BYTES:
-        raise ValueError(f"{name} of shape {array.shape} has {array.size} samples, over the "
-                         f"limit of {MAX_BYTES}")
+    check_nbytes(array.shape, array.dtype, array.nbytes, name)
     return array
 
 

@@ -167,7 +167,7 @@ def _converter(name: str, channels: int, doc: str) -> type:
     return Convert
 
 
-ToRgb = _converter("ToRgb", 3, """Convert to 3 channels, as Pillow's ``convert("RGB")``.
+ToRgb = _converter("ToRgb", CHANNELS["RGB"], """Convert to 3 channels, as Pillow's ``convert("RGB")``.
 
     Examples
     --------
@@ -176,7 +176,7 @@ ToRgb = _converter("ToRgb", 3, """Convert to 3 channels, as Pillow's ``convert("
     >>> ToRgb()(np.zeros((2, 2), np.uint8)).shape
     (2, 2, 3)
     """)
-ToRgba = _converter("ToRgba", 4, """Convert to 4 channels (alpha 255 when added).
+ToRgba = _converter("ToRgba", CHANNELS["RGBA"], """Convert to 4 channels (alpha 255 when added).
 
     Examples
     --------
@@ -185,7 +185,7 @@ ToRgba = _converter("ToRgba", 4, """Convert to 4 channels (alpha 255 when added)
     >>> ToRgba()(np.zeros((2, 2, 3), np.uint8))[0, 0].tolist()
     [0, 0, 0, 255]
     """)
-ToGray = _converter("ToGray", 1, """Convert to 1 channel, as Pillow's ``convert("L")``.
+ToGray = _converter("ToGray", CHANNELS["L"], """Convert to 1 channel, as Pillow's ``convert("L")``.
 
     Examples
     --------

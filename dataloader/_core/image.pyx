@@ -31,7 +31,7 @@ import operator
 import numpy as np
 
 
-from dataloader._core.rules import MAX_BYTES, MAX_SIDE, as_array, check_image_shape
+from dataloader._core.rules import MAX_BYTES, MAX_SIDE, as_array, check_image_shape, check_nbytes
 
 # Idle blocks a BufferPool can hold at most.
 POOL_CAPACITY_MAX = MAX_POOLED
@@ -243,10 +243,7 @@ cdef object _dimension(str name, value):
 
 cdef _check_bytes(tuple shape, str dtype, Py_ssize_t samples):
     """An image of ``samples`` samples stays within the decode limit of MAX_BYTES bytes."""
-    cdef Py_ssize_t nbytes = samples * (_DTYPES[dtype][1] if dtype in _DTYPES else 1)
-    if nbytes > MAX_BYTES:
-        raise ValueError(f"an image of shape {shape} and dtype {dtype} needs {nbytes} bytes, "
-                         f"over the limit of {MAX_BYTES}")
+    check_nbytes(shape, dtype, samples * (_DTYPES[dtype][1] if dtype in _DTYPES else 1))
 
 
 @cython.final

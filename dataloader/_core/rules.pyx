@@ -56,6 +56,14 @@ def check_image_shape(shape, str layout="HWC", str name="img"):
         raise ValueError(f"{name} has shape {dims} ({layout}): {IMAGE_RULE}")
 
 
+def check_nbytes(shape, dtype, Py_ssize_t nbytes, str name="an image"):
+    """Raise ``ValueError`` when ``nbytes`` (of one image, or of one item of any
+    shape) is over ``MAX_BYTES``, the bound of every buffer a kernel allocates."""
+    if nbytes > DL_MAX_BYTES:
+        raise ValueError(f"{name} of shape {tuple(shape)} and dtype {dtype} needs {nbytes} "
+                         f"bytes, over the limit of {DL_MAX_BYTES}")
+
+
 def check_fill_samples(values, dtype, str name="fill"):
     """Raise ``ValueError`` unless every value of ``values`` is a sample of ``dtype`` exactly."""
     cdef int sample_size = np.dtype(dtype).itemsize
