@@ -68,9 +68,7 @@ class Transform:
     """
 
     def _steps(self) -> list[tuple[str, tuple, tuple]]:
-        """The native ops of this transform: ``(name, ints, floats)`` each, made by
-        ``step(name, **parameters)`` with the parameter names of its DL_OPS row
-        (``_core/src/dl_tables.h``)."""
+        """The native ops of this transform: ``step(name, **parameters)`` each."""
         raise NotImplementedError
 
     def _first(self) -> Transform | None:
@@ -156,7 +154,9 @@ class Decode(Transform):
                       max_height=self.max_height, max_bytes=self.max_bytes)
 
 
-def _converter(name: str, channels: int, doc: str) -> type:
+def _converter(name: str, mode: str, doc: str) -> type:
+    channels = CHANNELS[mode]
+
     @_frozen
     class Convert(Transform):
         def _steps(self):
@@ -167,7 +167,7 @@ def _converter(name: str, channels: int, doc: str) -> type:
     return Convert
 
 
-ToRgb = _converter("ToRgb", CHANNELS["RGB"], """Convert to 3 channels, as Pillow's ``convert("RGB")``.
+ToRgb = _converter("ToRgb", "RGB", """Convert to 3 channels, as Pillow's ``convert("RGB")``.
 
     Examples
     --------
@@ -176,7 +176,7 @@ ToRgb = _converter("ToRgb", CHANNELS["RGB"], """Convert to 3 channels, as Pillow
     >>> ToRgb()(np.zeros((2, 2), np.uint8)).shape
     (2, 2, 3)
     """)
-ToRgba = _converter("ToRgba", CHANNELS["RGBA"], """Convert to 4 channels (alpha 255 when added).
+ToRgba = _converter("ToRgba", "RGBA", """Convert to 4 channels (alpha 255 when added).
 
     Examples
     --------
@@ -185,7 +185,7 @@ ToRgba = _converter("ToRgba", CHANNELS["RGBA"], """Convert to 4 channels (alpha 
     >>> ToRgba()(np.zeros((2, 2, 3), np.uint8))[0, 0].tolist()
     [0, 0, 0, 255]
     """)
-ToGray = _converter("ToGray", CHANNELS["L"], """Convert to 1 channel, as Pillow's ``convert("L")``.
+ToGray = _converter("ToGray", "L", """Convert to 1 channel, as Pillow's ``convert("L")``.
 
     Examples
     --------
@@ -220,8 +220,7 @@ class Crop(Transform):
         _set(self, "width", check_int("width", self.width, 1))
 
     def _steps(self):
-        return [step("crop", top=self.top, left=self.left, height=self.height,
-                     width=self.width)]
+        return [step("crop", top=self.top, left=self.left, height=self.height, width=self.width)]
 
 
 @_frozen
@@ -298,8 +297,7 @@ class RandomResizedCrop(Transform):
 
     def _steps(self):
         return [step("random_resized_crop", height=self.size[0], width=self.size[1],
-                     filter=FILTERS.index(self.interpolation), scale=self.scale,
-                     ratio=self.ratio)]
+                     filter=FILTERS.index(self.interpolation), scale=self.scale, ratio=self.ratio)]
 
 
 @_frozen
@@ -324,8 +322,7 @@ class Pad(Transform):
         check_choice("mode", self.mode, PAD_MODES)
 
     def _steps(self):
-        return [step("pad", padding=self.padding, mode=PAD_MODES.index(self.mode),
-                     fill=self.fill)]
+        return [step("pad", padding=self.padding, mode=PAD_MODES.index(self.mode), fill=self.fill)]
 
 
 @_frozen
