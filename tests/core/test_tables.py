@@ -13,8 +13,24 @@ from dataloader._core import codecs, pipeline
 from dataloader._core.pipeline import Chain, step
 from dataloader.kernels import Image
 from dataloader.transforms import (
-    CenterCrop, Compose, Crop, Decode, HFlip, Normalize, Pad, PadTo, RandomCrop,
-    RandomHFlip, RandomResizedCrop, Resize, Rotate90, ToChw, ToFloat, ToGray, ToHwc, ToRgb,
+    CenterCrop,
+    Compose,
+    Crop,
+    Decode,
+    HFlip,
+    Normalize,
+    Pad,
+    PadTo,
+    RandomCrop,
+    RandomHFlip,
+    RandomResizedCrop,
+    Resize,
+    Rotate90,
+    ToChw,
+    ToFloat,
+    ToGray,
+    ToHwc,
+    ToRgb,
     ToRgba,
     VFlip,
 )
