@@ -13,6 +13,7 @@ cdef extern from "dl_tables.h" nogil:
     ctypedef struct dl_op_row_t:
         const char* key
         const char* name
+        int input
         const char* ints
         const char* reals
     const dl_op_row_t* dl_op_row(int kind)

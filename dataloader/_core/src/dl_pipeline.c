@@ -92,14 +92,6 @@ static int prepare_output(const dl_shape_t *last, dl_chain_output_t *output, cha
     return DL_OK;
 }
 
-/* How much larger than its target a DCT-scaled image must stay: the resize
- * that follows then still averages several scaled pixels per output pixel,
- * which keeps fused output within about one level of the exact chain. A
- * resized crop needs more, as its window's edges move by up to half a
- * scaled pixel when mapped to the scaled image. */
-#define DL_FUSION_MARGIN 2
-#define DL_FUSION_MARGIN_CROP 4
-
 typedef struct {
     const dl_op_t *ops;
     const dl_step_t *steps;
@@ -111,6 +103,8 @@ typedef struct {
     int current_layout;
     int current_buffer;   /* scratch index holding `current`, or -1 */
     int output_written;
+    int status;           /* of the op that failed */
+    int pending_buffer;   /* where the op running now writes (see begin) */
 } dl_run_t;
 
 /* Where op k writes: the output for the chain's last op, else a free scratch buffer. */
@@ -132,21 +126,71 @@ static int destination(dl_run_t *run, int k, dl_image_t *dst, int *buffer)
     return DL_OK;
 }
 
-static int run_decode(dl_run_t *run, dl_image_t *dst)
+/* An op that writes pixels: `begin` finds where the output of op k (the
+ * last op it stands for) goes, `end` makes it the current image, or records
+ * the failure. Both return what run_<key> returns: the ops consumed, or -1. */
+static int begin(dl_run_t *run, int k, dl_image_t *dst)
 {
-    const dl_op_t *op = &run->ops[0];
-    const dl_step_t *step = &run->steps[0];
+    return destination(run, k, dst, &run->pending_buffer);
+}
+
+static int end(dl_run_t *run, int k, const dl_image_t *dst, int status, int consumed)
+{
+    if (status != DL_OK) {
+        run->status = status;
+        return -1;
+    }
+    run->current = *dst;
+    run->current_layout = run->steps[k].out.layout;
+    run->current_buffer = run->pending_buffer;
+    return consumed;
+}
+
+static int out_of_memory(dl_run_t *run)
+{
+    return dl_fail(run->msg, DL_ERR_NOMEM, "cannot allocate scratch memory");
+}
+
+/* An op whose output is a view of its input: nothing to write. */
+static int view(dl_run_t *run, int k)
+{
+    const dl_step_t *step = &run->steps[k];
+    run->current = dl_crop_view(run->current, step->top, step->left, step->out.height,
+                                step->out.width);
+    return 1;
+}
+
+/* How much larger than its target a DCT-scaled image must stay: the resize
+ * that follows then still averages several scaled pixels per output pixel,
+ * which keeps fused output within about one level of the exact chain. A
+ * resized crop needs more, as its window's edges move by up to half a
+ * scaled pixel when mapped to the scaled image. */
+#define DL_FUSION_MARGIN 2
+#define DL_FUSION_MARGIN_CROP 4
+
+/* ---- each op's run ---------------------------------------------------------
+ * run_<key>(run, k) runs op k (the function its DL_OPS row names) on
+ * run->current; it returns the ops consumed (2 when it fused the next op
+ * in), or -1 with run->status set. */
+
+static int run_decode(dl_run_t *run, int k)
+{
+    const dl_op_t *op = &run->ops[k];
+    const dl_step_t *step = &run->steps[k];
     int denom = 1;
     dl_info_t info;
+    dl_image_t dst;
+    int status = begin(run, k, &dst);
+    if (status != DL_OK) return end(run, k, &dst, status, 1);
     /* Fusion: a JPEG that is shrunk next is decoded at the DCT scale that covers the target. */
-    if (!op->i[3] && run->n > 1 &&
+    if (!op->i[3] && k + 1 < run->n &&
         dl_sniff(run->input->bytes, run->input->size) == DL_FMT_JPEG &&
         dl_image_info(run->input->bytes, run->input->size, &info, run->msg) == DL_OK) {
-        const dl_step_t *next = &run->steps[1];
-        if (run->ops[1].kind == DL_OP_RESIZE)
+        const dl_step_t *next = &run->steps[k + 1];
+        if (run->ops[k + 1].kind == DL_OP_RESIZE)
             denom = dl_jpeg_scale_for(info.height, info.width, DL_FUSION_MARGIN * next->out.height,
                                       DL_FUSION_MARGIN * next->out.width);
-        else if (run->ops[1].kind == DL_OP_RANDOM_RESIZED_CROP) {
+        else if (run->ops[k + 1].kind == DL_OP_RANDOM_RESIZED_CROP) {
             int h = (int)((long long)info.height * next->out.height / next->height);
             int w = (int)((long long)info.width * next->out.width / next->width);
             denom = dl_jpeg_scale_for(info.height, info.width, DL_FUSION_MARGIN_CROP * h,
@@ -156,21 +200,69 @@ static int run_decode(dl_run_t *run, dl_image_t *dst)
     if (denom > 1) {
         int h, w;
         dl_jpeg_scaled_size(step->out.height, step->out.width, denom, &h, &w);
-        dst->height = h;
-        dst->width = w;
-        dst->row_stride = (ptrdiff_t)w * dst->channels;
+        dst.height = h;
+        dst.width = w;
+        dst.row_stride = (ptrdiff_t)w * dst.channels;
     }
-    return dl_decode(run->input->bytes, run->input->size, denom, dst->height, dst->width,
-                     dst->channels, dst->data, dst->row_stride, run->msg);
+    status = dl_decode(run->input->bytes, run->input->size, denom, dst.height, dst.width,
+                       dst.channels, dst.data, dst.row_stride, run->msg);
+    return end(run, k, &dst, status, 1);
 }
 
-/* A resize of `src` into `dst` from the logical window (top, left, height,
- * width) of the logical input size `logical`: scaled to the actual size of
- * `src`, which a fused decode may have shrunk. */
-static int resize_window(dl_run_t *run, const dl_op_t *op, const dl_step_t *step,
-                         const dl_image_t *dst)
+static int run_convert(dl_run_t *run, int k)
 {
-    dl_image_t src = run->current;
+    dl_image_t dst, src = run->current;
+    int status = begin(run, k, &dst);
+    if (status == DL_OK)
+        dl_convert_rows(src.data, src.row_stride, src.channels, dst.data, dst.row_stride,
+                        dst.channels, src.height, src.width);
+    return end(run, k, &dst, status, 1);
+}
+
+static int run_crop(dl_run_t *run, int k) { return view(run, k); }
+
+/* The input placed in a border: crops record their window in input
+ * coordinates (a crop past the edges pads with zeros), pads where the
+ * input goes (filled by `mode`, or with the op's fill when constant). */
+static int bordered(dl_run_t *run, int k, int is_crop, int mode)
+{
+    const dl_op_t *op = &run->ops[k];
+    const dl_step_t *step = &run->steps[k];
+    dl_image_t dst, src = run->current;
+    uint8_t pixel[16];
+    int status = begin(run, k, &dst);
+    if (status != DL_OK) return end(run, k, &dst, status, 1);
+    ptrdiff_t top = is_crop ? -step->top : step->top;
+    ptrdiff_t left = is_crop ? -step->left : step->left;
+    memset(pixel, 0, sizeof pixel);
+    for (int c = 0; !is_crop && c < src.channels; c++) {
+        if (src.sample_size == 1) pixel[c] = (uint8_t)op->f[c];
+        else ((float *)pixel)[c] = (float)op->f[c];
+    }
+    if (dl_pad(&src, &dst, top, left, mode, pixel) != 0) status = out_of_memory(run);
+    return end(run, k, &dst, status, 1);
+}
+
+static int run_center_crop(dl_run_t *run, int k)
+{
+    const dl_step_t *step = &run->steps[k];
+    if (step->top >= 0 && step->left >= 0) return view(run, k);
+    return bordered(run, k, 1, DL_PAD_CONSTANT);
+}
+
+static int run_random_crop(dl_run_t *run, int k) { return bordered(run, k, 1, DL_PAD_CONSTANT); }
+static int run_pad(dl_run_t *run, int k) { return bordered(run, k, 0, run->ops[k].i[4]); }
+static int run_pad_to(dl_run_t *run, int k) { return bordered(run, k, 0, DL_PAD_CONSTANT); }
+
+/* A resize from the logical window (top, left, height, width) of the
+ * logical input size, scaled to the actual size of the current image, which
+ * a fused decode may have shrunk. */
+static int run_random_resized_crop(dl_run_t *run, int k)
+{
+    const dl_step_t *step = &run->steps[k];
+    dl_image_t dst, src = run->current;
+    int status = begin(run, k, &dst);
+    if (status != DL_OK) return end(run, k, &dst, status, 1);
     double ry = (double)src.height / step->in.height, rx = (double)src.width / step->in.width;
     int top = (int)nearbyint(step->top * ry), left = (int)nearbyint(step->left * rx);
     int h = (int)nearbyint((step->top + step->height) * ry) - top;
@@ -180,127 +272,113 @@ static int resize_window(dl_run_t *run, const dl_op_t *op, const dl_step_t *step
     if (top + h > src.height) top = src.height - h;
     if (left + w > src.width) left = src.width - w;
     src = dl_crop_view(src, top, left, h, w);
-    if (dl_resize(src.data, src.row_stride, src.height, src.width, src.channels, dst->data,
-                  dst->row_stride, dst->height, dst->width, op->i[2], 1) != 0)
-        return dl_fail(run->msg, DL_ERR_NOMEM, "cannot allocate scratch memory");
-    return DL_OK;
+    if (dl_resize(src.data, src.row_stride, src.height, src.width, src.channels, dst.data,
+                  dst.row_stride, dst.height, dst.width, run->ops[k].i[2], 1) != 0)
+        status = out_of_memory(run);
+    return end(run, k, &dst, status, 1);
 }
 
-static void fill_pixel(const dl_op_t *op, int channels, int sample_size, uint8_t *pixel)
+static int run_resize(dl_run_t *run, int k)
 {
-    for (int k = 0; k < channels; k++) {
-        if (sample_size == 1) pixel[k] = (uint8_t)op->f[k];
-        else ((float *)pixel)[k] = (float)op->f[k];
-    }
+    const dl_op_t *op = &run->ops[k];
+    dl_image_t dst, src = run->current;
+    int status = begin(run, k, &dst);
+    if (status == DL_OK &&
+        dl_resize(src.data, src.row_stride, src.height, src.width, src.channels, dst.data,
+                  dst.row_stride, dst.height, dst.width, op->i[3], op->i[4]) != 0)
+        status = out_of_memory(run);
+    return end(run, k, &dst, status, 1);
 }
 
-/* Runs op k (or ops k and k+1 when fused); returns the number of ops consumed or < 0. */
-static int run_op(dl_run_t *run, int k, int *status)
+static int run_flip(dl_run_t *run, int k)
+{
+    dl_image_t dst, src = run->current;
+    int status = begin(run, k, &dst);
+    if (status == DL_OK) dl_flip(&src, &dst, run->ops[k].i[0]);
+    return end(run, k, &dst, status, 1);
+}
+
+static int run_random_flip(dl_run_t *run, int k)
+{
+    return run->steps[k].apply ? run_flip(run, k) : 1;
+}
+
+static int run_rotate90(dl_run_t *run, int k)
+{
+    dl_image_t dst, src = run->current;
+    int turns = run->ops[k].i[0] % 4;
+    if (turns == 0) return 1;
+    int status = begin(run, k, &dst);
+    if (status == DL_OK) dl_rotate90(&src, &dst, turns);
+    return end(run, k, &dst, status, 1);
+}
+
+static int run_to_float(dl_run_t *run, int k)
+{
+    dl_image_t dst, src = run->current;
+    /* Already float; or Normalize comes next, and reads uint8 directly. */
+    if (run->steps[k].in.sample_size == 4 ||
+        (k + 1 < run->n && run->ops[k + 1].kind == DL_OP_NORMALIZE))
+        return 1;
+    int status = begin(run, k, &dst);
+    for (int y = 0; status == DL_OK && y < src.height; y++)
+        dl_to_float(src.data + y * src.row_stride, (float *)(dst.data + y * dst.row_stride),
+                    (ptrdiff_t)src.width * src.channels);
+    return end(run, k, &dst, status, 1);
+}
+
+static int run_normalize(dl_run_t *run, int k)
 {
     const dl_op_t *op = &run->ops[k];
     const dl_step_t *step = &run->steps[k];
     dl_image_t dst, src = run->current;
-    int buffer, consumed = 1;
-    uint8_t pixel[16];
     float mean[4], std[4];
-    *status = DL_OK;
-
-    /* Ops that only change the view, or do nothing for this item. */
-    if (op->kind == DL_OP_CROP || (op->kind == DL_OP_CENTER_CROP && step->top >= 0 &&
-                                   step->left >= 0)) {
-        run->current = dl_crop_view(src, step->top, step->left, step->out.height, step->out.width);
-        return 1;
+    /* Normalize then ToChw, from HWC: one pass writes the CHW output. */
+    int fused = k + 1 < run->n && run->ops[k + 1].kind == DL_OP_TO_CHW &&
+                step->in.layout == DL_LAYOUT_HWC;
+    int status = begin(run, k + fused, &dst);
+    if (status != DL_OK) return end(run, k + fused, &dst, status, 1 + fused);
+    for (int c = 0; c < 4; c++) {
+        mean[c] = (float)op->f[op->i[0] == 1 ? 0 : c];
+        std[c] = (float)op->f[4 + (op->i[0] == 1 ? 0 : c)];
     }
-    if ((op->kind == DL_OP_RANDOM_FLIP && !step->apply) ||
-        (op->kind == DL_OP_TO_FLOAT && step->in.sample_size == 4) ||
-        (op->kind == DL_OP_TO_CHW && step->in.layout == DL_LAYOUT_CHW) ||
-        (op->kind == DL_OP_TO_HWC && step->in.layout == DL_LAYOUT_HWC) ||
-        (op->kind == DL_OP_ROTATE90 && op->i[0] % 4 == 0))
-        return 1;
-    /* ToFloat then Normalize (then ToChw): Normalize reads uint8 directly. */
-    if (op->kind == DL_OP_TO_FLOAT && k + 1 < run->n && run->ops[k + 1].kind == DL_OP_NORMALIZE)
-        return 1;
-    if (op->kind == DL_OP_NORMALIZE && k + 1 < run->n && run->ops[k + 1].kind == DL_OP_TO_CHW &&
-        step->in.layout == DL_LAYOUT_HWC) {
-        k += 1;
-        consumed = 2;
-    }
-    if ((*status = destination(run, k, &dst, &buffer)) != DL_OK) return -1;
-    switch (op->kind) {
-    case DL_OP_DECODE:
-        *status = run_decode(run, &dst);
-        break;
-    case DL_OP_CONVERT:
-        dl_convert_rows(src.data, src.row_stride, src.channels, dst.data, dst.row_stride,
-                        dst.channels, src.height, src.width);
-        break;
-    case DL_OP_CENTER_CROP: /* larger than the image: pad with zeros */
-    case DL_OP_RANDOM_CROP:
-    case DL_OP_PAD:
-    case DL_OP_PAD_TO: {
-        /* Crops record their window in input coordinates, pads where the input goes. */
-        int is_crop = op->kind == DL_OP_CENTER_CROP || op->kind == DL_OP_RANDOM_CROP;
-        ptrdiff_t top = is_crop ? -step->top : step->top;
-        ptrdiff_t left = is_crop ? -step->left : step->left;
-        memset(pixel, 0, sizeof pixel);
-        if (!is_crop) fill_pixel(op, src.channels, src.sample_size, pixel);
-        if (dl_pad(&src, &dst, top, left, op->kind == DL_OP_PAD ? op->i[4] : DL_PAD_CONSTANT,
-                   pixel) != 0)
-            *status = dl_fail(run->msg, DL_ERR_NOMEM, "cannot allocate scratch memory");
-        break;
-    }
-    case DL_OP_RANDOM_RESIZED_CROP:
-        *status = resize_window(run, op, step, &dst);
-        break;
-    case DL_OP_RESIZE:
-        if (dl_resize(src.data, src.row_stride, src.height, src.width, src.channels, dst.data,
-                      dst.row_stride, dst.height, dst.width, op->i[3], op->i[4]) != 0)
-            *status = dl_fail(run->msg, DL_ERR_NOMEM, "cannot allocate scratch memory");
-        break;
-    case DL_OP_FLIP:
-    case DL_OP_RANDOM_FLIP:
-        dl_flip(&src, &dst, op->i[0]);
-        break;
-    case DL_OP_ROTATE90:
-        dl_rotate90(&src, &dst, op->i[0] % 4);
-        break;
-    case DL_OP_TO_FLOAT:
+    if (fused)
+        dl_normalize_to_chw(&src, (float *)dst.data, mean, std);
+    else if (step->in.layout == DL_LAYOUT_CHW)
+        dl_normalize(src.data, src.sample_size == 1, (float *)dst.data,
+                     (ptrdiff_t)src.height * src.width * src.channels, src.channels,
+                     (ptrdiff_t)src.height * src.width, mean, std);
+    else
         for (int y = 0; y < src.height; y++)
-            dl_to_float(src.data + y * src.row_stride, (float *)(dst.data + y * dst.row_stride),
-                        (ptrdiff_t)src.width * src.channels);
-        break;
-    case DL_OP_NORMALIZE:
-        for (int c = 0; c < 4; c++) {
-            mean[c] = (float)op->f[op->i[0] == 1 ? 0 : c];
-            std[c] = (float)op->f[4 + (op->i[0] == 1 ? 0 : c)];
-        }
-        if (consumed == 2)
-            dl_normalize_to_chw(&src, (float *)dst.data, mean, std);
-        else if (step->in.layout == DL_LAYOUT_CHW)
-            dl_normalize(src.data, src.sample_size == 1, (float *)dst.data,
-                         (ptrdiff_t)src.height * src.width * src.channels, src.channels,
-                         (ptrdiff_t)src.height * src.width, mean, std);
-        else
-            for (int y = 0; y < src.height; y++)
-                dl_normalize(src.data + y * src.row_stride, src.sample_size == 1,
-                             (float *)(dst.data + y * dst.row_stride),
-                             (ptrdiff_t)src.width * src.channels, src.channels, 0, mean, std);
-        break;
-    case DL_OP_TO_CHW:
-        dl_hwc_to_chw(&src, dst.data);
-        break;
-    case DL_OP_TO_HWC:
-        dl_chw_to_hwc(src.data, &dst);
-        break;
-    default:
-        break;
-    }
-    if (*status != DL_OK) return -1;
-    run->current = dst;
-    run->current_layout = run->steps[k].out.layout;
-    run->current_buffer = buffer;
-    return consumed;
+            dl_normalize(src.data + y * src.row_stride, src.sample_size == 1,
+                         (float *)(dst.data + y * dst.row_stride),
+                         (ptrdiff_t)src.width * src.channels, src.channels, 0, mean, std);
+    return end(run, k + fused, &dst, status, 1 + fused);
 }
+
+static int run_to_chw(dl_run_t *run, int k)
+{
+    dl_image_t dst, src = run->current;
+    if (run->steps[k].in.layout == DL_LAYOUT_CHW) return 1;
+    int status = begin(run, k, &dst);
+    if (status == DL_OK) dl_hwc_to_chw(&src, dst.data);
+    return end(run, k, &dst, status, 1);
+}
+
+static int run_to_hwc(dl_run_t *run, int k)
+{
+    dl_image_t dst, src = run->current;
+    if (run->steps[k].in.layout == DL_LAYOUT_HWC) return 1;
+    int status = begin(run, k, &dst);
+    if (status == DL_OK) dl_chw_to_hwc(src.data, &dst);
+    return end(run, k, &dst, status, 1);
+}
+
+/* ---- the pass ------------------------------------------------------------ */
+
+typedef int (*dl_run_fn)(dl_run_t *run, int k);
+#define DL_RUN_FN(name, key, ...) run_##key,
+static const dl_run_fn runs[DL_OP_COUNT] = {DL_OPS(DL_RUN_FN)};
 
 int dl_chain_run(const dl_op_t *ops, int n_ops, const dl_chain_input_t *input, uint64_t seed,
                  dl_chain_output_t *output, char *msg)
@@ -318,10 +396,14 @@ int dl_chain_run(const dl_op_t *ops, int n_ops, const dl_chain_input_t *input, u
     int allocated = output->data == NULL;
     if (status == DL_OK) status = prepare_output(&last, output, msg);
     if (status != DL_OK) goto done;
-    dl_run_t run = {ops, steps, n_ops, input, output, msg, input->image, input->layout, -1, 0};
+    dl_run_t run = {ops, steps, n_ops, input, output, msg, input->image, input->layout, -1, 0,
+                    DL_OK, -1};
     for (int k = 0; k < n_ops;) {
-        int consumed = run_op(&run, k, &status);
-        if (consumed < 0) break;
+        int consumed = runs[ops[k].kind](&run, k);
+        if (consumed < 0) {
+            status = run.status;
+            break;
+        }
         k += consumed;
     }
     if (status == DL_OK && !run.output_written) {

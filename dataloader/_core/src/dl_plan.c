@@ -1,8 +1,9 @@
 /* The plan pass of a transform chain (see dl_pipeline.h): per item, every
  * op's input and output shape, its window and its random draws, before any
- * pixel work. Each op's output shape follows one rule, op_shape(), which
- * also answers for a chain whose input is not known yet
- * (dl_chain_static_shape: what a batch of its outputs looks like). */
+ * pixel work. Each op has two functions, named by its key in DL_OPS
+ * (dl_tables.h): shape_<key>, its output shape, which also answers for a
+ * chain whose input is not known yet (dl_chain_static_shape: what a batch
+ * of its outputs looks like), and plan_<key>, its checks and draws. */
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -79,7 +80,7 @@ static int is_image(const dl_shape_t *s)
     return dl_is_image_shape(s->height, s->width, s->channels);
 }
 
-/* ---- the shape rule ----------------------------------------------------- */
+/* ---- helpers ------------------------------------------------------------ */
 
 /* A side computed in long long, as an int that stays past the image rule's
  * limit when it was (the plan pass then reports it). */
@@ -88,106 +89,147 @@ static int clamp_side(long long side)
     return side > INT_MAX ? INT_MAX : (int)side;
 }
 
-static void resize_target(const dl_op_t *op, int h, int w, int *out_h, int *out_w)
-{
-    if (op->i[1] > 0) { /* an explicit (height, width) */
-        *out_h = op->i[0];
-        *out_w = op->i[1];
-        return;
-    }
-    if (h < 1 || w < 1) { /* keeps the aspect ratio of an input not known yet */
-        *out_h = *out_w = 0;
-        return;
-    }
-    /* torchvision: the shorter side becomes `size`, the longer one keeps the
-     * ratio. The input follows the image rule, so `shorter` is at least 1. */
-    long long size = op->i[0], max_size = op->i[2];
-    long long shorter = h <= w ? h : w, longer = h <= w ? w : h;
-    long long new_short = size, new_long = size * longer / shorter;
-    if (max_size > 0 && new_long > max_size) {
-        new_short = max_size * new_short / new_long;
-        new_long = max_size;
-    }
-    *out_h = clamp_side(h <= w ? new_short : new_long);
-    *out_w = clamp_side(h <= w ? new_long : new_short);
-}
-
 /* A side plus a border, unknown (0) while the side is. */
 static int grown(int side, int before, int after)
 {
     return side ? clamp_side((long long)side + before + after) : 0;
 }
 
-/* The output shape of `op` given its input `in`, for every op but Decode.
- * A side or channel count of 0 is unknown, and stays so where the output
- * depends on it. */
-static dl_shape_t op_shape(const dl_op_t *op, dl_shape_t in)
+static dl_shape_t sized(dl_shape_t in, int height, int width)
 {
-    dl_shape_t out = in;
-    switch (op->kind) {
-    case DL_OP_CONVERT:
-        out.channels = op->i[0];
-        break;
-    case DL_OP_CROP:
-        out.height = op->i[2];
-        out.width = op->i[3];
-        break;
-    case DL_OP_CENTER_CROP:
-    case DL_OP_RANDOM_CROP:
-    case DL_OP_RANDOM_RESIZED_CROP:
-    case DL_OP_PAD_TO:
-        out.height = op->i[0];
-        out.width = op->i[1];
-        break;
-    case DL_OP_PAD:
-        out.height = grown(in.height, op->i[1], op->i[3]);
-        out.width = grown(in.width, op->i[0], op->i[2]);
-        break;
-    case DL_OP_RESIZE:
-        resize_target(op, in.height, in.width, &out.height, &out.width);
-        break;
-    case DL_OP_ROTATE90:
-        if (op->i[0] % 2) {
-            out.height = in.width;
-            out.width = in.height;
-        }
-        break;
-    case DL_OP_TO_FLOAT:
-    case DL_OP_NORMALIZE:
-        out.sample_size = 4;
-        break;
-    case DL_OP_TO_CHW:
-        out.layout = DL_LAYOUT_CHW;
-        break;
-    case DL_OP_TO_HWC:
-        out.layout = DL_LAYOUT_HWC;
-        break;
-    default:
-        break;
-    }
-    return out;
+    in.height = height;
+    in.width = width;
+    return in;
 }
 
-int dl_chain_static_shape(const dl_op_t *ops, int n, dl_chain_output_t *shape)
+/* A constant border of `op` (Pad, PadTo: fill in f[0..3]) in the samples of `in`. */
+static int check_fill(const dl_op_t *op, const dl_shape_t *in, char *msg)
 {
-    dl_shape_t s = {0, 0, 0, 1, DL_LAYOUT_HWC};
-    for (int k = 0; k < n; k++) {
-        if (ops[k].kind == DL_OP_DECODE)
-            s = (dl_shape_t){0, 0, ops[k].i[0], 1, DL_LAYOUT_HWC};
-        else
-            s = op_shape(&ops[k], s);
-    }
-    shape->data = NULL;
-    shape->row_stride = 0;
-    shape->height = s.height;
-    shape->width = s.width;
-    shape->channels = s.channels;
-    shape->sample_size = s.sample_size;
-    shape->layout = s.layout;
-    return is_image(&s);
+    for (int c = 0; c < in->channels; c++)
+        if (!dl_is_fill_value(op->f[c], in->sample_size))
+            return dl_fail(msg, DL_ERR_ARGUMENT, "%s(fill=%g) cannot apply to %s: " DL_FILL_RULE,
+                           dl_op_name(op), op->f[c], dl_describe(in));
+    return DL_OK;
 }
 
-/* ---- the plan pass ------------------------------------------------------ */
+/* The input an op takes, as its DL_OPS row says. */
+static int check_input(const dl_op_t *op, const dl_shape_t *in, char *msg)
+{
+    int input = dl_op_row(op->kind)->input;
+    if (input != DL_IN_ANY && in->layout != DL_LAYOUT_HWC)
+        return dl_fail(msg, DL_ERR_ARGUMENT,
+                       "%s got %s; geometric ops need HWC images (put ToChw last)",
+                       dl_op_name(op), dl_describe(in));
+    if (input == DL_IN_HWC_UINT8 && in->sample_size != 1)
+        return dl_fail(msg, DL_ERR_ARGUMENT,
+                       "%s got %s; it needs uint8 samples (put ToFloat after it)",
+                       dl_op_name(op), dl_describe(in));
+    return DL_OK;
+}
+
+/* ---- each op's shape rule and plan --------------------------------------- *
+ * shape_<key>(op, in): the output shape; a side or channel count of 0 is
+ * unknown, and stays so where the output depends on it.
+ * plan_<key>(op, input, rng, step, msg): whether the op applies to step->in,
+ * where its window lies (drawn from `rng` for the random ops, in op order);
+ * step->out holds shape_<key>'s answer on entry. */
+
+#define PLAN_ARGS const dl_op_t *op, const dl_chain_input_t *input, uint64_t *rng, \
+    dl_step_t *step, char *msg
+#define UNUSED_PLAN_ARGS (void)op, (void)input, (void)rng, (void)step, (void)msg
+
+static dl_shape_t keep_shape(const dl_op_t *op, dl_shape_t in) { (void)op; return in; }
+static int plan_nothing(PLAN_ARGS) { UNUSED_PLAN_ARGS; return DL_OK; }
+
+static dl_shape_t shape_decode(const dl_op_t *op, dl_shape_t in)
+{
+    (void)in;
+    return (dl_shape_t){0, 0, op->i[0], 1, DL_LAYOUT_HWC};
+}
+
+static int plan_decode(PLAN_ARGS)
+{
+    dl_info_t info;
+    (void)rng;
+    if (input->bytes == NULL)
+        return dl_fail(msg, DL_ERR_ARGUMENT, "Decode got %s, expected encoded bytes",
+                       dl_describe(&step->in));
+    if (input->size == 0)
+        return dl_fail(msg, DL_ERR_CORRUPT, "the data is empty (0 bytes)");
+    if (!dl_format_is_native(dl_sniff(input->bytes, input->size))) return DL_NEEDS_FALLBACK;
+    int status = dl_image_info(input->bytes, input->size, &info, msg);
+    if (status != DL_OK) return status;
+    int channels = op->i[0] ? op->i[0] : info.channels;
+    status = dl_check_limits(info.height, info.width, channels, op->i[1], op->i[2], op->f[0], msg);
+    if (status != DL_OK) {
+        char limit[DL_MSG_LEN];
+        snprintf(limit, sizeof limit, "%s", msg);
+        return dl_fail(msg, status, "Decode: %s", limit);
+    }
+    step->out = (dl_shape_t){info.height, info.width, channels, 1, DL_LAYOUT_HWC};
+    return DL_OK;
+}
+
+static dl_shape_t shape_convert(const dl_op_t *op, dl_shape_t in)
+{
+    in.channels = op->i[0];
+    return in;
+}
+#define plan_convert plan_nothing
+
+static dl_shape_t shape_crop(const dl_op_t *op, dl_shape_t in)
+{
+    return sized(in, op->i[2], op->i[3]);
+}
+
+static int plan_crop(PLAN_ARGS)
+{
+    (void)input, (void)rng;
+    if ((long long)op->i[0] + op->i[2] > step->in.height ||
+        (long long)op->i[1] + op->i[3] > step->in.width)
+        return dl_fail(msg, DL_ERR_ARGUMENT, "Crop(top=%d, left=%d, height=%d, width=%d) "
+                       "does not fit in %s", op->i[0], op->i[1], op->i[2], op->i[3],
+                       dl_describe(&step->in));
+    step->top = op->i[0];
+    step->left = op->i[1];
+    return DL_OK;
+}
+
+/* The ops whose output is (height, width) = (i[0], i[1]). */
+static dl_shape_t shape_fixed(const dl_op_t *op, dl_shape_t in)
+{
+    return sized(in, op->i[0], op->i[1]);
+}
+#define shape_center_crop shape_fixed
+#define shape_random_crop shape_fixed
+#define shape_random_resized_crop shape_fixed
+#define shape_pad_to shape_fixed
+
+static int plan_center_crop(PLAN_ARGS)
+{
+    dl_shape_t in = step->in;
+    UNUSED_PLAN_ARGS;
+    /* torchvision rounds half to even; a crop larger than the image pads with zeros. */
+    step->top = (int)nearbyint((in.height - op->i[0]) / 2.0);
+    step->left = (int)nearbyint((in.width - op->i[1]) / 2.0);
+    if (in.height < op->i[0]) step->top = -((op->i[0] - in.height) / 2);
+    if (in.width < op->i[1]) step->left = -((op->i[1] - in.width) / 2);
+    return DL_OK;
+}
+
+static int plan_random_crop(PLAN_ARGS)
+{
+    int padded_h = grown(step->in.height, op->i[3], op->i[5]);
+    int padded_w = grown(step->in.width, op->i[2], op->i[4]);
+    (void)input;
+    if (padded_h < op->i[0] || padded_w < op->i[1])
+        return dl_fail(msg, DL_ERR_ARGUMENT, "RandomCrop: crop size %dx%d is larger than the "
+                       "(padded) input of %dx%d", op->i[0], op->i[1], padded_h, padded_w);
+    /* Window position in the padded image, then relative to the input. */
+    step->top = randint(rng, 0, padded_h - op->i[0] + 1) - op->i[3];
+    step->left = randint(rng, 0, padded_w - op->i[1] + 1) - op->i[2];
+    return DL_OK;
+}
 
 /* torchvision's RandomResizedCrop.get_params, with this item's generator. */
 static void resized_crop_window(const dl_op_t *op, int h, int w, uint64_t *rng, dl_step_t *step)
@@ -222,122 +264,131 @@ static void resized_crop_window(const dl_op_t *op, int h, int w, uint64_t *rng, 
     step->left = (w - cw) / 2;
 }
 
-static int plan_decode(const dl_op_t *op, const dl_chain_input_t *input, dl_step_t *step,
-                       char *msg)
+static int plan_random_resized_crop(PLAN_ARGS)
 {
-    dl_info_t info;
-    if (input->bytes == NULL)
-        return dl_fail(msg, DL_ERR_ARGUMENT, "Decode got %s, expected encoded bytes",
-                       dl_describe(&step->in));
-    if (input->size == 0)
-        return dl_fail(msg, DL_ERR_CORRUPT, "the data is empty (0 bytes)");
-    if (!dl_format_is_native(dl_sniff(input->bytes, input->size))) return DL_NEEDS_FALLBACK;
-    int status = dl_image_info(input->bytes, input->size, &info, msg);
+    (void)input, (void)msg;
+    resized_crop_window(op, step->in.height, step->in.width, rng, step);
+    return DL_OK;
+}
+
+static dl_shape_t shape_pad(const dl_op_t *op, dl_shape_t in)
+{
+    return sized(in, grown(in.height, op->i[1], op->i[3]), grown(in.width, op->i[0], op->i[2]));
+}
+
+static int plan_pad(PLAN_ARGS)
+{
+    (void)input, (void)rng;
+    step->top = op->i[1];
+    step->left = op->i[0];
+    return check_fill(op, &step->in, msg);
+}
+
+static int plan_pad_to(PLAN_ARGS)
+{
+    int status = check_fill(op, &step->in, msg);
+    (void)input, (void)rng;
     if (status != DL_OK) return status;
-    int channels = op->i[0] ? op->i[0] : info.channels;
-    status = dl_check_limits(info.height, info.width, channels, op->i[1], op->i[2], op->f[0], msg);
-    if (status != DL_OK) {
-        char limit[DL_MSG_LEN];
-        snprintf(limit, sizeof limit, "%s", msg);
-        return dl_fail(msg, status, "Decode: %s", limit);
-    }
-    step->out = (dl_shape_t){info.height, info.width, channels, 1, DL_LAYOUT_HWC};
+    if (step->in.height > op->i[0] || step->in.width > op->i[1])
+        return dl_fail(msg, DL_ERR_ARGUMENT, "PadTo(%d, %d) got %s, larger than the target",
+                       op->i[0], op->i[1], dl_describe(&step->in));
+    step->top = (int)floor((op->i[0] - step->in.height) * op->f[4]);
+    step->left = (int)floor((op->i[1] - step->in.width) * op->f[5]);
     return DL_OK;
 }
 
-/* A constant border of `op` (Pad, PadTo: fill in f[0..3]) in the samples of `in`. */
-static int check_fill(const dl_op_t *op, const dl_shape_t *in, char *msg)
+static dl_shape_t shape_resize(const dl_op_t *op, dl_shape_t in)
 {
-    for (int c = 0; c < in->channels; c++)
-        if (!dl_is_fill_value(op->f[c], in->sample_size))
-            return dl_fail(msg, DL_ERR_ARGUMENT, "%s(fill=%g) cannot apply to %s: " DL_FILL_RULE,
-                           dl_op_name(op), op->f[c], dl_describe(in));
+    if (op->i[1] > 0) return sized(in, op->i[0], op->i[1]); /* an explicit (height, width) */
+    if (in.height < 1 || in.width < 1) return sized(in, 0, 0); /* the ratio of an unknown input */
+    /* torchvision: the shorter side becomes `size`, the longer one keeps the
+     * ratio. The input follows the image rule, so `shorter` is at least 1. */
+    int h = in.height, w = in.width;
+    long long size = op->i[0], max_size = op->i[2];
+    long long shorter = h <= w ? h : w, longer = h <= w ? w : h;
+    long long new_short = size, new_long = size * longer / shorter;
+    if (max_size > 0 && new_long > max_size) {
+        new_short = max_size * new_short / new_long;
+        new_long = max_size;
+    }
+    return sized(in, clamp_side(h <= w ? new_short : new_long),
+                 clamp_side(h <= w ? new_long : new_short));
+}
+#define plan_resize plan_nothing
+
+#define shape_flip keep_shape
+#define plan_flip plan_nothing
+#define shape_random_flip keep_shape
+
+static int plan_random_flip(PLAN_ARGS)
+{
+    (void)input, (void)msg;
+    step->apply = uniform(rng) < op->f[0];
     return DL_OK;
 }
 
-static int require_hwc(const dl_op_t *op, const dl_shape_t *in, int uint8_only, char *msg)
+static dl_shape_t shape_rotate90(const dl_op_t *op, dl_shape_t in)
 {
-    if (in->layout != DL_LAYOUT_HWC)
-        return dl_fail(msg, DL_ERR_ARGUMENT,
-                       "%s got %s; geometric ops need HWC images (put ToChw last)",
-                       dl_op_name(op), dl_describe(in));
-    if (uint8_only && in->sample_size != 1)
-        return dl_fail(msg, DL_ERR_ARGUMENT,
-                       "%s got %s; it needs uint8 samples (put ToFloat after it)",
-                       dl_op_name(op), dl_describe(in));
+    return op->i[0] % 2 ? sized(in, in.width, in.height) : in;
+}
+#define plan_rotate90 plan_nothing
+
+static dl_shape_t shape_to_float(const dl_op_t *op, dl_shape_t in)
+{
+    (void)op;
+    in.sample_size = 4;
+    return in;
+}
+#define plan_to_float plan_nothing
+#define shape_normalize shape_to_float
+
+static int plan_normalize(PLAN_ARGS)
+{
+    (void)input, (void)rng;
+    if (op->i[0] != step->in.channels && op->i[0] != 1)
+        return dl_fail(msg, DL_ERR_ARGUMENT, "Normalize has %d means and stds, got %s",
+                       op->i[0], dl_describe(&step->in));
     return DL_OK;
 }
 
-/* What op_shape does not say: whether the op applies to `in`, and where its
- * window lies (drawn from `rng` for the random ops, in op order). */
-static int plan_step(const dl_op_t *op, const dl_chain_input_t *input, uint64_t *rng,
-                     dl_step_t *step, char *msg)
+static dl_shape_t shape_to_chw(const dl_op_t *op, dl_shape_t in)
 {
-    dl_shape_t in = step->in;
-    int status = DL_OK;
-    if (op->kind == DL_OP_DECODE) return plan_decode(op, input, step, msg);
-    if (op->kind <= DL_OP_ROTATE90) {
-        int uint8_only = op->kind == DL_OP_CONVERT || op->kind == DL_OP_RESIZE ||
-                         op->kind == DL_OP_RANDOM_RESIZED_CROP;
-        if ((status = require_hwc(op, &in, uint8_only, msg)) != DL_OK) return status;
-    }
-    dl_shape_t out = op_shape(op, in);
-    switch (op->kind) {
-    case DL_OP_CROP:
-        if ((long long)op->i[0] + op->i[2] > in.height || (long long)op->i[1] + op->i[3] > in.width)
-            return dl_fail(msg, DL_ERR_ARGUMENT, "Crop(top=%d, left=%d, height=%d, width=%d) "
-                           "does not fit in %s", op->i[0], op->i[1], op->i[2], op->i[3],
-                           dl_describe(&in));
-        step->top = op->i[0];
-        step->left = op->i[1];
-        break;
-    case DL_OP_CENTER_CROP:
-        /* torchvision rounds half to even; a crop larger than the image pads with zeros. */
-        step->top = (int)nearbyint((in.height - op->i[0]) / 2.0);
-        step->left = (int)nearbyint((in.width - op->i[1]) / 2.0);
-        if (in.height < op->i[0]) step->top = -((op->i[0] - in.height) / 2);
-        if (in.width < op->i[1]) step->left = -((op->i[1] - in.width) / 2);
-        break;
-    case DL_OP_RANDOM_CROP: {
-        int padded_h = grown(in.height, op->i[3], op->i[5]);
-        int padded_w = grown(in.width, op->i[2], op->i[4]);
-        if (padded_h < op->i[0] || padded_w < op->i[1])
-            return dl_fail(msg, DL_ERR_ARGUMENT, "RandomCrop: crop size %dx%d is larger than the "
-                           "(padded) input of %dx%d", op->i[0], op->i[1], padded_h, padded_w);
-        /* Window position in the padded image, then relative to the input. */
-        step->top = randint(rng, 0, padded_h - op->i[0] + 1) - op->i[3];
-        step->left = randint(rng, 0, padded_w - op->i[1] + 1) - op->i[2];
-        break;
-    }
-    case DL_OP_RANDOM_RESIZED_CROP:
-        resized_crop_window(op, in.height, in.width, rng, step);
-        break;
-    case DL_OP_PAD:
-        if ((status = check_fill(op, &in, msg)) != DL_OK) return status;
-        step->top = op->i[1];
-        step->left = op->i[0];
-        break;
-    case DL_OP_PAD_TO:
-        if ((status = check_fill(op, &in, msg)) != DL_OK) return status;
-        if (in.height > op->i[0] || in.width > op->i[1])
-            return dl_fail(msg, DL_ERR_ARGUMENT, "PadTo(%d, %d) got %s, larger than the target",
-                           op->i[0], op->i[1], dl_describe(&in));
-        step->top = (int)floor((op->i[0] - in.height) * op->f[4]);
-        step->left = (int)floor((op->i[1] - in.width) * op->f[5]);
-        break;
-    case DL_OP_RANDOM_FLIP:
-        step->apply = uniform(rng) < op->f[0];
-        break;
-    case DL_OP_NORMALIZE:
-        if (op->i[0] != in.channels && op->i[0] != 1)
-            return dl_fail(msg, DL_ERR_ARGUMENT, "Normalize has %d means and stds, got %s",
-                           op->i[0], dl_describe(&in));
-        break;
-    default:
-        break;
-    }
-    step->out = out;
-    return DL_OK;
+    (void)op;
+    in.layout = DL_LAYOUT_CHW;
+    return in;
+}
+#define plan_to_chw plan_nothing
+
+static dl_shape_t shape_to_hwc(const dl_op_t *op, dl_shape_t in)
+{
+    (void)op;
+    in.layout = DL_LAYOUT_HWC;
+    return in;
+}
+#define plan_to_hwc plan_nothing
+
+/* ---- the passes ----------------------------------------------------------- */
+
+typedef dl_shape_t (*dl_shape_fn)(const dl_op_t *op, dl_shape_t in);
+typedef int (*dl_plan_fn)(PLAN_ARGS);
+
+#define DL_SHAPE_FN(name, key, ...) shape_##key,
+#define DL_PLAN_FN(name, key, ...) plan_##key,
+static const dl_shape_fn shapes[DL_OP_COUNT] = {DL_OPS(DL_SHAPE_FN)};
+static const dl_plan_fn plans[DL_OP_COUNT] = {DL_OPS(DL_PLAN_FN)};
+
+int dl_chain_static_shape(const dl_op_t *ops, int n, dl_chain_output_t *shape)
+{
+    dl_shape_t s = {0, 0, 0, 1, DL_LAYOUT_HWC};
+    for (int k = 0; k < n; k++) s = shapes[ops[k].kind](&ops[k], s);
+    shape->data = NULL;
+    shape->row_stride = 0;
+    shape->height = s.height;
+    shape->width = s.width;
+    shape->channels = s.channels;
+    shape->sample_size = s.sample_size;
+    shape->layout = s.layout;
+    return is_image(&s);
 }
 
 int dl_plan(const dl_op_t *ops, int n, const dl_chain_input_t *input, uint64_t seed,
@@ -356,13 +407,16 @@ int dl_plan(const dl_op_t *ops, int n, const dl_chain_input_t *input, uint64_t s
         return dl_fail(msg, DL_ERR_ARGUMENT, "%s got %s: " DL_IMAGE_RULE,
                        n ? dl_op_name(&ops[0]) : "the chain", dl_describe(&shape));
     for (int k = 0; k < n; k++) {
+        const dl_op_t *op = &ops[k];
         memset(&steps[k], 0, sizeof steps[k]);
         steps[k].in = shape;
-        int status = plan_step(&ops[k], input, &rng, &steps[k], msg);
+        int status = check_input(op, &shape, msg);
         if (status != DL_OK) return status;
+        steps[k].out = shapes[op->kind](op, shape);
+        if ((status = plans[op->kind](op, input, &rng, &steps[k], msg)) != DL_OK) return status;
         if (!is_image(&steps[k].out))
             return dl_fail(msg, DL_ERR_ARGUMENT, "%s would make %s: " DL_IMAGE_RULE,
-                           dl_op_name(&ops[k]), dl_describe(&steps[k].out));
+                           dl_op_name(op), dl_describe(&steps[k].out));
         shape = steps[k].out;
     }
     return DL_OK;

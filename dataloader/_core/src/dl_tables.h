@@ -5,35 +5,44 @@
  * codecs.pyx, through _tables.pxd) are all expanded from these rows, so a
  * row's position is its code everywhere and nothing has to agree by hand.
  *
- * Adding a native op: one DL_OPS row here, its plan rule (dl_plan.c), its
- * run step (dl_pipeline.c) and the Transform class that emits it. */
+ * Adding a native op: one DL_OPS row here, the op's functions its key names
+ * (its shape rule, plan and run, next to its kernel), and the Transform class
+ * that emits it; nothing else lists the ops. */
 #ifndef DL_TABLES_H
 #define DL_TABLES_H
 
 /* Native ops of a transform chain:
- * X(ENUM, key, "Name", "integer parameters", "real parameters").
- * `key` is the Python name of the op (a Transform's _steps() emits it), "Name"
- * the one messages use. The parameter lists name each slot of dl_op_t's i[]
- * and f[] in order; "name*N" takes N slots (a sequence, zero-padded). The
- * rows up to ROTATE90 are the geometric ops, which need HWC input. */
-#define DL_OPS(X)                                                                            \
-    X(DECODE, decode, "Decode", "channels max_width max_height exact", "max_bytes")          \
-    X(CONVERT, convert, "Convert", "channels", "")                                           \
-    X(CROP, crop, "Crop", "top left height width", "")                                       \
-    X(CENTER_CROP, center_crop, "CenterCrop", "height width", "")                            \
-    X(RANDOM_CROP, random_crop, "RandomCrop", "height width padding*4", "")                  \
-    X(RANDOM_RESIZED_CROP, random_resized_crop, "RandomResizedCrop", "height width filter",  \
-      "scale*2 ratio*2")                                                                     \
-    X(PAD, pad, "Pad", "padding*4 mode", "fill*4")                                           \
-    X(PAD_TO, pad_to, "PadTo", "height width", "fill*4 anchor*2")                            \
-    X(RESIZE, resize, "Resize", "height width max_size filter antialias", "")                \
-    X(FLIP, flip, "Flip", "horizontal", "")                                                  \
-    X(RANDOM_FLIP, random_flip, "RandomFlip", "horizontal", "p")                             \
-    X(ROTATE90, rotate90, "Rotate90", "k", "")                                               \
-    X(TO_FLOAT, to_float, "ToFloat", "", "")                                                 \
-    X(NORMALIZE, normalize, "Normalize", "channels", "mean*4 std*4")                         \
-    X(TO_CHW, to_chw, "ToChw", "", "")                                                       \
-    X(TO_HWC, to_hwc, "ToHwc", "", "")
+ * X(ENUM, key, "Name", input, "integer parameters", "real parameters").
+ * `key` is the Python name of the op (a Transform's _steps() emits it), and
+ * names the op's functions in C: shape_<key> and plan_<key> (dl_plan.c),
+ * run_<key> (dl_pipeline.c), which the passes call through tables expanded
+ * from these rows. "Name" is the one messages use; `input` what the op
+ * takes (DL_IN_ANY, DL_IN_HWC: uint8 or float32 HWC, DL_IN_HWC_UINT8). The
+ * parameter lists name each slot of dl_op_t's i[] and f[] in order; "name*N"
+ * takes N slots (a sequence, zero-padded). */
+#define DL_OPS(X)                                                                           \
+    X(DECODE, decode, "Decode", DL_IN_ANY, "channels max_width max_height exact",           \
+      "max_bytes")                                                                          \
+    X(CONVERT, convert, "Convert", DL_IN_HWC_UINT8, "channels", "")                         \
+    X(CROP, crop, "Crop", DL_IN_HWC, "top left height width", "")                           \
+    X(CENTER_CROP, center_crop, "CenterCrop", DL_IN_HWC, "height width", "")                \
+    X(RANDOM_CROP, random_crop, "RandomCrop", DL_IN_HWC, "height width padding*4", "")      \
+    X(RANDOM_RESIZED_CROP, random_resized_crop, "RandomResizedCrop", DL_IN_HWC_UINT8,       \
+      "height width filter", "scale*2 ratio*2")                                             \
+    X(PAD, pad, "Pad", DL_IN_HWC, "padding*4 mode", "fill*4")                               \
+    X(PAD_TO, pad_to, "PadTo", DL_IN_HWC, "height width", "fill*4 anchor*2")                \
+    X(RESIZE, resize, "Resize", DL_IN_HWC_UINT8, "height width max_size filter antialias",  \
+      "")                                                                                   \
+    X(FLIP, flip, "Flip", DL_IN_HWC, "horizontal", "")                                      \
+    X(RANDOM_FLIP, random_flip, "RandomFlip", DL_IN_HWC, "horizontal", "p")                 \
+    X(ROTATE90, rotate90, "Rotate90", DL_IN_HWC, "k", "")                                   \
+    X(TO_FLOAT, to_float, "ToFloat", DL_IN_ANY, "", "")                                     \
+    X(NORMALIZE, normalize, "Normalize", DL_IN_ANY, "channels", "mean*4 std*4")             \
+    X(TO_CHW, to_chw, "ToChw", DL_IN_ANY, "", "")                                           \
+    X(TO_HWC, to_hwc, "ToHwc", DL_IN_ANY, "", "")
+
+/* What an op takes: any image, an HWC image (uint8 or float32), a uint8 HWC image. */
+enum { DL_IN_ANY = 0, DL_IN_HWC = 1, DL_IN_HWC_UINT8 = 2 };
 
 /* Resampling filters (Pillow's): X(ENUM, "name"). */
 #define DL_FILTERS(X) X(NEAREST, "nearest") X(BILINEAR, "bilinear") X(BICUBIC, "bicubic") \
@@ -52,7 +61,7 @@
  * X("name", channels). */
 #define DL_MODES(X) X("L", 1) X("LA", 2) X("RGB", 3) X("RGBA", 4)
 
-#define DL_ENUM_OP(name, key, display, ints, reals) DL_OP_##name,
+#define DL_ENUM_OP(name, key, display, input, ints, reals) DL_OP_##name,
 
 typedef enum { DL_OPS(DL_ENUM_OP) DL_OP_COUNT } dl_op_kind_t;
 
@@ -74,12 +83,14 @@ typedef enum { DL_FORMATS(DL_ENUM_FORMAT) DL_FMT_COUNT } dl_format_t;
 /* The rows as data, for messages and for Python. Out-of-range codes give
  * NULL (or 0), never an out-of-bounds read. */
 typedef struct {
-    const char *key, *name, *ints, *reals;
+    const char *key, *name;
+    int input;
+    const char *ints, *reals;
 } dl_op_row_t;
 
 static inline const dl_op_row_t *dl_op_row(int kind)
 {
-#define DL_ROW_OP(name, key, display, ints, reals) {#key, display, ints, reals},
+#define DL_ROW_OP(name, key, display, input, ints, reals) {#key, display, input, ints, reals},
     static const dl_op_row_t rows[] = {DL_OPS(DL_ROW_OP)};
 #undef DL_ROW_OP
     return kind >= 0 && kind < DL_OP_COUNT ? &rows[kind] : (const dl_op_row_t *)0;
