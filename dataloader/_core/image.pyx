@@ -231,6 +231,18 @@ cdef class _Samples:
         return PyCapsule_New(block, name, <void (*)(object) noexcept> _capsule_destructor)
 
 
+cdef object _samples_of(obj, str layout, tuple layouts):
+    """``obj`` as an array of uint8 or float32 samples of an image's (or a
+    batch's) shape in ``layout``, one of ``layouts``: what ``from_array`` copies."""
+    if layout not in layouts:
+        raise ValueError(f"layout must be {' or '.join(map(repr, layouts))}, got {layout!r}")
+    array = as_array(obj, "obj")
+    if array.dtype not in (np.uint8, np.float32):
+        raise ValueError(f"obj must hold uint8 or float32 samples, got {array.dtype}")
+    check_image_shape(array.shape, layout, "obj")
+    return array
+
+
 cdef object _dimension(str name, value):
     """An int argument of a constructor, taken as Python's ``range`` takes it."""
     if isinstance(value, bool):
@@ -336,12 +348,7 @@ cdef class Image(_Samples):
         >>> np.asarray(image)[:, :, 0].tolist()
         [[0, 1, 2], [3, 4, 5]]
         """
-        if layout not in _IMAGE_LAYOUTS:
-            raise ValueError(f"layout must be 'HWC' or 'CHW', got {layout!r}")
-        array = as_array(obj, "obj")
-        if array.dtype not in (np.uint8, np.float32):
-            raise ValueError(f"obj must hold uint8 or float32 samples, got {array.dtype}")
-        check_image_shape(array.shape, layout, "obj")
+        array = _samples_of(obj, layout, _IMAGE_LAYOUTS)
         if array.ndim == 2:
             array = array[:, :, None] if layout == "HWC" else array[None]
         c = array.shape[2] if layout == "HWC" else array.shape[0]
@@ -401,12 +408,7 @@ cdef class ImageBatch(_Samples):
         >>> batch.shape
         (2, 5, 4, 3)
         """
-        if layout not in _BATCH_LAYOUTS:
-            raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
-        array = as_array(obj, "obj")
-        if array.dtype not in (np.uint8, np.float32):
-            raise ValueError(f"obj must hold uint8 or float32 samples, got {array.dtype}")
-        check_image_shape(array.shape, layout, "obj")
+        array = _samples_of(obj, layout, _BATCH_LAYOUTS)
         n, c, h, w = array.shape if layout == "NCHW" else (
             array.shape[0], array.shape[3], array.shape[1], array.shape[2])
         _check_bytes(array.shape, str(array.dtype), array.size // max(n, 1))
