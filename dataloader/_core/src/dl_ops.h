@@ -28,7 +28,10 @@ typedef struct {
 #define DL_MAX_SIDE 16384
 #define DL_MAX_CHANNELS 4
 #define DL_MAX_BYTES (256 * 1024 * 1024)
-#define DL_IMAGE_RULE "an image has height and width of 1 to 16384 pixels and 1 to 4 channels"
+#define DL_STRINGIFY(x) #x
+#define DL_TEXT(x) DL_STRINGIFY(x)
+#define DL_IMAGE_RULE "an image has height and width of 1 to " DL_TEXT(DL_MAX_SIDE) \
+    " pixels and 1 to " DL_TEXT(DL_MAX_CHANNELS) " channels"
 
 /* Whether (height, width, channels) follows the rule. */
 static inline int dl_is_image_shape(ptrdiff_t height, ptrdiff_t width, ptrdiff_t channels)
