@@ -9,31 +9,10 @@ import pytest
 from PIL import Image as PILImage
 
 from dataloader import kernels
+from dataloader import transforms as T
 from dataloader._core import codecs, pipeline
 from dataloader._core.pipeline import Chain, step
 from dataloader.kernels import Image
-from dataloader.transforms import (
-    CenterCrop,
-    Compose,
-    Crop,
-    Decode,
-    HFlip,
-    Normalize,
-    Pad,
-    PadTo,
-    RandomCrop,
-    RandomHFlip,
-    RandomResizedCrop,
-    Resize,
-    Rotate90,
-    ToChw,
-    ToFloat,
-    ToGray,
-    ToHwc,
-    ToRgb,
-    ToRgba,
-    VFlip,
-)
 
 
 def test_step_places_named_parameters_in_their_slots():
@@ -59,21 +38,23 @@ def test_unknown_ops_and_parameters_are_refused(call, match):
 
 def test_every_op_has_a_transform_that_emits_it():
     emitted = {key for transform in (
-        Decode(), ToGray(), Crop(0, 0, 1, 1), CenterCrop(1), RandomCrop(1),
-        RandomResizedCrop(1), Pad(1), PadTo(1, 1), Resize(1), HFlip(), RandomHFlip(),
-        Rotate90(), ToFloat(), Normalize([0.5], [0.5]), ToChw(), ToHwc(),
+        T.Decode(), T.ToGray(), T.Crop(0, 0, 1, 1), T.CenterCrop(1), T.RandomCrop(1),
+        T.RandomResizedCrop(1), T.Pad(1), T.PadTo(1, 1), T.Resize(1), T.HFlip(),
+        T.RandomHFlip(), T.Rotate90(), T.ToFloat(), T.Normalize([0.5], [0.5]), T.ToChw(),
+        T.ToHwc(),
     ) for key, _, _ in transform._steps()}
     assert emitted == set(pipeline.OPS)
 
 
 # Each fixes the channels with a conversion: the input's are not known before it comes.
 STATIC_CHAINS = [
-    Compose([ToRgb(), CenterCrop(6), Resize(4), Pad((1, 2))]),
-    Compose([ToRgb(), RandomResizedCrop((5, 7)), ToFloat(), Normalize([0.5] * 3, [0.2] * 3),
-             ToChw()]),
-    Compose([Resize((6, 9)), Rotate90(), ToRgba(), HFlip()]),
-    Compose([ToGray(), RandomCrop(4, padding=(1, 2)), VFlip(), PadTo(9, 5), ToChw(), ToHwc()]),
-    Compose([Crop(1, 2, 3, 4), Rotate90(3), ToGray(), ToFloat()]),
+    T.Compose([T.ToRgb(), T.CenterCrop(6), T.Resize(4), T.Pad((1, 2))]),
+    T.Compose([T.ToRgb(), T.RandomResizedCrop((5, 7)), T.ToFloat(),
+               T.Normalize([0.5] * 3, [0.2] * 3), T.ToChw()]),
+    T.Compose([T.Resize((6, 9)), T.Rotate90(), T.ToRgba(), T.HFlip()]),
+    T.Compose([T.ToGray(), T.RandomCrop(4, padding=(1, 2)), T.VFlip(), T.PadTo(9, 5),
+               T.ToChw(), T.ToHwc()]),
+    T.Compose([T.Crop(1, 2, 3, 4), T.Rotate90(3), T.ToGray(), T.ToFloat()]),
 ]
 
 
@@ -90,9 +71,9 @@ def test_the_static_shape_is_what_every_item_gets(chain, size):
 
 
 @pytest.mark.parametrize("chain", [
-    Compose([Resize(8)]),                       # the aspect ratio of the input
-    Compose([Decode(), CenterCrop(4)]),         # the channels of the file
-    Compose([HFlip(), Pad(2)]),                 # a border around any size
+    T.Compose([T.Resize(8)]),                   # the aspect ratio of the input
+    T.Compose([T.Decode(), T.CenterCrop(4)]),   # the channels of the file
+    T.Compose([T.HFlip(), T.Pad(2)]),           # a border around any size
 ], ids=repr)
 def test_no_static_shape_when_the_input_decides(chain):
     assert Chain(chain._steps()).output_shape() is None
@@ -110,7 +91,7 @@ def test_decode_limits_give_one_message_to_the_kernel_and_the_transform():
         with pytest.raises(ValueError) as kernel:
             kernels.decode(data, **limits)
         with pytest.raises(ValueError) as transform:
-            Decode(**limits)(data)
+            T.Decode(**limits)(data)
         assert str(transform.value) == f"Decode: {kernel.value}"
 
 
