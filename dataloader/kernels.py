@@ -377,24 +377,10 @@ def to_float(img: ImageLike, *, out: np.ndarray | None = None) -> np.ndarray:
     check_samples(src, "img")
     src = contiguous_array(src, "img")
     result, target = output(out, src.shape + (1,), np.float32, flat=True) if src.ndim == 2 \
-        else _same_shape_output(out, src.shape, np.float32)
+        else output(out, src.shape, np.float32)
     if src.size:
         _ops.to_float_into(src.reshape(-1), target.reshape(-1))
     return result
-
-
-def _same_shape_output(out: _Out | None, shape: tuple[int, ...], dtype: npt.DTypeLike
-                       ) -> tuple[_Out | np.ndarray, np.ndarray]:
-    if out is None:
-        result = np.empty(shape, dtype)
-        return result, result
-    array = as_array(out, "out")
-    if array.dtype != dtype or array.shape != tuple(shape):
-        raise ValueError(f"out must be {np.dtype(dtype).name} of shape {tuple(shape)}, "
-                         f"got {array.dtype} of shape {array.shape}")
-    if not array.flags.c_contiguous or not array.flags.writeable:
-        raise ValueError("out must be C-contiguous and writable")
-    return out, array
 
 
 _CHANNEL_AXIS = {"HWC": 2, "CHW": 0, "NHWC": 3, "NCHW": 1}
@@ -439,7 +425,7 @@ def normalize(img: ImageLike, mean: Sequence[float], std: Sequence[float], *, la
     mean_values, std_values = np.asarray(means, np.float32), np.asarray(stds, np.float32)
     if np.any(std_values == 0):
         raise ValueError(f"std must not round to zero in float32, got {std!r}")
-    result, target = _same_shape_output(out, src.shape, np.float32)
+    result, target = output(out, src.shape, np.float32)
     if not src.size:
         return result
     # Interleaved channels (plane 0), or planes of H*W samples per channel.
@@ -453,7 +439,7 @@ def _transpose(img: ImageLike, out: np.ndarray | None, to_chw: bool) -> np.ndarr
     src, _ = image_array(img, dtypes=(np.uint8, np.float32), layout="HWC" if to_chw else "CHW")
     a, b, c = src.shape
     shape = (c, a, b) if to_chw else (b, c, a)
-    result, target = _same_shape_output(out, shape, src.dtype)
+    result, target = output(out, shape, src.dtype)
     if src.size:
         (_ops.hwc_to_chw_into if to_chw else _ops.chw_to_hwc_into)(src, target)
     return result
@@ -569,7 +555,7 @@ def stack(images: Sequence[ImageLike], out: np.ndarray | ImageBatch | None = Non
         if array.shape != first.shape or array.dtype != first.dtype:
             raise ValueError(f"images[{i}] is {array.dtype} of shape {array.shape}, expected "
                              f"{first.dtype} of shape {first.shape} like images[0]")
-    result, target = _same_shape_output(out, (len(arrays),) + first.shape, first.dtype)
+    result, target = output(out, (len(arrays),) + first.shape, first.dtype)
     rows = target.reshape(len(arrays), 1, -1, 1)
     for i, array in enumerate(arrays):
         if array.size:

@@ -32,6 +32,7 @@ from typing import Any, TypeVar, dataclass_transform
 
 import numpy as np
 
+from dataloader._core.pipeline import step
 from dataloader._images.arguments import (
     ANCHORS,
     CHANNELS,
@@ -70,7 +71,7 @@ class Transform:
     """
 
     def _steps(self) -> list[tuple[str, tuple, tuple]]:
-        """The native ops of this transform: ``(name, ints, floats)`` each."""
+        """The native ops of this transform: ``step(name, **parameters)`` each."""
         raise NotImplementedError
 
     def bind_epoch(self, seed: int, epoch: int) -> ItemTransform:
@@ -167,9 +168,9 @@ class Decode(Transform):
         _set(self, "exact", check_bool("exact", self.exact))
 
     def _steps(self):
-        channels = CHANNELS[self.mode] if self.mode else 0
-        ints = (channels, self.max_width, self.max_height, int(self.exact))
-        return [("decode", ints, (float(self.max_bytes),))]
+        return [step("decode", channels=CHANNELS[self.mode] if self.mode else 0,
+                     max_width=self.max_width, max_height=self.max_height,
+                     exact=self.exact, max_bytes=self.max_bytes)]
 
     def _fallback(self, data: Any) -> np.ndarray:
         from dataloader.kernels import decode
@@ -178,18 +179,20 @@ class Decode(Transform):
                       max_height=self.max_height, max_bytes=self.max_bytes)
 
 
-def _converter(name: str, channels: int, doc: str) -> type:
+def _converter(name: str, mode: str, doc: str) -> type:
+    channels = CHANNELS[mode]
+
     @_frozen
     class Convert(Transform):
         def _steps(self):
-            return [("convert", (channels,), ())]
+            return [step("convert", channels=channels)]
 
     Convert.__name__ = Convert.__qualname__ = name
     Convert.__doc__ = doc
     return Convert
 
 
-ToRgb = _converter("ToRgb", 3, """Convert to 3 channels, as Pillow's ``convert("RGB")``.
+ToRgb = _converter("ToRgb", "RGB", """Convert to 3 channels, as Pillow's ``convert("RGB")``.
 
     Examples
     --------
@@ -198,7 +201,7 @@ ToRgb = _converter("ToRgb", 3, """Convert to 3 channels, as Pillow's ``convert("
     >>> ToRgb()(np.zeros((2, 2), np.uint8)).shape
     (2, 2, 3)
     """)
-ToRgba = _converter("ToRgba", 4, """Convert to 4 channels (alpha 255 when added).
+ToRgba = _converter("ToRgba", "RGBA", """Convert to 4 channels (alpha 255 when added).
 
     Examples
     --------
@@ -207,7 +210,7 @@ ToRgba = _converter("ToRgba", 4, """Convert to 4 channels (alpha 255 when added)
     >>> ToRgba()(np.zeros((2, 2, 3), np.uint8))[0, 0].tolist()
     [0, 0, 0, 255]
     """)
-ToGray = _converter("ToGray", 1, """Convert to 1 channel, as Pillow's ``convert("L")``.
+ToGray = _converter("ToGray", "L", """Convert to 1 channel, as Pillow's ``convert("L")``.
 
     Examples
     --------
@@ -242,7 +245,7 @@ class Crop(Transform):
         _set(self, "width", check_int("width", self.width, 1))
 
     def _steps(self):
-        return [("crop", (self.top, self.left, self.height, self.width), ())]
+        return [step("crop", top=self.top, left=self.left, height=self.height, width=self.width)]
 
 
 @_frozen
@@ -263,7 +266,7 @@ class CenterCrop(Transform):
         _set(self, "size", check_size("size", self.size))
 
     def _steps(self):
-        return [("center_crop", self.size, ())]
+        return [step("center_crop", height=self.size[0], width=self.size[1])]
 
 
 @_frozen
@@ -287,7 +290,8 @@ class RandomCrop(Transform):
             _set(self, "padding", check_padding(self.padding))
 
     def _steps(self):
-        return [("random_crop", self.size + (self.padding or (0, 0, 0, 0)), ())]
+        return [step("random_crop", height=self.size[0], width=self.size[1],
+                     padding=self.padding or ())]
 
 
 @_frozen
@@ -317,8 +321,8 @@ class RandomResizedCrop(Transform):
         check_choice("interpolation", self.interpolation, FILTERS)
 
     def _steps(self):
-        ints = self.size + (FILTERS.index(self.interpolation),)
-        return [("random_resized_crop", ints, self.scale + self.ratio)]
+        return [step("random_resized_crop", height=self.size[0], width=self.size[1],
+                     filter=FILTERS.index(self.interpolation), scale=self.scale, ratio=self.ratio)]
 
 
 @_frozen
@@ -343,7 +347,7 @@ class Pad(Transform):
         check_choice("mode", self.mode, PAD_MODES)
 
     def _steps(self):
-        return [("pad", self.padding + (PAD_MODES.index(self.mode),), self.fill)]
+        return [step("pad", padding=self.padding, mode=PAD_MODES.index(self.mode), fill=self.fill)]
 
 
 @_frozen
@@ -370,7 +374,8 @@ class PadTo(Transform):
         check_choice("anchor", self.anchor, ANCHORS)
 
     def _steps(self):
-        return [("pad_to", (self.height, self.width), self.fill + ANCHORS[self.anchor])]
+        return [step("pad_to", height=self.height, width=self.width, fill=self.fill,
+                     anchor=ANCHORS[self.anchor])]
 
 
 @_frozen
@@ -416,10 +421,10 @@ class Resize(Transform):
         _set(self, "antialias", check_bool("antialias", self.antialias))
 
     def _steps(self):
+        # An int size sets the shorter side: width 0 keeps the aspect ratio.
         height, width = (self.size, 0) if isinstance(self.size, int) else self.size
-        ints = (height, width, self.max_size or 0, FILTERS.index(self.interpolation),
-                int(self.antialias))
-        return [("resize", ints, ())]
+        return [step("resize", height=height, width=width, max_size=self.max_size or 0,
+                     filter=FILTERS.index(self.interpolation), antialias=self.antialias)]
 
 
 @_frozen
@@ -435,7 +440,7 @@ class HFlip(Transform):
     """
 
     def _steps(self):
-        return [("flip", (1,), ())]
+        return [step("flip", horizontal=True)]
 
 
 @_frozen
@@ -451,7 +456,7 @@ class VFlip(Transform):
     """
 
     def _steps(self):
-        return [("flip", (0,), ())]
+        return [step("flip", horizontal=False)]
 
 
 @_frozen
@@ -472,7 +477,7 @@ class RandomHFlip(Transform):
         _set(self, "p", check_probability("p", self.p))
 
     def _steps(self):
-        return [("random_flip", (1,), (float(self.p),))]
+        return [step("random_flip", horizontal=True, p=self.p)]
 
 
 @_frozen
@@ -494,7 +499,7 @@ class Rotate90(Transform):
         _set(self, "k", check_int("k", self.k, -(2**63), 2**63 - 1))
 
     def _steps(self):
-        return [("rotate90", (self.k % 4,), ())]
+        return [step("rotate90", k=self.k % 4)]
 
 
 @_frozen
@@ -510,7 +515,7 @@ class ToFloat(Transform):
     """
 
     def _steps(self):
-        return [("to_float", (), ())]
+        return [step("to_float")]
 
 
 @_frozen
@@ -536,8 +541,7 @@ class Normalize(Transform):
         _set(self, "std", std)
 
     def _steps(self):
-        pad = (0.0,) * (4 - len(self.mean))
-        return [("normalize", (len(self.mean),), (*self.mean, *pad, *self.std, *pad))]
+        return [step("normalize", channels=len(self.mean), mean=self.mean, std=self.std)]
 
 
 @_frozen
@@ -553,7 +557,7 @@ class ToChw(Transform):
     """
 
     def _steps(self):
-        return [("to_chw", (), ())]
+        return [step("to_chw")]
 
 
 @_frozen
@@ -569,7 +573,7 @@ class ToHwc(Transform):
     """
 
     def _steps(self):
-        return [("to_hwc", (), ())]
+        return [step("to_hwc")]
 
 
 class Compose(Transform):

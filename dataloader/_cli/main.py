@@ -35,6 +35,7 @@ from dataloader._cli.bench import (
     run_torch,
 )
 from dataloader._cli.pack import add_pack_command
+from dataloader._core.codecs import MODES
 from dataloader._errors import context_of
 from dataloader._images.decode import image_info
 from dataloader._images.exif import ORIENTATIONS, orientation
@@ -43,7 +44,8 @@ from dataloader._loading.loader import DataLoader
 
 __all__ = ["main", "parse_transforms"]
 
-_MODES = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
+# Pixel mode names by channel count, as ``info`` prints them.
+_MODES = {channels: mode for mode, channels in MODES.items()}
 # Header prefixes tried by ``info`` before the whole file: a JPEG's frame
 # header follows its EXIF and ICC segments, which fit in 64 KiB or 1 MiB.
 _HEADER_PREFIXES = (1 << 16, 1 << 20)

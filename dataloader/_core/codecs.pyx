@@ -3,43 +3,33 @@
 The C side (``src/dl_codecs.c`` and one file per codec) reads headers and
 decodes into a caller-given destination whose rows may be further apart than
 one image row, so that an image can be decoded straight into its slot of a
-batch buffer.  This module only converts statuses into exceptions; argument
-checks live in ``dataloader.kernels``.
+batch buffer.  This module only converts statuses into exceptions
+(``raise_status`` of ``codecs.pxd``); argument checks live in
+``dataloader.kernels``.
 """
 from libc.stddef cimport ptrdiff_t
 
+from dataloader._core._tables cimport (
+    DL_FMT_COUNT, DL_MODE_COUNT, dl_format_is_native, dl_format_name, dl_mode_channels,
+    dl_mode_name,
+)
 from dataloader._core._typedefs cimport uint8_t
 
 
-cdef extern from "src/dl_codecs.h" nogil:
-    int DL_MSG_LEN
-    int DL_OK
-    int DL_ERR_CORRUPT
-    int DL_ERR_NOMEM
-    int DL_ERR_MISMATCH
-    ctypedef struct dl_info_t:
-        int format
-        int height
-        int width
-        int channels
-    int dl_sniff(const uint8_t* data, size_t size)
-    int dl_image_info(const uint8_t* data, size_t size, dl_info_t* info, char* msg)
-    void dl_jpeg_scaled_size(int height, int width, int scale_denom, int* out_h, int* out_w)
-    int dl_decode(const uint8_t* data, size_t size, int scale_denom, int height, int width,
-                  int channels, uint8_t* dst, ptrdiff_t row_stride, char* msg)
+cdef tuple _formats():
+    names = []
+    for code in range(DL_FMT_COUNT):
+        name = dl_format_name(code).decode()
+        names.append(name or None)
+    return tuple(names)
 
 
-# Indexed by dl_format_t.
-FORMATS = (None, "JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF")
-NATIVE_FORMATS = frozenset({"JPEG", "PNG", "WEBP"})
-
-
-cdef int _raise(int status, const char* msg) except -1:
-    """The one place where a codec status becomes an exception."""
-    text = msg.decode("utf-8", "replace")
-    if status == DL_ERR_NOMEM:
-        raise MemoryError(text)
-    raise ValueError(f"cannot decode image: {text}")
+# Format names, indexed by the format codes of src/dl_tables.h (None: unknown).
+FORMATS = _formats()
+NATIVE_FORMATS = frozenset(FORMATS[code] for code in range(DL_FMT_COUNT)
+                           if dl_format_is_native(code))
+# Channels of each pixel mode a decode or a conversion produces ("L": 1, ... "RGBA": 4).
+MODES = {dl_mode_name(i).decode(): dl_mode_channels(i) for i in range(DL_MODE_COUNT)}
 
 
 def sniff(const uint8_t[::1] data):
@@ -61,7 +51,7 @@ def header_info(const uint8_t[::1] data  # IN
     with nogil:
         status = dl_image_info(&data[0], data.shape[0], &info, msg)
     if status != DL_OK:
-        _raise(status, msg)
+        raise_status(status, msg)
     return FORMATS[info.format], info.height, info.width, info.channels
 
 
@@ -70,6 +60,23 @@ def jpeg_scaled_size(int height, int width, int scale_denom):
     cdef int h, w
     dl_jpeg_scaled_size(height, width, scale_denom, &h, &w)
     return h, w
+
+
+def jpeg_scale_for(int height, int width, int min_height, int min_width):
+    """The DCT scale (1, 2, 4 or 8) at which a JPEG of ``height`` x ``width``
+    still decodes to at least ``min_height`` x ``min_width`` (the fused chains'
+    rule, ``dl_jpeg_scale_for``)."""
+    return dl_jpeg_scale_for(height, width, min_height, min_width)
+
+
+def check_limits(int height, int width, int channels, int max_width, int max_height,
+                 double max_bytes):
+    """Raise ``ValueError`` when an image of this size breaks a decode limit
+    (the same check and message as a ``Decode`` transform's)."""
+    cdef char msg[256]
+    msg[0] = 0
+    if dl_check_limits(height, width, channels, max_width, max_height, max_bytes, msg) != DL_OK:
+        raise_status(DL_ERR_ARGUMENT, msg)
 
 
 def decode_into(const uint8_t[::1] data,  # IN
@@ -89,4 +96,4 @@ def decode_into(const uint8_t[::1] data,  # IN
         status = dl_decode(src, size, scale_denom, height, width, channels, &out[0, 0, 0],
                            row_stride, msg)
     if status != DL_OK:
-        _raise(status, msg)
+        raise_status(status, msg)

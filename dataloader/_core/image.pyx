@@ -31,7 +31,7 @@ import operator
 import numpy as np
 
 
-from dataloader._core.rules import MAX_BYTES, MAX_SIDE, check_image_shape
+from dataloader._core.rules import MAX_BYTES, MAX_SIDE, as_array, check_image_shape, check_nbytes
 
 # Idle blocks a BufferPool can hold at most.
 POOL_CAPACITY_MAX = MAX_POOLED
@@ -231,13 +231,16 @@ cdef class _Samples:
         return PyCapsule_New(block, name, <void (*)(object) noexcept> _capsule_destructor)
 
 
-cdef object _as_array(obj):
-    """A numpy view of a numpy array, a CPU torch tensor or any buffer."""
-    if isinstance(obj, np.ndarray):
-        return obj
-    if hasattr(obj, "__dlpack__") and not hasattr(obj, "__array_interface__"):
-        return np.from_dlpack(obj)
-    return np.asarray(obj)
+cdef object _samples_of(obj, str layout, tuple layouts):
+    """``obj`` as an array of uint8 or float32 samples of an image's (or a
+    batch's) shape in ``layout``, one of ``layouts``: what ``from_array`` copies."""
+    if layout not in layouts:
+        raise ValueError(f"layout must be {' or '.join(map(repr, layouts))}, got {layout!r}")
+    array = as_array(obj, "obj")
+    if array.dtype not in (np.uint8, np.float32):
+        raise ValueError(f"obj must hold uint8 or float32 samples, got {array.dtype}")
+    check_image_shape(array.shape, layout, "obj")
+    return array
 
 
 cdef object _dimension(str name, value):
@@ -252,10 +255,7 @@ cdef object _dimension(str name, value):
 
 cdef _check_bytes(tuple shape, str dtype, Py_ssize_t samples):
     """An image of ``samples`` samples stays within the decode limit of MAX_BYTES bytes."""
-    cdef Py_ssize_t nbytes = samples * (_DTYPES[dtype][1] if dtype in _DTYPES else 1)
-    if nbytes > MAX_BYTES:
-        raise ValueError(f"an image of shape {shape} and dtype {dtype} needs {nbytes} bytes, "
-                         f"over the limit of {MAX_BYTES}")
+    check_nbytes(shape, dtype, samples * (_DTYPES[dtype][1] if dtype in _DTYPES else 1))
 
 
 @cython.final
@@ -348,12 +348,7 @@ cdef class Image(_Samples):
         >>> np.asarray(image)[:, :, 0].tolist()
         [[0, 1, 2], [3, 4, 5]]
         """
-        if layout not in _IMAGE_LAYOUTS:
-            raise ValueError(f"layout must be 'HWC' or 'CHW', got {layout!r}")
-        array = _as_array(obj)
-        if array.dtype not in (np.uint8, np.float32):
-            raise ValueError(f"obj must hold uint8 or float32 samples, got {array.dtype}")
-        check_image_shape(array.shape, layout, "obj")
+        array = _samples_of(obj, layout, _IMAGE_LAYOUTS)
         if array.ndim == 2:
             array = array[:, :, None] if layout == "HWC" else array[None]
         c = array.shape[2] if layout == "HWC" else array.shape[0]
@@ -413,12 +408,7 @@ cdef class ImageBatch(_Samples):
         >>> batch.shape
         (2, 5, 4, 3)
         """
-        if layout not in _BATCH_LAYOUTS:
-            raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
-        array = _as_array(obj)
-        if array.dtype not in (np.uint8, np.float32):
-            raise ValueError(f"obj must hold uint8 or float32 samples, got {array.dtype}")
-        check_image_shape(array.shape, layout, "obj")
+        array = _samples_of(obj, layout, _BATCH_LAYOUTS)
         n, c, h, w = array.shape if layout == "NCHW" else (
             array.shape[0], array.shape[3], array.shape[1], array.shape[2])
         _check_bytes(array.shape, str(array.dtype), array.size // max(n, 1))

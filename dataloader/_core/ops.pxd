@@ -1,4 +1,5 @@
-# The C pixel kernels (src/dl_ops.c), shared by ops.pyx and pipeline.pyx.
+# src/dl_ops.h: the image rule, the fill rule and the pixel kernels
+# (src/dl_ops.c), shared by ops.pyx, rules.pyx and pipeline.pyx.
 from libc.stddef cimport ptrdiff_t
 
 from dataloader._core._typedefs cimport uint8_t
@@ -10,7 +11,13 @@ cdef extern from "dl_ops.h" nogil:
         ptrdiff_t row_stride
         int height, width, channels
         int sample_size
-    int DL_PAD_CONSTANT
+    int DL_MAX_SIDE
+    int DL_MAX_CHANNELS
+    int DL_MAX_BYTES
+    const char* DL_IMAGE_RULE
+    const char* DL_FILL_RULE
+    bint dl_is_image_shape(ptrdiff_t height, ptrdiff_t width, ptrdiff_t channels)
+    bint dl_is_fill_value(double value, int sample_size)
     dl_image_t dl_crop_view(dl_image_t image, int top, int left, int height, int width)
     void dl_copy(const dl_image_t* src, const dl_image_t* dst)
     void dl_flip(const dl_image_t* src, const dl_image_t* dst, int horizontal)

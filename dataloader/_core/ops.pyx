@@ -8,21 +8,18 @@ of ``pipeline.pyx`` run).  Shapes, dtypes and argument values are checked by
 """
 from libc.stddef cimport ptrdiff_t
 
+from dataloader._core._tables cimport DL_PAD_COUNT, dl_pad_mode_name
 from dataloader._core._typedefs cimport float32_t, intp_t, uint8_t
-
-
-cdef extern from "src/dl_codecs.h" nogil:
-    void dl_convert_rows(const uint8_t* src, ptrdiff_t src_stride, int src_channels,
-                         uint8_t* dst, ptrdiff_t dst_stride, int dst_channels,
-                         ptrdiff_t height, ptrdiff_t width)
+from dataloader._core.codecs cimport dl_convert_rows
 
 
 ctypedef fused sample_t:
     uint8_t
     float32_t
 
-# Padding modes, as torchvision's ``Pad`` names them (indexed by dl_pad_mode_t).
-PAD_MODES = ("constant", "edge", "reflect", "symmetric")
+# Padding modes, as torchvision's ``Pad`` names them, in the order of their
+# codes (DL_PAD_MODES of src/dl_tables.h).
+PAD_MODES = tuple([dl_pad_mode_name(mode).decode() for mode in range(DL_PAD_COUNT)])
 
 
 cdef inline dl_image_t _image(const sample_t[:, :, ::1] view) noexcept nogil:

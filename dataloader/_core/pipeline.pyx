@@ -6,55 +6,79 @@ item in a single call without the GIL: only turning the input into a C view
 and the output into an ``Image`` touch the interpreter. ``apply_into``
 writes the result straight into an item's slot of an ``ImageBatch``.
 """
-from libc.stddef cimport ptrdiff_t
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, malloc
 
 import numpy as np
 
+from dataloader._core._tables cimport DL_OP_COUNT, dl_op_row, dl_op_row_t
 from dataloader._core._typedefs cimport uint8_t
+from dataloader._core.codecs cimport DL_OK, DL_NEEDS_FALLBACK, raise_status
 from dataloader._core.image cimport Image, ImageBatch, _Samples, adopt_image
-from dataloader._core.rules import check_image_shape
 from dataloader._core.ops cimport dl_image_t
+from dataloader._core.rules import check_image_shape
 
 
-cdef extern from "dl_codecs.h" nogil:
-    int DL_OK
-    int DL_ERR_CORRUPT
-    int DL_ERR_NOMEM
-    int DL_MSG_LEN
+cdef tuple _fields(const char* spec):
+    """``(name, slots)`` of each parameter of a DL_OPS row's list ("a b*4")."""
+    fields = []
+    for word in spec.decode().split():
+        name, _, count = word.partition("*")
+        fields.append((name, int(count or 1)))
+    return tuple(fields)
 
 
-cdef extern from "dl_pipeline.h" nogil:
-    ctypedef struct dl_op_t:
-        int kind
-        int i[6]
-        double f[8]
-    ctypedef struct dl_chain_input_t:
-        const uint8_t* bytes
-        size_t size
-        dl_image_t image
-        int layout
-    ctypedef struct dl_chain_output_t:
-        uint8_t* data
-        ptrdiff_t row_stride
-        int height, width, channels, sample_size, layout
-    int DL_NEEDS_FALLBACK
-    int DL_LAYOUT_HWC
-    int DL_LAYOUT_CHW
-    int dl_chain_run(const dl_op_t* ops, int n_ops, const dl_chain_input_t* input,
-                     uint64_t seed, dl_chain_output_t* output, char* msg)
-    uint64_t dl_item_seed(uint64_t seed, uint64_t epoch, uint64_t index)
+cdef dict _op_table():
+    cdef const dl_op_row_t* row
+    table = {}
+    for kind in range(DL_OP_COUNT):
+        row = dl_op_row(kind)
+        table[row.key.decode()] = (kind, row.name.decode(), _fields(row.ints),
+                                   _fields(row.reals))
+    return table
 
 
-# Op names, indexed by dl_op_kind_t.
-OPS = (
-    "decode", "convert", "crop", "center_crop", "random_crop", "random_resized_crop", "pad",
-    "pad_to", "resize", "flip", "random_flip", "rotate90", "to_float", "normalize", "to_chw",
-    "to_hwc",
-)
-_KINDS = {name: kind for kind, name in enumerate(OPS)}
+# The native ops, read from the DL_OPS table of src/dl_tables.h: key ->
+# (code, name in messages, integer parameters, real parameters).
+_OPS = _op_table()
+# Op keys in the order of their codes.
+OPS = tuple(_OPS)
 _SAMPLE_DTYPES = {1: "uint8", 4: "float32"}
+_LAYOUTS = {DL_LAYOUT_HWC: "HWC", DL_LAYOUT_CHW: "CHW"}
+
+
+cdef tuple _pack(str key, tuple fields, dict params, object kind):
+    values = []
+    for name, slots in fields:
+        value = params.pop(name, 0)
+        if slots == 1:
+            values.append(kind(value))
+            continue
+        if not isinstance(value, (tuple, list)):
+            if value != 0:
+                raise ValueError(f"op {key!r}: {name} takes a sequence, got {value!r}")
+            value = ()
+        if len(value) > slots:
+            raise ValueError(f"op {key!r}: {name} takes at most {slots} values, got {value!r}")
+        values.extend(kind(v) for v in value)
+        values.extend([kind(0)] * (slots - len(value)))
+    return tuple(values)
+
+
+def step(str key, **params):
+    """One native op as ``(key, ints, floats)``, from its parameters by name.
+
+    The names and slots are those of the op's row in DL_OPS (``src/dl_tables.h``);
+    a parameter left out is 0, a sequence parameter (``fill*4``) is padded
+    with zeros.
+    """
+    if key not in _OPS:
+        raise ValueError(f"unknown native op {key!r}; the ops are {list(OPS)}")
+    _, _, ints, reals = _OPS[key]
+    packed = (key, _pack(key, ints, params, int), _pack(key, reals, params, float))
+    if params:
+        raise ValueError(f"op {key!r} has no parameter {sorted(params)[0]!r}")
+    return packed
 
 
 def item_seed(uint64_t seed, uint64_t epoch, uint64_t index):
@@ -68,8 +92,8 @@ cdef class Chain:
     Parameters
     ----------
     steps : sequence of (name, ints, floats)
-        One entry per op: its name in ``OPS``, up to 6 integer and 8 real
-        parameters (meanings in ``src/dl_pipeline.h``).
+        One entry per op, as :func:`step` makes it: its key in ``OPS``, up to
+        6 integer and 8 real parameters (named in ``src/dl_tables.h``).
     fallback : callable, optional
         ``fallback(data)`` decodes formats without a native decoder (through
         Pillow) when the chain starts with a decode.
@@ -92,9 +116,11 @@ cdef class Chain:
         if self.ops == NULL:
             raise MemoryError()
         for k, (name, ints, floats) in enumerate(self.steps):
+            if name not in _OPS:
+                raise ValueError(f"unknown native op {name!r}; the ops are {list(OPS)}")
             if len(ints) > 6 or len(floats) > 8:
                 raise ValueError(f"op {name!r} has too many parameters")
-            self.ops[k].kind = _KINDS[name]
+            self.ops[k].kind = _OPS[name][0]
             for j in range(6):
                 self.ops[k].i[j] = ints[j] if j < len(ints) else 0
             for j in range(8):
@@ -118,7 +144,19 @@ cdef class Chain:
         if out.layout == DL_LAYOUT_CHW:
             shape = (out.channels, out.height, out.width)
         return adopt_image(out.data, shape, _SAMPLE_DTYPES[out.sample_size],
-                           "HWC" if out.layout == DL_LAYOUT_HWC else "CHW")
+                           _LAYOUTS[out.layout])
+
+    def output_shape(self):
+        """``(height, width, channels, dtype, layout)`` of every output, or ``None``.
+
+        Read from the ops alone, by the plan pass's own shape rule: ``None``
+        when a side or the channels depend on the input image.
+        """
+        cdef dl_chain_output_t shape
+        if not dl_chain_static_shape(self.ops, self.n, &shape):
+            return None
+        return (shape.height, shape.width, shape.channels, _SAMPLE_DTYPES[shape.sample_size],
+                _LAYOUTS[shape.layout])
 
     def apply_into(self, data, uint64_t seed, ImageBatch batch not None, Py_ssize_t index):
         """Run the chain on ``data`` and write the result into image ``index`` of ``batch``."""
@@ -153,14 +191,9 @@ cdef class Chain:
             status = dl_chain_run(self.ops, self.n, &source, seed, out, msg)
         if status == DL_OK or (status == DL_NEEDS_FALLBACK and self.rest is not None):
             return status
-        text = msg.decode("utf-8", "replace")
-        if status == DL_ERR_NOMEM:
-            raise MemoryError(text)
         if status == DL_NEEDS_FALLBACK:
             raise ValueError(f"{self._first_op_name()}: no native decoder for this format")
-        if status == DL_ERR_CORRUPT and not text.startswith("cannot decode"):
-            text = f"cannot decode image: {text}"
-        raise ValueError(f"Decode: {text}" if status == DL_ERR_CORRUPT else text)
+        return raise_status(status, msg, _OPS["decode"][1])
 
     cdef str _first_op_name(self):
         return self.first_name

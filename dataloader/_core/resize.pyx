@@ -6,17 +6,12 @@ contract and releases the GIL.
 """
 from libc.stddef cimport ptrdiff_t
 
+from dataloader._core._tables cimport DL_FILTER_COUNT, dl_filter_name
 from dataloader._core._typedefs cimport uint8_t
 
 
-cdef extern from "src/dl_resize.h" nogil:
-    int dl_resize(const uint8_t* src, ptrdiff_t src_stride, int in_h, int in_w, int channels,
-                  uint8_t* dst, ptrdiff_t dst_stride, int out_h, int out_w, int filter,
-                  int antialias)
-
-
-# Indexed by dl_filter_t.
-FILTERS = ("nearest", "bilinear", "bicubic", "lanczos")
+# Filter names in the order of their codes (DL_FILTERS of src/dl_tables.h).
+FILTERS = tuple([dl_filter_name(code).decode() for code in range(DL_FILTER_COUNT)])
 
 
 def resize_into(const uint8_t[:, :, ::1] src,  # IN
@@ -28,7 +23,7 @@ def resize_into(const uint8_t[:, :, ::1] src,  # IN
     cdef int out_h = out.shape[0], out_w = out.shape[1]
     if out.shape[2] != channels:
         raise ValueError("resize_into: src and out must have the same number of channels")
-    if not 0 <= filter < 4:
+    if not 0 <= filter < DL_FILTER_COUNT:
         raise ValueError(f"resize_into: unknown filter {filter}")
     with nogil:
         status = dl_resize(&src[0, 0, 0], in_w * channels, in_h, in_w, channels,

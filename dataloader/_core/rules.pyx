@@ -5,20 +5,17 @@ to ``MAX_SIDE`` pixels and 1 to 4 channels; a fill is a sample the image's
 dtype holds exactly. The native chains check every shape and fill with the
 C predicates; every Python entry point (kernels, ``Image``, ``ImageBatch``,
 ``ImageCollator``, the input of a chain) goes through the functions here,
-which call the same predicates and say what broke the rule.
+which call the same predicates and say what broke the rule. Every entry
+point that takes an array-like object reads it with :func:`as_array`.
 """
 from libc.stddef cimport ptrdiff_t
 
 import numpy as np
 
 
-cdef extern from "src/dl_ops.h" nogil:
-    int DL_MAX_SIDE
-    int DL_MAX_BYTES
-    const char* DL_IMAGE_RULE
-    const char* DL_FILL_RULE
-    bint dl_is_image_shape(ptrdiff_t height, ptrdiff_t width, ptrdiff_t channels)
-    bint dl_is_fill_value(double value, int sample_size)
+from dataloader._core.ops cimport (
+    DL_FILL_RULE, DL_IMAGE_RULE, DL_MAX_BYTES, DL_MAX_SIDE, dl_is_fill_value, dl_is_image_shape,
+)
 
 
 # The decode limits: a side longer than MAX_SIDE or more than MAX_BYTES of
@@ -59,9 +56,37 @@ def check_image_shape(shape, str layout="HWC", str name="img"):
         raise ValueError(f"{name} has shape {dims} ({layout}): {IMAGE_RULE}")
 
 
+def check_nbytes(shape, dtype, Py_ssize_t nbytes, str name="an image"):
+    """Raise ``ValueError`` when ``nbytes`` (of one image, or of one item of any
+    shape) is over ``MAX_BYTES``, the bound of every buffer a kernel allocates."""
+    if nbytes > DL_MAX_BYTES:
+        raise ValueError(f"{name} of shape {tuple(shape)} and dtype {dtype} needs {nbytes} "
+                         f"bytes, over the limit of {DL_MAX_BYTES}")
+
+
 def check_fill_samples(values, dtype, str name="fill"):
     """Raise ``ValueError`` unless every value of ``values`` is a sample of ``dtype`` exactly."""
     cdef int sample_size = np.dtype(dtype).itemsize
     for value in values:
         if not dl_is_fill_value(value, sample_size):
             raise ValueError(f"{name}={tuple(values)!r} for a {np.dtype(dtype)} image: {FILL_RULE}")
+
+
+def as_array(obj, str name="obj"):
+    """A numpy view of a numpy array, a CPU torch tensor (DLPack) or any buffer.
+
+    ``TypeError`` naming ``name`` for an object that is none of these, or
+    that holds no numbers.
+    """
+    if isinstance(obj, np.ndarray):
+        return obj
+    try:
+        if hasattr(obj, "__dlpack__") and not hasattr(obj, "__array_interface__"):
+            return np.from_dlpack(obj)
+        array = np.asarray(obj)
+    except Exception as err:
+        raise TypeError(f"{name} must be an array or support the buffer protocol, "
+                        f"got {type(obj).__name__}") from err
+    if array.dtype == object:
+        raise TypeError(f"{name} must be an array of numbers, got {type(obj).__name__}")
+    return array

@@ -3,7 +3,11 @@ from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from dataloader._core._typedefs cimport int64_t
 
-cdef enum:  # the columns of a Row: (count, nanoseconds) per stage
+# The columns of a Row, declared once: (count, nanoseconds) per stage, in
+# this order. Python reads the same constants (``stats.FETCH_COUNT``, ...),
+# from which ``dataloader._loading.stats`` derives the stage names and ``Row.add``'s
+# columns.
+cpdef enum:
     FETCH_COUNT
     FETCH_NS
     TRANSFORM_COUNT
@@ -17,7 +21,7 @@ cdef enum:  # the columns of a Row: (count, nanoseconds) per stage
     N_COLUMNS
 
 cdef class Row:
-    cdef int64_t values[10]   # N_COLUMNS
+    cdef int64_t values[N_COLUMNS]
 
 
 cdef inline int64_t now_ns() noexcept nogil:

@@ -1,3 +1,16 @@
+
+FETCH_COUNT: int
+FETCH_NS: int
+TRANSFORM_COUNT: int
+TRANSFORM_NS: int
+COLLATE_COUNT: int
+COLLATE_NS: int
+WAIT_COUNT: int
+WAIT_NS: int
+SKIPPED_COUNT: int
+SKIPPED_NS: int
+N_COLUMNS: int
+
 def monotonic_ns() -> int: ...
 
 class Row:

@@ -23,13 +23,16 @@ from typing import Any
 
 import numpy as np
 
+from dataloader._core.codecs import MODES as CONVERT_MODES
 from dataloader._core.ops import PAD_MODES
 from dataloader._core.resize import FILTERS
 from dataloader._core.rules import (
     MAX_BYTES,
     MAX_SIDE,
+    as_array,
     check_fill_samples,
     check_image_shape,
+    check_nbytes,
 )
 
 __all__ = [
@@ -46,9 +49,11 @@ ANCHORS = {
     "left": (0.5, 0.0), "center": (0.5, 0.5), "right": (0.5, 1.0),
     "bottom-left": (1.0, 0.0), "bottom": (1.0, 0.5), "bottom-right": (1.0, 1.0),
 }
-# Channels of each mode a decode or a conversion produces.
-CONVERT_MODES = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4}
-CHANNELS = {"L": 1, "RGB": 3, "RGBA": 4}
+# CONVERT_MODES: the channels of each pixel mode (the C table of
+# _core/src/dl_tables.h); a decode or a conversion produces any of them, a
+# Decode transform's ``mode`` all but gray with alpha (as torchvision's
+# ImageReadMode).
+CHANNELS = {mode: channels for mode, channels in CONVERT_MODES.items() if mode != "LA"}
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -217,27 +222,10 @@ def bytes_view(data) -> np.ndarray:
     return buf
 
 
-def as_array(obj, name: str) -> np.ndarray:
-    if isinstance(obj, np.ndarray):
-        return obj
-    try:
-        if hasattr(obj, "__dlpack__") and not hasattr(obj, "__array_interface__"):
-            return np.from_dlpack(obj)
-        array = np.asarray(obj)
-    except Exception as err:
-        raise TypeError(f"{name} must be an array or support the buffer protocol, "
-                        f"got {type(obj).__name__}") from err
-    if array.dtype == object:
-        raise TypeError(f"{name} must be an array of numbers, got {type(obj).__name__}")
-    return array
-
-
 def check_samples(array: np.ndarray, name: str) -> np.ndarray:
-    """``array`` when it holds at most ``MAX_BYTES`` samples (the decode limit), which
+    """``array`` when its bytes are within ``MAX_BYTES`` (an image's bound), which
     bounds what the kernels taking any shape (``to_float``, ``stack``) allocate."""
-    if array.size > MAX_BYTES:
-        raise ValueError(f"{name} of shape {array.shape} has {array.size} samples, over the "
-                         f"limit of {MAX_BYTES}")
+    check_nbytes(array.shape, array.dtype, array.nbytes, name)
     return array
 
 
@@ -266,11 +254,14 @@ def image_array(obj, name: str = "img", dtypes=(np.uint8,), layout: str = "HWC"
     return np.ascontiguousarray(array), flat
 
 
-def output(out, shape: tuple, dtype, flat: bool = False, name: str = "out"):
-    """Return (what to hand back, C-contiguous array of ``shape`` to write into).
+def output(out, shape: tuple, dtype, flat: bool = False, name: str = "out", rows: bool = False):
+    """Return (what to hand back, array of ``shape`` to write into).
 
-    With ``flat``, a 2-D ``out`` of the first two dimensions is accepted for
-    one channel (and allocated so when ``out`` is None).
+    Every kernel's ``out=`` is checked here: the dtype, the shape (with
+    ``flat``, a 2-D ``out`` of the first two dimensions is accepted for one
+    channel, and allocated so when ``out`` is None), writability, and
+    C-contiguity, or with ``rows`` only packed pixels within each row (rows
+    may be further apart: a decode into a slot of a larger canvas).
     """
     expected = shape[:2] if flat and shape[2] == 1 else shape
     if out is None:
@@ -281,8 +272,17 @@ def output(out, shape: tuple, dtype, flat: bool = False, name: str = "out"):
         raise ValueError(f"{name} must have dtype {np.dtype(dtype).name}, got {array.dtype}")
     if array.shape != tuple(expected) and array.shape != tuple(shape):
         raise ValueError(f"{name} must have shape {tuple(expected)}, got {array.shape}")
-    if not array.flags.c_contiguous:
+    if array.shape != tuple(shape):
+        array = array[:, :, None]
+    if rows:
+        packed = (array.strides[2] == array.itemsize and array.strides[0] >= 0
+                  and array.strides[1] == shape[2] * array.itemsize)
+    else:
+        packed = array.flags.c_contiguous
+    if not rows and not packed:
         raise ValueError(f"{name} must be C-contiguous")
     if not array.flags.writeable:
         raise ValueError(f"{name} must be writable")
-    return out, array.reshape(shape)
+    if not packed:
+        raise ValueError(f"{name} must have the pixels of each row packed (strides (any, C, 1))")
+    return out, array

@@ -20,12 +20,12 @@ from dataloader._images.arguments import (
     CONVERT_MODES,
     MAX_BYTES,
     MAX_SIDE,
-    as_array,
     bytes_view,
     check_choice,
     check_image_shape,
     check_int,
     check_size,
+    output,
 )
 
 # An encoded file: bytes-like, or a 1-D uint8 array.
@@ -110,13 +110,9 @@ def image_info(data: EncodedBytes) -> ImageInfo:
 
 
 def _check_limits(height, width, channels, max_width, max_height, max_bytes):
-    if width > max_width or height > max_height:
-        raise ValueError(f"image of {width}x{height} pixels (width x height) exceeds the limit "
-                         f"of {max_width}x{max_height}")
-    if height * width * channels > max_bytes:
-        raise ValueError(f"image of {width}x{height}x{channels} needs "
-                         f"{height * width * channels} bytes, over the limit of {max_bytes}")
-    # Pillow reads some formats (GIF, BMP, TIFF) with a zero side.
+    # The Decode transform's check (C), then the image rule: Pillow reads
+    # some formats (GIF, BMP, TIFF) with a zero side.
+    _codecs.check_limits(height, width, channels, max_width, max_height, max_bytes)
     check_image_shape((height, width, channels), "HWC", "the decoded image")
 
 
@@ -190,12 +186,8 @@ def decode(data: EncodedBytes, *, mode: str | None = None, out: np.ndarray | Non
     if min_size is not None:
         min_h, min_w = check_size("min_size", min_size, allow_int=False)
         if fmt == "JPEG":
-            for denom in (8, 4, 2):
-                h, w = _codecs.jpeg_scaled_size(height, width, denom)
-                if h >= min_h and w >= min_w:
-                    scale = denom
-                    height, width = h, w
-                    break
+            scale = _codecs.jpeg_scale_for(height, width, min_h, min_w)
+            height, width = _codecs.jpeg_scaled_size(height, width, scale)
     _check_limits(height, width, channels, *limits)
     result, target = _decode_target(out, (height, width, channels))
     _codecs.decode_into(buf, target, scale)
@@ -203,21 +195,8 @@ def decode(data: EncodedBytes, *, mode: str | None = None, out: np.ndarray | Non
 
 
 def _decode_target(out, shape):
-    if out is None:
-        result = np.empty(shape, np.uint8)
-        return result, result
-    array = as_array(out, "out")
-    if array.dtype != np.uint8:
-        raise ValueError(f"out must have dtype uint8, got {array.dtype}")
-    if array.ndim == 2 and shape[2] == 1:
-        array = array[:, :, None]
-    if array.shape != shape:
-        raise ValueError(f"out must have shape {shape} for this image, got {array.shape}")
-    if not array.flags.writeable:
-        raise ValueError("out must be writable")
-    if array.strides[2] != 1 or array.strides[1] != shape[2] or array.strides[0] < 0:
-        raise ValueError("out must have the pixels of each row packed (strides (any, C, 1))")
-    return out, array
+    # A given out may be 2-D for one channel, and its rows strided.
+    return output(out, shape, np.uint8, flat=out is not None, rows=True)
 
 
 def _decode_pillow(buf, fmt, mode, out, limits):

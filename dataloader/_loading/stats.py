@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dataloader._core import stats as _native
 from dataloader._core.stats import Row, monotonic_ns
 
 __all__ = [
@@ -26,12 +27,14 @@ __all__ = [
     "monotonic_ns",
 ]
 
-# A row's columns: (count, nanoseconds) per stage, in this order; the
-# constants are the count columns that ``Row.add`` takes.
-# ``skipped`` counts the items dropped by ``on_error="skip"`` and the time
-# spent on them until they failed.
-STAGES = ("fetch", "transform", "collate", "wait", "skipped")
-FETCH, TRANSFORM, COLLATE, WAIT, SKIPPED = 0, 2, 4, 6, 8
+# A row's columns, declared in ``_core/stats.pxd``: (count, nanoseconds) per
+# stage, in order; the constants are the count columns that ``Row.add``
+# takes. ``skipped`` counts the items dropped by ``on_error="skip"`` and the
+# time spent on them until they failed.
+_COUNTS = sorted((value, name) for name, value in vars(_native).items()
+                 if name.endswith("_COUNT"))
+STAGES = tuple(name.removesuffix("_COUNT").lower() for _, name in _COUNTS)
+FETCH, TRANSFORM, COLLATE, WAIT, SKIPPED = (value for value, _ in _COUNTS)
 
 
 class Stats:

@@ -2,17 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dl_codecs.h"
-
-int dl_jpeg_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
-int dl_jpeg_decode(const uint8_t *data, size_t size, int scale_denom, int height, int width,
-                   int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg);
-int dl_png_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
-int dl_png_decode(const uint8_t *data, size_t size, int height, int width, int channels,
-                  uint8_t *dst, ptrdiff_t row_stride, char *msg);
-int dl_webp_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
-int dl_webp_decode(const uint8_t *data, size_t size, int height, int width, int channels,
-                   uint8_t *dst, ptrdiff_t row_stride, char *msg);
+#include "dl_internal.h"
 
 int dl_sniff(const uint8_t *d, size_t n)
 {
@@ -29,6 +19,24 @@ int dl_sniff(const uint8_t *d, size_t n)
     if (n >= 4 && (memcmp(d, "II*\0", 4) == 0 || memcmp(d, "MM\0*", 4) == 0))
         return DL_FMT_TIFF;
     return DL_FMT_UNKNOWN;
+}
+
+int dl_check_limits(int height, int width, int channels, int max_width, int max_height,
+                    double max_bytes, char *msg)
+{
+    double bytes = (double)height * width * channels;
+    if (width > max_width || height > max_height) {
+        snprintf(msg, DL_MSG_LEN,
+                 "image of %dx%d pixels (width x height) exceeds the limit of %dx%d", width,
+                 height, max_width, max_height);
+        return DL_ERR_ARGUMENT;
+    }
+    if (bytes > max_bytes) {
+        snprintf(msg, DL_MSG_LEN, "image of %dx%dx%d needs %.0f bytes, over the limit of %.0f",
+                 width, height, channels, bytes, max_bytes);
+        return DL_ERR_ARGUMENT;
+    }
+    return DL_OK;
 }
 
 int dl_image_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg)

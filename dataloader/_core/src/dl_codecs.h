@@ -8,24 +8,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dl_tables.h"
+
 #define DL_MSG_LEN 256
 
 typedef enum {
     DL_OK = 0,
     DL_ERR_CORRUPT = 1,      /* invalid, truncated or unsupported data */
     DL_ERR_NOMEM = 2,        /* scratch memory could not be allocated */
-    DL_ERR_MISMATCH = 3      /* destination does not match the header */
+    DL_ERR_MISMATCH = 3,     /* destination does not match the header */
+    DL_ERR_ARGUMENT = 10,    /* a transform cannot apply to what it got (msg names the op) */
+    DL_NEEDS_FALLBACK = 11   /* a format without a native decoder: decode it elsewhere */
 } dl_status_t;
 
-typedef enum {
-    DL_FMT_UNKNOWN = 0,
-    DL_FMT_JPEG = 1,
-    DL_FMT_PNG = 2,
-    DL_FMT_WEBP = 3,
-    DL_FMT_GIF = 4,
-    DL_FMT_BMP = 5,
-    DL_FMT_TIFF = 6
-} dl_format_t;
+/* Formats (dl_format_t): DL_FORMATS in dl_tables.h. */
 
 typedef struct {
     int format;     /* dl_format_t */
@@ -42,6 +38,16 @@ int dl_image_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
 
 /* Size of a JPEG decoded at 1/scale_denom (scale_denom in 1, 2, 4, 8). */
 void dl_jpeg_scaled_size(int height, int width, int scale_denom, int *out_h, int *out_w);
+
+/* The JPEG DCT scale (1, 2, 4 or 8) whose output of a height x width image
+ * still covers min_h x min_w: the largest such denominator, else 1. */
+int dl_jpeg_scale_for(int height, int width, int min_h, int min_w);
+
+/* The decode limits, checked from the header before any pixel memory is
+ * allocated: a status (DL_ERR_ARGUMENT with `msg` saying which limit a
+ * height x width x channels image breaks), or DL_OK. */
+int dl_check_limits(int height, int width, int channels, int max_width, int max_height,
+                    double max_bytes, char *msg);
 
 /* Decodes into dst (height x width x channels rows, `row_stride` bytes
  * apart).  The header is read again and must give exactly height x width

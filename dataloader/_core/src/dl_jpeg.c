@@ -6,11 +6,7 @@
 #include <stdlib.h>
 #include <turbojpeg.h>
 
-#include "dl_codecs.h"
-
-int dl_jpeg_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
-int dl_jpeg_decode(const uint8_t *data, size_t size, int scale_denom, int height, int width,
-                   int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg);
+#include "dl_internal.h"
 
 static void dl_tj_message(tjhandle handle, char *msg)
 {
@@ -22,6 +18,16 @@ void dl_jpeg_scaled_size(int height, int width, int scale_denom, int *out_h, int
     tjscalingfactor sf = {1, scale_denom};
     *out_h = TJSCALED(height, sf);
     *out_w = TJSCALED(width, sf);
+}
+
+int dl_jpeg_scale_for(int height, int width, int min_h, int min_w)
+{
+    for (int denom = 8; denom > 1; denom /= 2) {
+        int h, w;
+        dl_jpeg_scaled_size(height, width, denom, &h, &w);
+        if (h >= min_h && w >= min_w) return denom;
+    }
+    return 1;
 }
 
 /* Read the header into w, h and colorspace; a status, with `msg` on failure. */

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dl_tables.h"
+
 typedef struct {
     uint8_t *data;
     ptrdiff_t row_stride;   /* bytes between rows */
@@ -26,7 +28,10 @@ typedef struct {
 #define DL_MAX_SIDE 16384
 #define DL_MAX_CHANNELS 4
 #define DL_MAX_BYTES (256 * 1024 * 1024)
-#define DL_IMAGE_RULE "an image has height and width of 1 to 16384 pixels and 1 to 4 channels"
+#define DL_STRINGIFY(x) #x
+#define DL_TEXT(x) DL_STRINGIFY(x)
+#define DL_IMAGE_RULE "an image has height and width of 1 to " DL_TEXT(DL_MAX_SIDE) \
+    " pixels and 1 to " DL_TEXT(DL_MAX_CHANNELS) " channels"
 
 /* Whether (height, width, channels) follows the rule. */
 static inline int dl_is_image_shape(ptrdiff_t height, ptrdiff_t width, ptrdiff_t channels)
@@ -41,8 +46,7 @@ int dl_is_fill_value(double value, int sample_size);
 #define DL_FILL_RULE "fill must be integers in 0..255 for uint8 images and finite numbers " \
                      "within float32's range for float32 images"
 
-typedef enum { DL_PAD_CONSTANT = 0, DL_PAD_EDGE = 1, DL_PAD_REFLECT = 2, DL_PAD_SYMMETRIC = 3 }
-    dl_pad_mode_t;
+/* Pad modes (dl_pad_mode_t): DL_PAD_MODES in dl_tables.h. */
 
 /* The window of `image` at (top, left) of height x width: a view, no copy. */
 dl_image_t dl_crop_view(dl_image_t image, int top, int left, int height, int width);

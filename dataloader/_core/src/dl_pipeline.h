@@ -17,27 +17,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dl_codecs.h"
 #include "dl_ops.h"
+#include "dl_tables.h"
 
-typedef enum {
-    DL_OP_DECODE = 0,          /* i: channels (0: the image's own), max_w, max_h, exact; f: max_bytes */
-    DL_OP_CONVERT,             /* i: channels */
-    DL_OP_CROP,                /* i: top, left, height, width */
-    DL_OP_CENTER_CROP,         /* i: height, width */
-    DL_OP_RANDOM_CROP,         /* i: height, width, pad left, top, right, bottom */
-    DL_OP_RANDOM_RESIZED_CROP, /* i: height, width, filter; f: scale lo, hi, ratio lo, hi */
-    DL_OP_PAD,                 /* i: left, top, right, bottom, mode; f: fill per channel */
-    DL_OP_PAD_TO,              /* i: height, width; f: fill per channel, anchor y, x (f[4], f[5]) */
-    DL_OP_RESIZE,              /* i: height (or shorter side), width (0: keep aspect), max_size, filter, antialias */
-    DL_OP_FLIP,                /* i: horizontal */
-    DL_OP_RANDOM_FLIP,         /* i: horizontal; f: probability */
-    DL_OP_ROTATE90,            /* i: k */
-    DL_OP_TO_FLOAT,
-    DL_OP_NORMALIZE,           /* i: channels given; f: mean[4], std[4] */
-    DL_OP_TO_CHW,
-    DL_OP_TO_HWC,
-    DL_OP_COUNT
-} dl_op_kind_t;
+/* The ops (dl_op_kind_t) and what each slot of i[] and f[] means: DL_OPS in
+ * dl_tables.h. */
 
 typedef struct {
     int kind;
@@ -46,12 +31,6 @@ typedef struct {
 } dl_op_t;
 
 enum { DL_LAYOUT_HWC = 0, DL_LAYOUT_CHW = 1 };
-
-/* Statuses beyond dl_codecs.h's. */
-enum {
-    DL_ERR_ARGUMENT = 10,      /* an op cannot apply to what it got (msg names the op) */
-    DL_NEEDS_FALLBACK = 11     /* a format without a native decoder: decode it elsewhere */
-};
 
 /* What goes in: encoded bytes (`bytes` not NULL), or an image. */
 typedef struct {
@@ -74,6 +53,13 @@ typedef struct {
 
 int dl_chain_run(const dl_op_t *ops, int n_ops, const dl_chain_input_t *input, uint64_t seed,
                  dl_chain_output_t *output, char *msg);
+
+/* What every output of the chain looks like, from the ops alone (the plan
+ * pass's shape rule on an input not known yet): fills `shape`'s sizes,
+ * sample size and layout, 0 for a side or channel count that depends on the
+ * input. Returns whether all are known and follow the image rule, i.e.
+ * whether a batch of the outputs can be allocated before any item is read. */
+int dl_chain_static_shape(const dl_op_t *ops, int n_ops, dl_chain_output_t *shape);
 
 /* The seed of one item's generator: a stable mix of (seed, epoch, index). */
 uint64_t dl_item_seed(uint64_t seed, uint64_t epoch, uint64_t index);

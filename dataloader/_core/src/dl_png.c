@@ -9,11 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dl_codecs.h"
-
-int dl_png_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
-int dl_png_decode(const uint8_t *data, size_t size, int height, int width, int channels,
-                  uint8_t *dst, ptrdiff_t row_stride, char *msg);
+#include "dl_internal.h"
 
 typedef struct {
     const uint8_t *data;

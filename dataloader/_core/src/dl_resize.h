@@ -6,12 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum {
-    DL_FILTER_NEAREST = 0,
-    DL_FILTER_BILINEAR = 1,
-    DL_FILTER_BICUBIC = 2,
-    DL_FILTER_LANCZOS = 3
-} dl_filter_t;
+#include "dl_tables.h"
+
+/* `filter` is a dl_filter_t (DL_FILTERS in dl_tables.h). */
 
 /* Returns 0, or -1 when scratch memory could not be allocated. */
 int dl_resize(const uint8_t *src, ptrdiff_t src_stride, int in_h, int in_w, int channels,

@@ -4,11 +4,7 @@
 #include <stdlib.h>
 #include <webp/decode.h>
 
-#include "dl_codecs.h"
-
-int dl_webp_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
-int dl_webp_decode(const uint8_t *data, size_t size, int height, int width, int channels,
-                   uint8_t *dst, ptrdiff_t row_stride, char *msg);
+#include "dl_internal.h"
 
 static const char *dl_webp_status(VP8StatusCode code)
 {

@@ -1,0 +1,54 @@
+/* Private prototypes of the native code: what one C file of src/ calls in
+ * another and no extension module sees. Declared here once; the public
+ * headers (dl_codecs.h, dl_ops.h, dl_pipeline.h, ...) hold what Python
+ * reaches through their .pxd files. */
+#ifndef DL_INTERNAL_H
+#define DL_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dl_codecs.h"
+#include "dl_pipeline.h"
+
+/* ---- one codec per format, dispatched by dl_codecs.c --------------------- */
+
+int dl_jpeg_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
+int dl_jpeg_decode(const uint8_t *data, size_t size, int scale_denom, int height, int width,
+                   int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg);
+int dl_png_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
+int dl_png_decode(const uint8_t *data, size_t size, int height, int width, int channels,
+                  uint8_t *dst, ptrdiff_t row_stride, char *msg);
+int dl_webp_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
+int dl_webp_decode(const uint8_t *data, size_t size, int height, int width, int channels,
+                   uint8_t *dst, ptrdiff_t row_stride, char *msg);
+
+/* ---- transform chains: the plan pass (dl_plan.c) for the run pass -------- */
+
+typedef struct {
+    int height, width, channels, sample_size, layout;
+} dl_shape_t;
+
+/* One op resolved for one item: shapes, and the parameters it drew. */
+typedef struct {
+    dl_shape_t in, out;
+    int top, left, height, width; /* a window of the input, or where the input goes */
+    int apply;                    /* random flips: whether this item flips */
+} dl_step_t;
+
+/* Resolves every op of the chain for one item into steps[0..n-1] (shapes,
+ * windows, random draws); a status, with `msg` naming the op on failure. */
+int dl_plan(const dl_op_t *ops, int n, const dl_chain_input_t *input, uint64_t seed,
+            dl_step_t *steps, char *msg);
+
+/* The op's name in messages (DL_OPS' display name, refined for flips and
+ * conversions). */
+const char *dl_op_name(const dl_op_t *op);
+
+/* "a uint8 HWC image of shape (h, w, c)"; one message at a time per thread. */
+const char *dl_describe(const dl_shape_t *s);
+
+/* Writes the printf-style message into `msg` (DL_MSG_LEN bytes); returns `status`. */
+int dl_fail(char *msg, int status, const char *format, ...);
+
+#endif

@@ -1,0 +1,423 @@
+/* The plan pass of a transform chain (see dl_pipeline.h): per item, every
+ * op's input and output shape, its window and its random draws, before any
+ * pixel work. Each op has two functions, named by its key in DL_OPS
+ * (dl_tables.h): shape_<key>, its output shape, which also answers for a
+ * chain whose input is not known yet (dl_chain_static_shape: what a batch
+ * of its outputs looks like), and plan_<key>, its checks and draws. */
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dl_internal.h"
+
+/* ---- randomness --------------------------------------------------------- */
+
+static inline uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+uint64_t dl_item_seed(uint64_t seed, uint64_t epoch, uint64_t index)
+{
+    uint64_t state = seed;
+    uint64_t mixed = splitmix64(&state);
+    state = mixed ^ epoch;
+    mixed = splitmix64(&state);
+    state = mixed ^ index;
+    return splitmix64(&state);
+}
+
+/* Uniform in [0, 1). */
+static inline double uniform(uint64_t *state) { return (splitmix64(state) >> 11) * 0x1.0p-53; }
+
+/* Uniform integer in [low, high). */
+static inline int randint(uint64_t *state, int low, int high)
+{
+    int value = low + (int)(uniform(state) * (double)(high - low));
+    return value < high ? value : high - 1;
+}
+
+/* ---- messages ----------------------------------------------------------- */
+
+const char *dl_op_name(const dl_op_t *op)
+{
+    /* One op code serves several transforms; messages name the one given. */
+    if (op->kind == DL_OP_FLIP) return op->i[0] ? "HFlip" : "VFlip";
+    if (op->kind == DL_OP_RANDOM_FLIP) return op->i[0] ? "RandomHFlip" : "RandomVFlip";
+    if (op->kind == DL_OP_CONVERT) return op->i[0] == 1 ? "ToGray" : op->i[0] == 4 ? "ToRgba" : "ToRgb";
+    const dl_op_row_t *row = dl_op_row(op->kind);
+    return row ? row->name : "an unknown op";
+}
+
+int dl_fail(char *msg, int status, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    vsnprintf(msg, DL_MSG_LEN, format, args);
+    va_end(args);
+    return status;
+}
+
+const char *dl_describe(const dl_shape_t *s)
+{
+    /* Only ever used for one message at a time per thread. */
+    static __thread char text[96];
+    int hwc = s->layout == DL_LAYOUT_HWC;
+    snprintf(text, sizeof text, "%s %s image of shape (%d, %d, %d)",
+             s->sample_size == 1 ? "a uint8" : "a float32", hwc ? "HWC" : "CHW",
+             hwc ? s->height : s->channels, hwc ? s->width : s->height,
+             hwc ? s->channels : s->width);
+    return text;
+}
+
+static int is_image(const dl_shape_t *s)
+{
+    return dl_is_image_shape(s->height, s->width, s->channels);
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* A side computed in long long, as an int that stays past the image rule's
+ * limit when it was (the plan pass then reports it). */
+static int clamp_side(long long side)
+{
+    return side > INT_MAX ? INT_MAX : (int)side;
+}
+
+/* A side plus a border, unknown (0) while the side is. */
+static int grown(int side, int before, int after)
+{
+    return side ? clamp_side((long long)side + before + after) : 0;
+}
+
+static dl_shape_t sized(dl_shape_t in, int height, int width)
+{
+    in.height = height;
+    in.width = width;
+    return in;
+}
+
+/* A constant border of `op` (Pad, PadTo: fill in f[0..3]) in the samples of `in`. */
+static int check_fill(const dl_op_t *op, const dl_shape_t *in, char *msg)
+{
+    for (int c = 0; c < in->channels; c++)
+        if (!dl_is_fill_value(op->f[c], in->sample_size))
+            return dl_fail(msg, DL_ERR_ARGUMENT, "%s(fill=%g) cannot apply to %s: " DL_FILL_RULE,
+                           dl_op_name(op), op->f[c], dl_describe(in));
+    return DL_OK;
+}
+
+/* The input an op takes, as its DL_OPS row says. */
+static int check_input(const dl_op_t *op, const dl_shape_t *in, char *msg)
+{
+    int input = dl_op_row(op->kind)->input;
+    if (input != DL_IN_ANY && in->layout != DL_LAYOUT_HWC)
+        return dl_fail(msg, DL_ERR_ARGUMENT,
+                       "%s got %s; geometric ops need HWC images (put ToChw last)",
+                       dl_op_name(op), dl_describe(in));
+    if (input == DL_IN_HWC_UINT8 && in->sample_size != 1)
+        return dl_fail(msg, DL_ERR_ARGUMENT,
+                       "%s got %s; it needs uint8 samples (put ToFloat after it)",
+                       dl_op_name(op), dl_describe(in));
+    return DL_OK;
+}
+
+/* ---- each op's shape rule and plan --------------------------------------- *
+ * shape_<key>(op, in): the output shape; a side or channel count of 0 is
+ * unknown, and stays so where the output depends on it.
+ * plan_<key>(op, input, rng, step, msg): whether the op applies to step->in,
+ * where its window lies (drawn from `rng` for the random ops, in op order);
+ * step->out holds shape_<key>'s answer on entry. */
+
+#define PLAN_ARGS const dl_op_t *op, const dl_chain_input_t *input, uint64_t *rng, \
+    dl_step_t *step, char *msg
+#define UNUSED_PLAN_ARGS (void)op, (void)input, (void)rng, (void)step, (void)msg
+
+static dl_shape_t keep_shape(const dl_op_t *op, dl_shape_t in) { (void)op; return in; }
+static int plan_nothing(PLAN_ARGS) { UNUSED_PLAN_ARGS; return DL_OK; }
+
+static dl_shape_t shape_decode(const dl_op_t *op, dl_shape_t in)
+{
+    (void)in;
+    return (dl_shape_t){0, 0, op->i[0], 1, DL_LAYOUT_HWC};
+}
+
+static int plan_decode(PLAN_ARGS)
+{
+    dl_info_t info;
+    (void)rng;
+    if (input->bytes == NULL)
+        return dl_fail(msg, DL_ERR_ARGUMENT, "Decode got %s, expected encoded bytes",
+                       dl_describe(&step->in));
+    if (input->size == 0)
+        return dl_fail(msg, DL_ERR_CORRUPT, "the data is empty (0 bytes)");
+    if (!dl_format_is_native(dl_sniff(input->bytes, input->size))) return DL_NEEDS_FALLBACK;
+    int status = dl_image_info(input->bytes, input->size, &info, msg);
+    if (status != DL_OK) return status;
+    int channels = op->i[0] ? op->i[0] : info.channels;
+    status = dl_check_limits(info.height, info.width, channels, op->i[1], op->i[2], op->f[0], msg);
+    if (status != DL_OK) {
+        char limit[DL_MSG_LEN];
+        snprintf(limit, sizeof limit, "%s", msg);
+        return dl_fail(msg, status, "Decode: %s", limit);
+    }
+    step->out = (dl_shape_t){info.height, info.width, channels, 1, DL_LAYOUT_HWC};
+    return DL_OK;
+}
+
+static dl_shape_t shape_convert(const dl_op_t *op, dl_shape_t in)
+{
+    in.channels = op->i[0];
+    return in;
+}
+#define plan_convert plan_nothing
+
+static dl_shape_t shape_crop(const dl_op_t *op, dl_shape_t in)
+{
+    return sized(in, op->i[2], op->i[3]);
+}
+
+static int plan_crop(PLAN_ARGS)
+{
+    (void)input, (void)rng;
+    if ((long long)op->i[0] + op->i[2] > step->in.height ||
+        (long long)op->i[1] + op->i[3] > step->in.width)
+        return dl_fail(msg, DL_ERR_ARGUMENT, "Crop(top=%d, left=%d, height=%d, width=%d) "
+                       "does not fit in %s", op->i[0], op->i[1], op->i[2], op->i[3],
+                       dl_describe(&step->in));
+    step->top = op->i[0];
+    step->left = op->i[1];
+    return DL_OK;
+}
+
+/* The ops whose output is (height, width) = (i[0], i[1]). */
+static dl_shape_t shape_fixed(const dl_op_t *op, dl_shape_t in)
+{
+    return sized(in, op->i[0], op->i[1]);
+}
+#define shape_center_crop shape_fixed
+#define shape_random_crop shape_fixed
+#define shape_random_resized_crop shape_fixed
+#define shape_pad_to shape_fixed
+
+static int plan_center_crop(PLAN_ARGS)
+{
+    dl_shape_t in = step->in;
+    UNUSED_PLAN_ARGS;
+    /* torchvision rounds half to even; a crop larger than the image pads with zeros. */
+    step->top = (int)nearbyint((in.height - op->i[0]) / 2.0);
+    step->left = (int)nearbyint((in.width - op->i[1]) / 2.0);
+    if (in.height < op->i[0]) step->top = -((op->i[0] - in.height) / 2);
+    if (in.width < op->i[1]) step->left = -((op->i[1] - in.width) / 2);
+    return DL_OK;
+}
+
+static int plan_random_crop(PLAN_ARGS)
+{
+    int padded_h = grown(step->in.height, op->i[3], op->i[5]);
+    int padded_w = grown(step->in.width, op->i[2], op->i[4]);
+    (void)input;
+    if (padded_h < op->i[0] || padded_w < op->i[1])
+        return dl_fail(msg, DL_ERR_ARGUMENT, "RandomCrop: crop size %dx%d is larger than the "
+                       "(padded) input of %dx%d", op->i[0], op->i[1], padded_h, padded_w);
+    /* Window position in the padded image, then relative to the input. */
+    step->top = randint(rng, 0, padded_h - op->i[0] + 1) - op->i[3];
+    step->left = randint(rng, 0, padded_w - op->i[1] + 1) - op->i[2];
+    return DL_OK;
+}
+
+/* torchvision's RandomResizedCrop.get_params, with this item's generator. */
+static void resized_crop_window(const dl_op_t *op, int h, int w, uint64_t *rng, dl_step_t *step)
+{
+    double area = (double)h * w;
+    double log_lo = log(op->f[2]), log_hi = log(op->f[3]);
+    for (int attempt = 0; attempt < 10; attempt++) {
+        double target = area * (op->f[0] + uniform(rng) * (op->f[1] - op->f[0]));
+        double aspect = exp(log_lo + uniform(rng) * (log_hi - log_lo));
+        /* Compared as doubles: an extreme ratio gives sides no int can hold. */
+        double cw = nearbyint(sqrt(target * aspect)), ch = nearbyint(sqrt(target / aspect));
+        if (cw >= 1 && cw <= w && ch >= 1 && ch <= h) {
+            step->top = randint(rng, 0, h - (int)ch + 1);
+            step->left = randint(rng, 0, w - (int)cw + 1);
+            step->height = (int)ch;
+            step->width = (int)cw;
+            return;
+        }
+    }
+    /* The central crop of the ratio's nearest bound; at least one pixel, as
+     * the fused decode divides by the window's size. */
+    double in_ratio = (double)w / h;
+    int cw = w, ch = h;
+    if (in_ratio < op->f[2]) {
+        ch = (int)fmax(1.0, fmin(h, nearbyint(w / op->f[2])));
+    } else if (in_ratio > op->f[3]) {
+        cw = (int)fmax(1.0, fmin(w, nearbyint(h * op->f[3])));
+    }
+    step->height = ch;
+    step->width = cw;
+    step->top = (h - ch) / 2;
+    step->left = (w - cw) / 2;
+}
+
+static int plan_random_resized_crop(PLAN_ARGS)
+{
+    (void)input, (void)msg;
+    resized_crop_window(op, step->in.height, step->in.width, rng, step);
+    return DL_OK;
+}
+
+static dl_shape_t shape_pad(const dl_op_t *op, dl_shape_t in)
+{
+    return sized(in, grown(in.height, op->i[1], op->i[3]), grown(in.width, op->i[0], op->i[2]));
+}
+
+static int plan_pad(PLAN_ARGS)
+{
+    (void)input, (void)rng;
+    step->top = op->i[1];
+    step->left = op->i[0];
+    return check_fill(op, &step->in, msg);
+}
+
+static int plan_pad_to(PLAN_ARGS)
+{
+    int status = check_fill(op, &step->in, msg);
+    (void)input, (void)rng;
+    if (status != DL_OK) return status;
+    if (step->in.height > op->i[0] || step->in.width > op->i[1])
+        return dl_fail(msg, DL_ERR_ARGUMENT, "PadTo(%d, %d) got %s, larger than the target",
+                       op->i[0], op->i[1], dl_describe(&step->in));
+    step->top = (int)floor((op->i[0] - step->in.height) * op->f[4]);
+    step->left = (int)floor((op->i[1] - step->in.width) * op->f[5]);
+    return DL_OK;
+}
+
+static dl_shape_t shape_resize(const dl_op_t *op, dl_shape_t in)
+{
+    if (op->i[1] > 0) return sized(in, op->i[0], op->i[1]); /* an explicit (height, width) */
+    if (in.height < 1 || in.width < 1) return sized(in, 0, 0); /* the ratio of an unknown input */
+    /* torchvision: the shorter side becomes `size`, the longer one keeps the
+     * ratio. The input follows the image rule, so `shorter` is at least 1. */
+    int h = in.height, w = in.width;
+    long long size = op->i[0], max_size = op->i[2];
+    long long shorter = h <= w ? h : w, longer = h <= w ? w : h;
+    long long new_short = size, new_long = size * longer / shorter;
+    if (max_size > 0 && new_long > max_size) {
+        new_short = max_size * new_short / new_long;
+        new_long = max_size;
+    }
+    return sized(in, clamp_side(h <= w ? new_short : new_long),
+                 clamp_side(h <= w ? new_long : new_short));
+}
+#define plan_resize plan_nothing
+
+#define shape_flip keep_shape
+#define plan_flip plan_nothing
+#define shape_random_flip keep_shape
+
+static int plan_random_flip(PLAN_ARGS)
+{
+    (void)input, (void)msg;
+    step->apply = uniform(rng) < op->f[0];
+    return DL_OK;
+}
+
+static dl_shape_t shape_rotate90(const dl_op_t *op, dl_shape_t in)
+{
+    return op->i[0] % 2 ? sized(in, in.width, in.height) : in;
+}
+#define plan_rotate90 plan_nothing
+
+static dl_shape_t shape_to_float(const dl_op_t *op, dl_shape_t in)
+{
+    (void)op;
+    in.sample_size = 4;
+    return in;
+}
+#define plan_to_float plan_nothing
+#define shape_normalize shape_to_float
+
+static int plan_normalize(PLAN_ARGS)
+{
+    (void)input, (void)rng;
+    if (op->i[0] != step->in.channels && op->i[0] != 1)
+        return dl_fail(msg, DL_ERR_ARGUMENT, "Normalize has %d means and stds, got %s",
+                       op->i[0], dl_describe(&step->in));
+    return DL_OK;
+}
+
+static dl_shape_t shape_to_chw(const dl_op_t *op, dl_shape_t in)
+{
+    (void)op;
+    in.layout = DL_LAYOUT_CHW;
+    return in;
+}
+#define plan_to_chw plan_nothing
+
+static dl_shape_t shape_to_hwc(const dl_op_t *op, dl_shape_t in)
+{
+    (void)op;
+    in.layout = DL_LAYOUT_HWC;
+    return in;
+}
+#define plan_to_hwc plan_nothing
+
+/* ---- the passes ----------------------------------------------------------- */
+
+typedef dl_shape_t (*dl_shape_fn)(const dl_op_t *op, dl_shape_t in);
+typedef int (*dl_plan_fn)(PLAN_ARGS);
+
+#define DL_SHAPE_FN(name, key, ...) shape_##key,
+#define DL_PLAN_FN(name, key, ...) plan_##key,
+static const dl_shape_fn shapes[DL_OP_COUNT] = {DL_OPS(DL_SHAPE_FN)};
+static const dl_plan_fn plans[DL_OP_COUNT] = {DL_OPS(DL_PLAN_FN)};
+
+int dl_chain_static_shape(const dl_op_t *ops, int n, dl_chain_output_t *shape)
+{
+    dl_shape_t s = {0, 0, 0, 1, DL_LAYOUT_HWC};
+    for (int k = 0; k < n; k++) s = shapes[ops[k].kind](&ops[k], s);
+    shape->data = NULL;
+    shape->row_stride = 0;
+    shape->height = s.height;
+    shape->width = s.width;
+    shape->channels = s.channels;
+    shape->sample_size = s.sample_size;
+    shape->layout = s.layout;
+    return is_image(&s);
+}
+
+int dl_plan(const dl_op_t *ops, int n, const dl_chain_input_t *input, uint64_t seed,
+            dl_step_t *steps, char *msg)
+{
+    uint64_t rng = seed;
+    dl_shape_t shape = {input->image.height, input->image.width, input->image.channels,
+                        input->image.sample_size, input->layout};
+    if (input->bytes != NULL && (n == 0 || ops[0].kind != DL_OP_DECODE))
+        return dl_fail(msg, DL_ERR_ARGUMENT, "%s got encoded bytes; start the chain with Decode()",
+                       n ? dl_op_name(&ops[0]) : "the chain");
+    /* Every shape of the chain follows the image rule: the input's (known
+     * only now, after any decode) and each op's output, before any op
+     * divides by a side or allocates for it. */
+    if (input->bytes == NULL && !is_image(&shape))
+        return dl_fail(msg, DL_ERR_ARGUMENT, "%s got %s: " DL_IMAGE_RULE,
+                       n ? dl_op_name(&ops[0]) : "the chain", dl_describe(&shape));
+    for (int k = 0; k < n; k++) {
+        const dl_op_t *op = &ops[k];
+        memset(&steps[k], 0, sizeof steps[k]);
+        steps[k].in = shape;
+        int status = check_input(op, &shape, msg);
+        if (status != DL_OK) return status;
+        steps[k].out = shapes[op->kind](op, shape);
+        if ((status = plans[op->kind](op, input, &rng, &steps[k], msg)) != DL_OK) return status;
+        if (!is_image(&steps[k].out))
+            return dl_fail(msg, DL_ERR_ARGUMENT, "%s would make %s: " DL_IMAGE_RULE,
+                           dl_op_name(op), dl_describe(&steps[k].out));
+        shape = steps[k].out;
+    }
+    return DL_OK;
+}
