@@ -16,7 +16,7 @@ FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 EXTENSIONS = [
     "codecs", "collate", "epoch", "image", "io", "ops", "pipeline", "pool", "resize", "rules",
-    "shuffle", "stats", "stream",
+    "shuffle", "stats", "stream", "tar",
 ]
 
 

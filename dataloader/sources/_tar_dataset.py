@@ -30,7 +30,7 @@ import numpy as np
 from dataloader._dataset import IterableDataset
 from dataloader.sources._retry import Retry
 from dataloader.sources._shards import ShardOptions, expand_shards, open_shard, shard_name
-from dataloader.sources._tar import ShardError, group_samples, tar_members
+from dataloader.sources._tar import ShardError, shard_samples
 
 __all__ = ["TarDataset"]
 
@@ -347,7 +347,7 @@ class _TarIterator:
         location = self._shards[position]
         name = shard_name(location)
         self._stream = open_shard(location, offset, self._dataset._options)
-        self._samples = group_samples(tar_members(self._stream.read, name, offset), name)
+        self._samples = shard_samples(self._stream, name, offset)
 
     def _next_shard(self) -> None:
         self._position += 1
@@ -378,7 +378,7 @@ class _TarIterator:
             name = shard_name(location)
             stream = open_shard(location, start, self._dataset._options)
             try:
-                sample, _, _ = next(group_samples(tar_members(stream.read, name, start), name))
+                sample, _, _ = next(shard_samples(stream, name, start))
             finally:
                 stream.close()
             buffer.append((sample, position, start))
