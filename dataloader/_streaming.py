@@ -5,7 +5,11 @@ A *stream* is one ``iter(dataset)``. With ``num_workers = n > 0`` there are
 ``get_worker_info()`` describing the stream (``id`` in ``0 .. n - 1``,
 ``num_workers = n``), so that ``__iter__`` can shard by worker as with
 torch; each worker assembles, transforms and collates its own batches, and
-the consumer receives them in arrival order (``dataloader._core.stream``).
+the consumer receives them in arrival order (``dataloader._core.stream``);
+with ``in_order`` and a dataset whose ``ordered_streams`` is true (its
+workers split one order by batch, as ``interleave`` does) by turn
+instead, batch ``j`` of every worker before batch ``j + 1`` of any, as
+torch delivers them, which puts that order back together.
 With ``num_workers = 0`` there is one stream, iterated on the consumer
 thread; with ``item_concurrency > 1`` its batches are transformed and
 collated on the pool (by the map-style engine, ``dataloader._core.epoch``).
@@ -17,9 +21,11 @@ continue); an exception of ``transform`` or ``collate_fn`` fails its own
 batch only.
 
 Every delivered batch carries ``(payload, failed, stream, state)``:
-``state`` is the stream iterator's ``state_dict()`` just after the batch's
-last item, recorded when the batch is delivered, so a saved position
-never counts batches that were loaded ahead but not delivered.
+``state`` is ``{"batches": n, "iterator": s}``, the stream's batch count
+and its iterator's ``state_dict()`` just after the batch's last item,
+recorded when the batch is delivered, so a saved position never counts
+batches that were loaded ahead but not delivered (and a resumed epoch
+continues the turns where they were).
 """
 
 from __future__ import annotations
@@ -265,7 +271,8 @@ class _Recipe:
 class _Cursor:
     """One stream: its iterator, position and worker identity."""
 
-    __slots__ = ("recipe", "dataset", "stream", "info", "state", "iterator", "position", "ended")
+    __slots__ = ("recipe", "dataset", "stream", "info", "state", "iterator", "position", "ended",
+                 "batches")
 
     def __init__(self, recipe: _Recipe, dataset: Any, stream: int,
                  info: WorkerInfo | None, state: Any) -> None:
@@ -277,6 +284,7 @@ class _Cursor:
         self.iterator: Iterator[Any] | None = None
         self.position = 0
         self.ended = False
+        self.batches = 0 if state is None else int(state["batches"])
 
     def open(self) -> None:
         """Start the stream, on the thread that iterates it."""
@@ -285,7 +293,7 @@ class _Cursor:
             set_stream_worker(self.info)
         self.iterator = iter(self.dataset)
         if self.state is not None:
-            self.iterator.load_state_dict(self.state)  # type: ignore[attr-defined]
+            self.iterator.load_state_dict(self.state["iterator"])  # type: ignore[attr-defined]
 
     def close(self) -> None:
         self.iterator = None
@@ -313,8 +321,9 @@ class _Cursor:
                 return None
         start = self.position
         self.position += len(items)
+        self.batches += 1
         save = getattr(self.iterator, "state_dict", None)
-        state = save() if save is not None else _NO_STATE
+        state = {"batches": self.batches, "iterator": save()} if save is not None else _NO_STATE
         return self.stream, start, items, state
 
     def produce(self, row: Row) -> tuple | None:
@@ -442,15 +451,23 @@ def _engine(loader: DataLoader, recipe: _Recipe, streams: int, states: dict[int,
     pool = loader._live_pool()
     cursors = [
         _Cursor(recipe, dataset, stream,
-                WorkerInfo(stream, streams, loader._base_seed + stream, dataset),
+                WorkerInfo(stream, streams, loader._base_seed + stream, dataset,
+                           loader.batch_size),
                 states.get(stream))
         for stream in range(streams)
     ]
     engine = Stream(pool, cursors, window=streams * loader.prefetch_factor,
                     timeout=float(loader.timeout), worker_setup=loader._worker_setup,
-                    stats=stats)
+                    stats=stats, in_order=loader.in_order and _ordered(dataset),
+                    delivered=[cursor.batches for cursor in cursors])
     engine.start()
     return engine
+
+
+def _ordered(dataset: Any) -> bool:
+    """Whether the dataset's workers split one order by batch (``ordered_streams``):
+    then their batches are delivered by turn, which restores that order."""
+    return bool(getattr(dataset, "ordered_streams", False))
 
 
 class StreamEpoch:

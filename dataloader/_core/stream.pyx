@@ -10,6 +10,12 @@ Data flow (see ``docs/architecture.md``, "The streaming epoch"):
   the consumer.
 * The consumer takes entries in arrival order, waiting without the
   interpreter in slices of at most 100 ms so that signal handlers run.
+  With ``in_order`` it takes them by turn instead, as torch does: batch
+  ``j`` of every stream before batch ``j + 1`` of any, streams in index
+  order, an ended stream leaving the rotation; each stream then has its
+  own share of the window, so that the stream whose turn it is always has
+  room. The order is a function of the streams' batches alone, and a
+  resumed epoch continues it from the batches each stream had delivered.
 * The epoch ends when every producer has finished and every entry has
   been taken.
 
@@ -23,7 +29,7 @@ from collections import deque
 
 from cpython.exc cimport PyErr_CheckSignals
 from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
 
 from dataloader._core._sync cimport (
     dl_cond_init_monotonic, dl_deadline_after, dl_monotonic_seconds,
@@ -70,6 +76,10 @@ cdef class Stream:
         Called as ``worker_setup(thread_index)`` before a stream opens.
     stats : Stats
         The loader's counters; a producer adds to its own thread's row only.
+    in_order : bool
+        Deliver by turn (see the module docstring) rather than on arrival.
+    delivered : list of int, optional
+        With ``in_order``: each stream's batches delivered before a resume.
     """
 
     cdef pthread_mutex_t mutex
@@ -81,10 +91,21 @@ cdef class Stream:
     cdef Pool pool
     cdef list cursors
     cdef object results, worker_setup, stats
+    # in_order: per stream (index s), guarded by mutex except queues (the
+    # interpreter): entries ready, room held (reserved or ready), batches
+    # taken, and whether its producer has finished.
+    cdef bint in_order
+    cdef Py_ssize_t n_streams, stream_window, turn
+    cdef list queues
+    cdef Py_ssize_t* queued
+    cdef Py_ssize_t* held
+    cdef Py_ssize_t* took
+    cdef bint* done
     cdef Row consumer_row
 
     def __cinit__(self, Pool pool not None, list cursors not None, Py_ssize_t window,
-                  double timeout, worker_setup, stats):
+                  double timeout, worker_setup, stats, bint in_order=False, delivered=None):
+        cdef Py_ssize_t s, n = len(cursors)
         pthread_mutex_init(&self.mutex, NULL)
         dl_cond_init_monotonic(&self.room)
         dl_cond_init_monotonic(&self.ready_cond)
@@ -98,6 +119,19 @@ cdef class Stream:
         self.stats = stats
         self.consumer_row = stats.rows[0]
         self.results = deque()
+        self.in_order = in_order
+        self.n_streams = n
+        self.stream_window = max(self.window // max(n, 1), 1)
+        self.queues = [deque() for _ in range(n)]
+        self.queued = <Py_ssize_t*> calloc(max(n, 1), sizeof(Py_ssize_t))
+        self.held = <Py_ssize_t*> calloc(max(n, 1), sizeof(Py_ssize_t))
+        self.took = <Py_ssize_t*> calloc(max(n, 1), sizeof(Py_ssize_t))
+        self.done = <bint*> calloc(max(n, 1), sizeof(bint))
+        if not (self.queued and self.held and self.took and self.done):
+            raise MemoryError()
+        if delivered is not None:
+            for s in range(n):
+                self.took[s] = delivered[s]
 
     def __dealloc__(self):
         # Tasks own references to the engine, so none is running now. After
@@ -106,6 +140,10 @@ cdef class Stream:
             pthread_mutex_destroy(&self.mutex)
             pthread_cond_destroy(&self.room)
             pthread_cond_destroy(&self.ready_cond)
+        free(self.queued)
+        free(self.held)
+        free(self.took)
+        free(self.done)
 
     @property
     def delivered(self):
@@ -169,6 +207,8 @@ cdef class Stream:
                 self.finished = True
                 raise StopIteration
             self.delivered_count += 1
+            if self.in_order:
+                return self.queues[self.turn].popleft()
             return self.results.popleft()
         finally:
             record(self.consumer_row, WAIT_COUNT, 1, started)
@@ -176,10 +216,34 @@ cdef class Stream:
             self.consuming = False
             pthread_mutex_unlock(&self.mutex)
 
+    @property
+    def taken(self):
+        """With ``in_order``: the batches taken from each stream so far."""
+        return [self.took[s] for s in range(self.n_streams)]
+
     cdef int _take(self) noexcept nogil:
         """1 when an entry was taken, 0 at the end, -1 to keep waiting (mutex held)."""
+        cdef Py_ssize_t s, turn = -1
         if self.finished:
             return 0
+        if self.in_order:
+            # The stream with the fewest batches taken (the lowest index of
+            # those) that may still give one: its next batch is next.
+            for s in range(self.n_streams):
+                if self.done[s] and self.queued[s] == 0:
+                    continue
+                if turn < 0 or self.took[s] < self.took[turn]:
+                    turn = s
+            if turn < 0:
+                return 0
+            if self.queued[turn] == 0:
+                return -1
+            self.queued[turn] -= 1
+            self.held[turn] -= 1
+            self.took[turn] += 1
+            self.turn = turn
+            pthread_cond_broadcast(&self.room)
+            return 1
         if self.ready > 0:
             self.ready -= 1
             self.reserved -= 1
@@ -211,15 +275,20 @@ cdef class Stream:
 
     # -- the producers' side ------------------------------------------------
 
-    cdef bint _reserve(self) noexcept nogil:
+    cdef bint _reserve(self, Py_ssize_t stream) noexcept nogil:
         """Wait for room in the window and take it; False once the epoch is cancelled."""
         cdef bint ok
         pthread_mutex_lock(&self.mutex)
-        while self.reserved >= self.window and not self.cancelled:
-            pthread_cond_wait(&self.room, &self.mutex)
+        if self.in_order:
+            while self.held[stream] >= self.stream_window and not self.cancelled:
+                pthread_cond_wait(&self.room, &self.mutex)
+        else:
+            while self.reserved >= self.window and not self.cancelled:
+                pthread_cond_wait(&self.room, &self.mutex)
         ok = not self.cancelled
         if ok:
             self.reserved += 1
+            self.held[stream] += 1
         pthread_mutex_unlock(&self.mutex)
         return ok
 
@@ -237,8 +306,9 @@ cdef class Stream:
             # The error takes room like a batch (beyond the window: it is one entry).
             pthread_mutex_lock(&self.mutex)
             self.reserved += 1
+            self.held[stream] += 1
             pthread_mutex_unlock(&self.mutex)
-            self._publish((exc, True, stream, _KEEP), True)
+            self._publish(stream, (exc, True, stream, _KEEP), True)
             return False
         return True
 
@@ -258,20 +328,25 @@ cdef class Stream:
         except BaseException as exc:
             entry = (exc, True, stream, _KEEP)
             ended = True
-        self._publish(entry, entry is not None)
+        self._publish(stream, entry, entry is not None)
         return not ended
 
-    cdef void _publish(self, entry, bint has_entry) noexcept:
+    cdef void _publish(self, Py_ssize_t stream, entry, bint has_entry) noexcept:
         """Hand an entry to the consumer, or give back the room reserved for it."""
         if has_entry and not self._is_cancelled():
-            self.results.append(entry)
+            if self.in_order:
+                self.queues[stream].append(entry)
+            else:
+                self.results.append(entry)
             pthread_mutex_lock(&self.mutex)
             self.ready += 1
+            self.queued[stream] += 1
             pthread_cond_broadcast(&self.ready_cond)
             pthread_mutex_unlock(&self.mutex)
             return
         pthread_mutex_lock(&self.mutex)
         self.reserved -= 1
+        self.held[stream] -= 1
         pthread_cond_broadcast(&self.room)
         pthread_mutex_unlock(&self.mutex)
 
@@ -282,6 +357,7 @@ cdef class Stream:
             pass
         pthread_mutex_lock(&self.mutex)
         self.live -= 1
+        self.done[stream] = True
         pthread_cond_broadcast(&self.ready_cond)
         pthread_mutex_unlock(&self.mutex)
 
@@ -294,7 +370,7 @@ cdef void _run_producer(void* arg, int pool_cancelled) noexcept nogil:
         running = (<Stream> task.engine)._open(task.stream, pool_cancelled)
     while running:
         # Waiting for room needs no interpreter; each batch attaches once.
-        if not (<Stream> task.engine)._reserve():
+        if not (<Stream> task.engine)._reserve(task.stream):
             break
         with gil:
             running = (<Stream> task.engine)._produce(task.stream)
