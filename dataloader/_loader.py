@@ -116,8 +116,9 @@ class DataLoader(Generic[T_co]):
         ``generator`` when given), readable as ``loader.seed``.
     equal_batches : bool, default False
         Streaming datasets only: stop every rank of a distributed job at
-        the same number of batches, the smallest rank's (see
-        ``docs/distributed.md``, "Equal batches").
+        the same number of batches, the smallest rank's, all full (partial
+        batches are dropped as with ``drop_last``), so every rank sees the
+        same number of samples (see ``docs/distributed.md``, "Equal batches").
     on_error : {"raise", "skip"}, default "raise"
         Map-style datasets: with ``"skip"``, an item whose fetch or
         ``transform`` raises an ``Exception`` is dropped from its batch and

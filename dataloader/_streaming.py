@@ -181,6 +181,13 @@ def _batches_of(items: int, batch_size: int | None, drop_last: bool) -> int:
     return items // batch_size if drop_last else -(-items // batch_size)
 
 
+def drops_partial(loader: DataLoader) -> bool:
+    """``drop_last``, or ``equal_batches``: every rank then delivers the same number of
+    full batches, so the same number of samples (a worker's partial last batch would
+    come at a different place, or not at all, on another rank)."""
+    return loader.drop_last or (loader.equal_batches and loader.batch_size is not None)
+
+
 def num_streams(loader: DataLoader) -> int:
     return max(loader.num_workers, 1)
 
@@ -201,7 +208,7 @@ def _known_limit(loader: DataLoader) -> int | None:
         return sum(
             _batches_of(
                 len(range(rank + world * w, n, world * streams)), loader.batch_size,
-                loader.drop_last,
+                drops_partial(loader),
             )
             for w in range(streams)
         )
@@ -215,7 +222,7 @@ def loader_length(loader: DataLoader) -> int:
         limit = _known_limit(loader)
         if limit is not None:
             return limit
-    return _batches_of(len(loader.dataset), loader.batch_size, loader.drop_last)
+    return _batches_of(len(loader.dataset), loader.batch_size, drops_partial(loader))
 
 
 def check_resumable_state(state: dict[str, Any]) -> None:
@@ -402,7 +409,8 @@ def start_epoch(loader: DataLoader) -> StreamEpoch:
     # A native chain, bound to this epoch; with an ImageCollator, written
     # straight into the batch (the fused path of map-style datasets).
     transform, assemble = loader._epoch_transform()
-    recipe = _Recipe(transform, loader.collate_fn, loader.batch_size, loader.drop_last, assemble)
+    recipe = _Recipe(transform, loader.collate_fn, loader.batch_size, drops_partial(loader),
+                     assemble)
     limit = _limit(loader)
     epoch = StreamEpoch(loader, progress, limit)
     epoch.engine = _engine(loader, recipe, streams, states)
