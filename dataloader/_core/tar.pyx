@@ -90,6 +90,20 @@ cdef class TarReader:
         finally:
             pthread_mutex_unlock(&self.busy)
 
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        """The next sample, as ``next_sample``; ``StopIteration`` at the end."""
+        self._enter()
+        try:
+            found = self._sample()
+        finally:
+            pthread_mutex_unlock(&self.busy)
+        if found is None:
+            raise StopIteration
+        return found
+
     cdef int _enter(self) except -1:
         if pthread_mutex_trylock(&self.busy) != 0:
             raise RuntimeError(f"{self.url}: a TarReader is read by one thread at a time")

@@ -238,5 +238,5 @@ def shard_samples(
     if isinstance(stream, io.FileIO):
         from dataloader._core.tar import TarReader
 
-        return iter(TarReader(stream.fileno(), url, offset).next_sample, None)
+        return TarReader(stream.fileno(), url, offset)
     return group_samples(tar_members(stream.read, url, offset), url)

@@ -289,13 +289,14 @@ class _TarIterator:
         return self
 
     def __next__(self) -> dict:
-        capacity = self._dataset.shuffle_buffer
+        dataset = self._dataset
+        capacity = dataset.shuffle_buffer
         if capacity == 0:
             sample = self._read()
             if sample is None:
                 raise StopIteration
-            self._dataset._counts.add("samples")
-            return self._emit(sample[0])
+            dataset._counts.add("samples")
+            return sample[0] if dataset.fields is None else as_tuple(sample[0], dataset.fields)
         buffer = self._buffer
         while len(buffer) < capacity:
             entry = self._read()
@@ -318,9 +319,10 @@ class _TarIterator:
         while self._position < len(self._shards):
             position = self._position
             try:
-                if self._samples is None:
-                    self._open(position, self._offset)
-                found = next(self._samples, None)
+                samples = self._samples
+                if samples is None:
+                    samples = self._open(position, self._offset)
+                found = next(samples, None)
             except (ShardError, OSError):
                 self._close()
                 if self._dataset.on_error == "raise":
@@ -343,11 +345,12 @@ class _TarIterator:
             return sample, position, start
         return None
 
-    def _open(self, position: int, offset: int) -> None:
+    def _open(self, position: int, offset: int) -> Any:
         location = self._shards[position]
         name = shard_name(location)
         self._stream = open_shard(location, offset, self._dataset._options)
         self._samples = shard_samples(self._stream, name, offset)
+        return self._samples
 
     def _next_shard(self) -> None:
         self._position += 1
