@@ -250,28 +250,6 @@ class InterleavedStream(IterableDataset):
         return _StreamIterator(self, info.id, info.num_workers, info.batch_size or 1)
 
 
-class _MapShare:
-    """A map-style source read as a stream: this worker's every ``workers``-th index."""
-
-    def __init__(self, dataset: Any, worker: int, workers: int) -> None:
-        self._dataset, self._indices, self._next = dataset, range(worker, len(dataset), workers), 0
-
-    def __iter__(self) -> Iterator[Any]:
-        return self
-
-    def __next__(self) -> Any:
-        if self._next >= len(self._indices):
-            raise StopIteration
-        self._next += 1
-        return self._dataset[self._indices[self._next - 1]]
-
-    def state_dict(self) -> dict[str, int]:
-        return {"next": self._next}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        self._next = int(state["next"])
-
-
 class _MapCursor:
     """A map-style source read in index order; only the examples kept are fetched."""
 
