@@ -321,7 +321,7 @@ static int header(dl_tar_t *tar, size_t *q, meta_t *meta, int may_read, int *reg
         return DL_TAR_END;
     if (have < DL_TAR_BLOCK)
         return fail(tar, at, "truncated: %zu of %d header bytes", have, DL_TAR_BLOCK);
-    int64_t stored, size;
+    int64_t stored = 0, size = 0;
     if (number(tar, h + 148, 8, at, "checksum", &stored))
         return DL_TAR_ERROR;
     if (!checksum_ok(h, stored))
