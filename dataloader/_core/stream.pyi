@@ -13,6 +13,8 @@ class Stream:
         timeout: float,
         worker_setup: Callable[[int], None],
         stats: Any,
+        in_order: bool = False,
+        delivered: list[int] | None = None,
     ) -> None: ...
     @property
     def delivered(self) -> int: ...

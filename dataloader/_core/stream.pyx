@@ -216,11 +216,6 @@ cdef class Stream:
             self.consuming = False
             pthread_mutex_unlock(&self.mutex)
 
-    @property
-    def taken(self):
-        """With ``in_order``: the batches taken from each stream so far."""
-        return [self.took[s] for s in range(self.n_streams)]
-
     cdef int _take(self) noexcept nogil:
         """1 when an entry was taken, 0 at the end, -1 to keep waiting (mutex held)."""
         cdef Py_ssize_t s, turn = -1
