@@ -56,7 +56,7 @@ soak: $(VENV)/.installed-test
 # Mutation testing (docs/reliability.md): mutants of the Python modules of
 # the loader's semantics, each run against the tests that specify it, then
 # hand-written mutations of the native kernels. Not part of `make test`: it
-# runs those tests hundreds of times. MUTATE_ARGS, e.g. "dataloader._state
+# runs those tests hundreds of times. MUTATE_ARGS, e.g. "dataloader._sampling.state
 # --jobs 1", narrows the Python part.
 mutate: $(VENV)/.installed-test
 	$(BIN)/python -m tools.mutation python $(MUTATE_ARGS)
@@ -180,6 +180,7 @@ ft-install: $(FT_VENV)/.installed
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/loader_overhead.py
 	$(BIN)/python benchmarks/compare_torch.py
+	$(BIN)/python benchmarks/images.py
 	$(BIN)/python benchmarks/kernels.py
 	$(BIN)/python benchmarks/thread_scaling.py
 	$(BIN)/python benchmarks/shuffle.py

@@ -9,10 +9,6 @@ creation, 1 warm-up + 5 timed runs, median):
 * ``numpy_work`` -- each item is a 128x128x3 uint8 image, cropped, flipped
   and normalised in numpy.
 * ``first_batch`` -- ``iter()`` + the first ``next()`` on a new loader.
-* ``images``     -- JPEG files to normalised float32 NCHW batches of 64 with
-  the train and eval chains, against torchvision-style Pillow code, the raw
-  decode + resize limit, and peak memory; see ``images.py``, which also
-  draws ``docs/images/benchmark_images.png``.
 * ``http``       -- 2,000 items (1 KiB) from a local HTTP server answering
   after 10 ms (``benchmarks/_http_server.py``, a process of its own): ours
   is ``HttpDataset`` with ``item_concurrency=16`` (32 requests in flight),
@@ -36,9 +32,11 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
-from _common import Indices, median_seconds, print_table, write_json
 
 from dataloader import DataLoader
+from dataloader._cli.measure import Indices, median_seconds, print_table, write_json
+
+RESULTS = Path(__file__).parent / "results"
 
 BATCH_SIZE = 32
 NUM_WORKERS = 2
@@ -210,24 +208,11 @@ def loaders(dataset, ours_extra: dict):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=[*WORKLOADS, "first_batch", "http", "images"],
-                        nargs="*")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="images: fresh processes per chain and library")
-    parser.add_argument("--no-chart", action="store_true",
-                        help="images: do not redraw docs/images/benchmark_images.png")
+    parser.add_argument("--only", choices=[*WORKLOADS, "first_batch", "http"], nargs="*")
     args = parser.parse_args()
     import torch
 
-    selected = args.only or [*WORKLOADS, "first_batch", "http", "images"]
-    if "images" in selected:
-        import images
-
-        images.compare(args.repeats, args.rounds,
-                       chart=None if args.no_chart else images.CHART)
-        selected = [name for name in selected if name != "images"]
-        if not selected:
-            return
+    selected = args.only or [*WORKLOADS, "first_batch", "http"]
     rows, results = [], {}
     for name in selected:
         if name == "http":
@@ -252,12 +237,13 @@ def main() -> None:
             rows.append([name, f"{rate['dataloader']:,.0f}/s", f"{rate['torch']:,.0f}/s",
                          f"{rate['torch_persistent']:,.0f}/s",
                          f"{best_torch / seconds['dataloader']:.1f}x"])
-        results[name] = {"seconds": seconds, "ratio_vs_best_torch": best_torch / seconds["dataloader"]}
+        results[name] = {"seconds": seconds,
+                         "ratio_vs_best_torch": best_torch / seconds["dataloader"]}
         print(f"  {name}: done", flush=True)
 
     print(f"\nbatch size {BATCH_SIZE}, {NUM_WORKERS} workers, median of {args.repeats}")
     print_table(["workload", "dataloader", "torch (fresh)", "torch (persistent)", "speed-up"], rows)
-    path = write_json("compare_torch", {"torch": torch.__version__, "workloads": results})
+    path = write_json(RESULTS, "compare_torch", {"torch": torch.__version__, "workloads": results})
     print(f"wrote {path}")
 
 

@@ -1,6 +1,6 @@
-"""The image workload of ``compare_torch.py``: JPEG files to normalised NCHW batches.
+"""Ours vs torch on images: JPEG files to normalised NCHW batches.
 
-Two chains over a generated ImageNet-like folder (``_images.py``: 2,000
+Two chains over a generated ImageNet-like folder (``dataloader._images.samples``: 2,000
 JPEGs of 400-500 x 300-375 pixels at quality 90, in 10 classes), batches of
 64 float32 ``(64, 3, 224, 224)`` tensors, 2 workers:
 
@@ -34,11 +34,12 @@ processes at the end of the run is reported beside it.  The training loop
 reads one value per page of every batch, so that the batch memory counts
 for torch's main process as it does for ours.
 
-Run ``python benchmarks/compare_torch.py --only images``.
+Run ``python benchmarks/images.py`` (``--repeats``, ``--rounds``, ``--no-chart``).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -48,12 +49,15 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-from _common import machine, print_table, write_json
-from _images import generated_image_folder, image_paths
+
+# dataloader is imported inside the functions that use it: the torch child
+# process must not load it, or its memory would count as torch's.
+
+RESULTS = Path(__file__).parent / "results"
 
 BATCH_SIZE = 64
 NUM_WORKERS = 2
@@ -73,8 +77,15 @@ TARGETS = {"speedup_vs_torch": 3.0, "fraction_of_raw_limit": 0.85, "rss_ratio_vs
 def ours_loader(root: Path, chain: str):
     from dataloader import DataLoader, ImageCollator, ImageFolder
     from dataloader.transforms import (
-        CenterCrop, Compose, Decode, Normalize, RandomHFlip, RandomResizedCrop, Resize,
-        ToChw, ToFloat,
+        CenterCrop,
+        Compose,
+        Decode,
+        Normalize,
+        RandomHFlip,
+        RandomResizedCrop,
+        Resize,
+        ToChw,
+        ToFloat,
     )
 
     if chain == "train":
@@ -146,8 +157,8 @@ def pillow_tensor(image, train: bool, mean, std):
         else:
             size = (int(image.width * scale), RESIZE)
         image = image.resize(size, bilinear)
-        left = int(round((image.width - SIZE) / 2.0))
-        top = int(round((image.height - SIZE) / 2.0))
+        left = round((image.width - SIZE) / 2.0)
+        top = round((image.height - SIZE) / 2.0)
         image = image.crop((left, top, left + SIZE, top + SIZE))
     tensor = torch.from_numpy(np.array(image, np.uint8, copy=True))
     tensor = tensor.permute(2, 0, 1).contiguous().float().div(255)
@@ -164,17 +175,17 @@ def random_resized_crop_params(height: int, width: int, scale=(0.08, 1.0),
     for _ in range(10):
         target_area = area * torch.empty(1).uniform_(*scale).item()
         aspect = math.exp(torch.empty(1).uniform_(*log_ratio).item())
-        w = int(round(math.sqrt(target_area * aspect)))
-        h = int(round(math.sqrt(target_area / aspect)))
+        w = round(math.sqrt(target_area * aspect))
+        h = round(math.sqrt(target_area / aspect))
         if 0 < w <= width and 0 < h <= height:
             top = int(torch.randint(0, height - h + 1, size=(1,)).item())
             left = int(torch.randint(0, width - w + 1, size=(1,)).item())
             return top, left, h, w
     in_ratio = width / height
     if in_ratio < min(ratio):
-        w, h = width, int(round(width / min(ratio)))
+        w, h = width, round(width / min(ratio))
     elif in_ratio > max(ratio):
-        w, h = int(round(height * max(ratio))), height
+        w, h = round(height * max(ratio)), height
     else:
         w, h = width, height
     return (height - h) // 2, (width - w) // 2, h, w
@@ -233,7 +244,7 @@ def run_child(library: str, chain: str, root: Path, repeats: int) -> dict:
 
     def epoch() -> int:
         n = 0
-        for images, labels in batches(loader):
+        for images, _labels in batches(loader):
             assert images.shape[1:] == (3, SIZE, SIZE) and images.dtype == torch.float32
             # Read one value per 4 KiB page, as a training step reads the
             # whole batch: its pages then count in this process's RSS (torch
@@ -283,6 +294,7 @@ def raw_limit(root: Path, repeats: int) -> tuple[list[float], list[float]]:
     """Images/s and CPU ms per image of read + decode + resize to 224x224 in 2 threads,
     no loader, per pass."""
     from dataloader import kernels
+    from dataloader._images.samples import image_paths
 
     paths = image_paths(root)
 
@@ -307,6 +319,8 @@ def machine_description() -> dict:
         system = platform.freedesktop_os_release().get("PRETTY_NAME", platform.system())
     except OSError:
         system = platform.platform()
+    from dataloader._cli.measure import machine
+
     return {**machine(), "os": system}
 
 
@@ -336,7 +350,10 @@ def compare(repeats: int, rounds: int = 3, n_images: int = N_IMAGES,
     The headline rate of each is its best epoch over all rounds (the least
     disturbed on a shared machine); the median epoch is kept beside it.
     """
-    root = generated_image_folder(n_images=n_images)
+    from dataloader._cli.measure import print_table, write_json
+    from dataloader._images.samples import sample_image_folder
+
+    root = sample_image_folder(n_images)
     load = [os.getloadavg()]
     runs = {chain: {library: [] for library in LIBRARIES} for chain in CHAINS}
     limit_rates, limit_cpu = [], []
@@ -372,11 +389,11 @@ def compare(repeats: int, rounds: int = 3, n_images: int = N_IMAGES,
                      f"{entry['cpu_ratio_torch_over_ours']:.2f}x",
                      f"{ours['peak_rss_mib']:,.0f} MiB", f"{theirs['peak_rss_mib']:,.0f} MiB",
                      f"{entry['rss_ratio_vs_torch']:.2f}", f"{entry['pss_ratio_vs_torch']:.2f}"])
-    command = "python benchmarks/compare_torch.py --only images" + (
+    command = "python benchmarks/images.py" + (
         f" --repeats {repeats}" if repeats != 5 else "") + (
         f" --rounds {rounds}" if rounds != 3 else "")
     result = {
-        "command": command, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": command, "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine_description(), "versions": versions(), "images": n_images,
         "image_root": str(root), "batch_size": BATCH_SIZE, "num_workers": NUM_WORKERS,
         "epochs_per_run": repeats, "rounds": rounds, "raw_limit_images_per_s": limit,
@@ -404,7 +421,7 @@ def compare(repeats: int, rounds: int = 3, n_images: int = N_IMAGES,
     print(f"load average (1 min) during the runs: "
           f"{min(x[0] for x in load):.1f} to {max(x[0] for x in load):.1f} "
           f"on {os.cpu_count()} CPUs")
-    print(f"wrote {write_json('compare_torch_images', result)}")
+    print(f"wrote {write_json(RESULTS, 'compare_torch_images', result)}")
     if chart is not None:
         print(f"wrote {draw_chart(result, chart)}")
     return result
@@ -467,7 +484,21 @@ def draw_chart(result: dict, path: Path) -> Path:
     return path
 
 
-if __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
-    # The fresh process of run_fresh(); compare_torch.py is the command line.
-    _library, _chain, _root, _repeats = sys.argv[2:6]
-    print(json.dumps(run_child(_library, _chain, Path(_root), int(_repeats))))
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5, help="timed epochs per process")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="fresh processes per chain and library")
+    parser.add_argument("--no-chart", action="store_true",
+                        help=f"do not redraw {CHART.relative_to(CHART.parents[2])}")
+    args = parser.parse_args()
+    compare(args.repeats, args.rounds, chart=None if args.no_chart else CHART)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--child"]:
+        # The fresh process of run_fresh().
+        _library, _chain, _root, _repeats = sys.argv[2:6]
+        print(json.dumps(run_child(_library, _chain, Path(_root), int(_repeats))))
+    else:
+        main()

@@ -24,6 +24,7 @@ from PIL import Image as PILImage
 
 import dataloader
 from dataloader import kernels
+from dataloader._images.samples import synthetic_image
 
 try:
     import simplejpeg
@@ -46,10 +47,7 @@ def photo(height, width):
         source = PILImage.fromarray(data.chelsea()).convert("RGB")
         return np.asarray(source.resize((width, height), PILImage.Resampling.LANCZOS)), "photo"
     except ImportError:
-        y, x = np.mgrid[0:height, 0:width]
-        base = np.stack([x * 255 / width, y * 255 / height, (x + y) * 127 / (width + height)], -1)
-        noise = np.random.default_rng(0).normal(0, 6, base.shape)
-        return np.clip(base + noise, 0, 255).astype(np.uint8), "synthetic"
+        return synthetic_image(height, width), "synthetic"
 
 
 def encoded(array, fmt, **options):

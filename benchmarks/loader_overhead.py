@@ -10,10 +10,12 @@ processes against our 2 worker threads.
 from __future__ import annotations
 
 import argparse
-
-from _common import median_seconds, print_table, write_json
+from pathlib import Path
 
 from dataloader import DataLoader
+from dataloader._cli.measure import median_seconds, print_table, write_json
+
+RESULTS = Path(__file__).parent / "results"
 
 N_ITEMS = 100_000
 BATCH_SIZES = (1, 64, 4096)
@@ -79,9 +81,8 @@ def main() -> None:
             )
     print(f"In-memory dataset of {N_ITEMS:,} ints (torch's workers: persistent processes)")
     print_table(["workers", "batch size", "dataloader items/s", "torch items/s", "ratio"], rows)
-    path = write_json(
-        "loader_overhead", {"torch": torch.__version__ if torch else None, "results": results}
-    )
+    path = write_json(RESULTS, "loader_overhead",
+                      {"torch": torch.__version__ if torch else None, "results": results})
     print(f"wrote {path}")
 
 

@@ -1,6 +1,6 @@
 """Tar shards: ours vs webdataset + torch's DataLoader, raw reads vs ``cat``, memory.
 
-Three measurements over shards of generated photographs (``_images.py``,
+Three measurements over shards of generated photographs (``dataloader._images.samples``,
 packed with ``TarWriter``), in one run:
 
 * ``train``  -- shards to normalised float32 NCHW batches of 64 through the
@@ -33,8 +33,10 @@ import sys
 import time
 from pathlib import Path
 
-from _common import print_table, write_json
-from _images import generated_image_folder
+from dataloader._cli.measure import print_table, write_json
+from dataloader._images.samples import sample_image_folder
+
+RESULTS = Path(__file__).parent / "results"
 
 BATCH_SIZE = 64
 NUM_WORKERS = 2
@@ -46,10 +48,10 @@ STD = (0.229, 0.224, 0.225)
 
 def make_shards(n_images: int, shard_mb: int) -> list[str]:
     """The generated image folder packed into shards of ``shard_mb`` MB (cached)."""
-    from dataloader._images import ImageFolder
+    from dataloader._images.folder import ImageFolder
     from dataloader.sources import TarWriter
 
-    folder = generated_image_folder(n_images=n_images)
+    folder = sample_image_folder(n_images)
     out = folder.with_name(f"{folder.name}-shards-{shard_mb}mb")
     done = out / "complete"
     if done.exists():
@@ -156,15 +158,18 @@ def raw_loader(shards: list[str]):
 
 
 def peak_rss_mib(shards: list[str], loader: str) -> float:
-    """Peak RSS of a fresh process streaming ``shards`` through ``ours_loader`` or ``raw_loader``."""
-    code = (
-        f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import shards\n"
-        f"for batch in shards.{loader}(json.loads(sys.argv[1])): pass\n"
-        "print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1])\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code, json.dumps(shards)], capture_output=True,
-                          text=True, check=True)
+    """Peak RSS of a new process streaming ``shards`` through ``ours_loader`` or ``raw_loader``."""
+    done = subprocess.run([sys.executable, __file__, "--child", loader, json.dumps(shards)],
+                          capture_output=True, text=True, check=True)
     return int(done.stdout.split()[-1]) / 1024
+
+
+def child(loader: str, shards: list[str]) -> None:
+    """Stream ``shards`` through ``loader``; print this process's peak RSS in KiB."""
+    for _batch in {"ours_loader": ours_loader, "raw_loader": raw_loader}[loader](shards):
+        pass
+    with open("/proc/self/status") as status:
+        print(next(line for line in status if line.startswith("VmHWM")).split()[1])
 
 
 def main() -> None:
@@ -195,7 +200,7 @@ def main() -> None:
         print_table(["shard size", "peak RSS MiB, train", "no decoding"],
                     [[k, v["train"], v["no_decoding"]] for k, v in memory.items()])
     print(f"load average at the end: {os.getloadavg()}")
-    print(f"results: {write_json('shards', result)}")
+    print(f"results: {write_json(RESULTS, 'shards', result)}")
 
 
 def train(small: list[str], repeats: int, result: dict) -> None:
@@ -214,4 +219,7 @@ def train(small: list[str], repeats: int, result: dict) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--child"]:
+        child(sys.argv[2], json.loads(sys.argv[3]))
+    else:
+        main()

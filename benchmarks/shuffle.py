@@ -2,7 +2,7 @@
 
 Three ways of making an epoch's order, side by side in one run:
 
-- ``dataloader``: the keyed bijection (``dataloader._shuffle``): any
+- ``dataloader``: the keyed bijection (``dataloader._sampling.shuffle``): any
   position is computed directly, natively;
 - ``numpy permutation``: the approach it replaced, one array of all ``n``
   indices shuffled by numpy (``int32`` below 2^31) per epoch;
@@ -28,9 +28,12 @@ import sys
 import time
 from collections import deque
 from itertools import islice
+from pathlib import Path
 
-from _common import Indices as Huge
-from _common import print_table, write_json
+from dataloader._cli.measure import Indices as Huge
+from dataloader._cli.measure import print_table, write_json
+
+RESULTS = Path(__file__).parent / "results"
 
 BIG = 10**10
 LARGE = 2 * 10**8
@@ -48,7 +51,7 @@ class NumpyPermutationSampler:
     def permutation(self):
         import numpy as np
 
-        from dataloader._seeding import epoch_generator
+        from dataloader._sampling.seeding import epoch_generator
 
         order = np.arange(self.n, dtype=np.int32 if self.n < 2**31 else np.int64)
         epoch_generator(self.seed, 0).shuffle(order)
@@ -151,7 +154,7 @@ def kernel_rate(n: int) -> tuple[float, float]:
     """Indices per second (wall, CPU) of the native kernel alone, into one buffer."""
     import numpy as np
 
-    from dataloader._shuffle import Order
+    from dataloader._sampling.shuffle import Order
 
     order = Order(n, (1, 2))
     out = np.empty(1 << 16, dtype=np.int64)
@@ -271,7 +274,7 @@ def main() -> None:
     print_table(["iterating", "items", "wall", "per CPU second"], rate_rows)
     print(f"\nload average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     results["load_average"] = os.getloadavg()
-    path = write_json("shuffle", results)
+    path = write_json(RESULTS, "shuffle", results)
     print(f"written to {path}")
 
 

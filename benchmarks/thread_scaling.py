@@ -16,10 +16,12 @@ import argparse
 import os
 import sys
 import threading
-
-from _common import median_seconds, print_table, write_json
+from pathlib import Path
 
 from dataloader import DataLoader
+from dataloader._cli.measure import median_seconds, print_table, write_json
+
+RESULTS = Path(__file__).parent / "results"
 
 N_ITEMS = 2_000
 WORK = 2_000  # loop iterations per item: about 0.1 ms of pure Python
@@ -49,7 +51,8 @@ def best_rates(repeats: int) -> dict[int, float]:
     best = {workers: float("inf") for workers in loaders}
     for _ in range(repeats):
         for workers, loader in loaders.items():
-            seconds = median_seconds(lambda: sum(1 for _ in loader), repeats=1, warmup=0)
+            seconds = median_seconds(lambda loader=loader: sum(1 for _ in loader),
+                                     repeats=1, warmup=0)
             best[workers] = min(best[workers], seconds)
     for loader in loaders.values():
         loader.close()
@@ -77,7 +80,7 @@ def plain_thread_rates(repeats: int) -> dict[int, float]:
     for _ in range(repeats):
         for n_threads in best:
             best[n_threads] = min(best[n_threads], median_seconds(
-                lambda: run(n_threads), repeats=1, warmup=0))
+                lambda n_threads=n_threads: run(n_threads), repeats=1, warmup=0))
     return {n_threads: N_ITEMS / seconds for n_threads, seconds in best.items()}
 
 
@@ -97,7 +100,7 @@ def main() -> None:
     print_table(["interpreter", "runner", "1 thread (items/s)", "2 threads (items/s)",
                  "scaling"], rows)
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    write_json(f"thread_scaling_{'gil' if gil else 'ft'}",
+    write_json(RESULTS, f"thread_scaling_{'gil' if gil else 'ft'}",
                {"gil": gil, "items_per_second": rates, "plain_threads": ceiling})
 
 

@@ -12,15 +12,23 @@ Examples
 [3 4 5]
 """
 
-from dataloader._async import AsyncDataset
-from dataloader._collate import default_collate, default_convert
-from dataloader._dataset import ChainDataset, ConcatDataset, Dataset, IterableDataset
-from dataloader._dataset_utils import StackDataset, Subset, TensorDataset, random_split
-from dataloader._distributed import DistributedSampler
-from dataloader._images import ImageCollator, ImageFolder
-from dataloader._interleave import interleave
-from dataloader._loader import DataLoader
-from dataloader._sampler import (
+from dataloader._datasets.asynchronous import AsyncDataset
+from dataloader._datasets.dataset import (
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    shard,
+)
+from dataloader._datasets.interleave import interleave
+from dataloader._datasets.wrappers import StackDataset, Subset, TensorDataset, random_split
+from dataloader._images.collator import ImageCollator
+from dataloader._images.folder import ImageFolder
+from dataloader._loading.collate import default_collate, default_convert
+from dataloader._loading.loader import DataLoader
+from dataloader._loading.worker import WorkerInfo, get_worker_info
+from dataloader._sampling.distributed import DistributedSampler
+from dataloader._sampling.sampler import (
     BatchSampler,
     RandomSampler,
     Sampler,
@@ -28,9 +36,7 @@ from dataloader._sampler import (
     SubsetRandomSampler,
     WeightedRandomSampler,
 )
-from dataloader._seeding import item_seed
-from dataloader._streaming import shard
-from dataloader._worker import WorkerInfo, get_worker_info
+from dataloader._sampling.seeding import item_seed
 from dataloader.sources import FileDataset, HttpDataset, ObjectStoreDataset, Retry
 
 __version__ = "0.1.0"

@@ -25,13 +25,16 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeAlias, TypeVar, overload
+
 import numpy as np
+import numpy.typing as npt
 
 from dataloader._core import ops as _ops
 from dataloader._core import resize as _resize
 from dataloader._core.image import Image, ImageBatch
-from dataloader._decoding import ImageInfo, decode, image_info
-from dataloader._image_args import (
+from dataloader._images.arguments import (
     ANCHORS,
     CONVERT_MODES,
     FILTERS,
@@ -51,6 +54,7 @@ from dataloader._image_args import (
     image_array,
     output,
 )
+from dataloader._images.decode import ImageInfo, decode, image_info
 
 __all__ = [
     "Image",
@@ -73,11 +77,19 @@ __all__ = [
     "vflip",
 ]
 
+# An image argument: an ndarray, or anything numpy can view as one (the
+# buffer protocol, ``__array_interface__``, ``__array__``), such as Image,
+# ImageBatch or a CPU tensor. Choices (filters, modes, anchors) are typed as
+# ``str``: their tables in ``dataloader._images.arguments`` are the one list.
+ImageLike: TypeAlias = npt.ArrayLike
+Fill: TypeAlias = float | Sequence[float]
+_Out = TypeVar("_Out", bound=np.ndarray | ImageBatch)
 
 
 # --- geometry -------------------------------------------------------------
 
-def resize(img, size, *, interpolation="bilinear", antialias=True, out=None):
+def resize(img: ImageLike, size: int | Sequence[int], *, interpolation: str = "bilinear",
+           antialias: bool = True, out: np.ndarray | None = None) -> np.ndarray:
     """Resize with Pillow's resampling (separable, antialiased when shrinking).
 
     Parameters
@@ -137,7 +149,8 @@ def resize(img, size, *, interpolation="bilinear", antialias=True, out=None):
     return result
 
 
-def crop(img, top, left, height, width, *, out=None):
+def crop(img: ImageLike, top: int, left: int, height: int, width: int, *,
+         out: np.ndarray | None = None) -> np.ndarray:
     """Copy the ``height`` x ``width`` window at (``top``, ``left``).
 
     Parameters
@@ -173,7 +186,8 @@ def crop(img, top, left, height, width, *, out=None):
     return result
 
 
-def pad(img, padding, *, fill=0, padding_mode="constant", out=None):
+def pad(img: ImageLike, padding: int | Sequence[int], *, fill: Fill = 0,
+        padding_mode: str = "constant", out: np.ndarray | None = None) -> np.ndarray:
     """Pad the borders, with torchvision ``Pad``'s padding order and modes.
 
     Parameters
@@ -207,7 +221,8 @@ def pad(img, padding, *, fill=0, padding_mode="constant", out=None):
     return result
 
 
-def pad_to(img, height, width, *, anchor="top-left", fill=0, out=None):
+def pad_to(img: ImageLike, height: int, width: int, *, anchor: str = "top-left", fill: Fill = 0,
+           out: np.ndarray | None = None) -> np.ndarray:
     """Pad to exactly ``height`` x ``width``, placing the image at ``anchor``.
 
     Parameters
@@ -241,14 +256,14 @@ def pad_to(img, height, width, *, anchor="top-left", fill=0, out=None):
     return result
 
 
-def _flip(img, out, horizontal):
+def _flip(img: ImageLike, out: np.ndarray | None, horizontal: bool) -> np.ndarray:
     src, flat = image_array(img, dtypes=(np.uint8, np.float32))
     result, target = output(out, src.shape, src.dtype, flat)
     _ops.flip_into(src, target, horizontal)
     return result
 
 
-def hflip(img, *, out=None):
+def hflip(img: ImageLike, *, out: np.ndarray | None = None) -> np.ndarray:
     """Mirror left-right.
 
     Parameters
@@ -272,7 +287,7 @@ def hflip(img, *, out=None):
     return _flip(img, out, True)
 
 
-def vflip(img, *, out=None):
+def vflip(img: ImageLike, *, out: np.ndarray | None = None) -> np.ndarray:
     """Mirror top-bottom.
 
     Parameters
@@ -296,7 +311,7 @@ def vflip(img, *, out=None):
     return _flip(img, out, False)
 
 
-def rotate90(img, k=1, *, out=None):
+def rotate90(img: ImageLike, k: int = 1, *, out: np.ndarray | None = None) -> np.ndarray:
     """Rotate by ``k`` quarter turns counter-clockwise, as ``numpy.rot90``.
 
     Parameters
@@ -333,7 +348,7 @@ def rotate90(img, k=1, *, out=None):
 
 # --- values and layouts ---------------------------------------------------
 
-def to_float(img, *, out=None):
+def to_float(img: ImageLike, *, out: np.ndarray | None = None) -> np.ndarray:
     """Scale uint8 samples to float32 in [0, 1] (``x / 255``), any shape.
 
     The division is in float32, as torchvision's ``ToTensor``.
@@ -368,7 +383,8 @@ def to_float(img, *, out=None):
     return result
 
 
-def _same_shape_output(out, shape, dtype):
+def _same_shape_output(out: _Out | None, shape: tuple[int, ...], dtype: npt.DTypeLike
+                       ) -> tuple[_Out | np.ndarray, np.ndarray]:
     if out is None:
         result = np.empty(shape, dtype)
         return result, result
@@ -384,7 +400,8 @@ def _same_shape_output(out, shape, dtype):
 _CHANNEL_AXIS = {"HWC": 2, "CHW": 0, "NHWC": 3, "NCHW": 1}
 
 
-def normalize(img, mean, std, *, layout="HWC", out=None):
+def normalize(img: ImageLike, mean: Sequence[float], std: Sequence[float], *, layout: str = "HWC",
+              out: np.ndarray | None = None) -> np.ndarray:
     """Compute ``(x - mean[c]) / std[c]`` in float32, as torchvision's ``Normalize``.
 
     Parameters
@@ -432,7 +449,7 @@ def normalize(img, mean, std, *, layout="HWC", out=None):
     return result
 
 
-def _transpose(img, out, to_chw):
+def _transpose(img: ImageLike, out: np.ndarray | None, to_chw: bool) -> np.ndarray:
     src, _ = image_array(img, dtypes=(np.uint8, np.float32), layout="HWC" if to_chw else "CHW")
     a, b, c = src.shape
     shape = (c, a, b) if to_chw else (b, c, a)
@@ -442,7 +459,7 @@ def _transpose(img, out, to_chw):
     return result
 
 
-def to_chw(img, *, out=None):
+def to_chw(img: ImageLike, *, out: np.ndarray | None = None) -> np.ndarray:
     """Reorder an ``(H, W, C)`` image to ``(C, H, W)`` (uint8 or float32).
 
     Parameters
@@ -466,7 +483,7 @@ def to_chw(img, *, out=None):
     return _transpose(img, out, True)
 
 
-def to_hwc(img, *, out=None):
+def to_hwc(img: ImageLike, *, out: np.ndarray | None = None) -> np.ndarray:
     """Reorder a ``(C, H, W)`` image to ``(H, W, C)`` (uint8 or float32).
 
     Parameters
@@ -490,7 +507,7 @@ def to_hwc(img, *, out=None):
     return _transpose(img, out, False)
 
 
-def convert(img, mode, *, out=None):
+def convert(img: ImageLike, mode: str, *, out: np.ndarray | None = None) -> np.ndarray:
     """Convert between gray, gray+alpha, RGB and RGBA as Pillow's ``convert``.
 
     Gray from color is ``(R*19595 + G*38470 + B*7471 + 0x8000) >> 16``;
@@ -516,7 +533,14 @@ def convert(img, mode, *, out=None):
     return result
 
 
-def stack(images, out=None):
+@overload
+def stack(images: Sequence[ImageLike], out: None = None) -> np.ndarray: ...
+@overload
+def stack(images: Sequence[ImageLike], out: ImageBatch) -> ImageBatch: ...
+@overload
+def stack(images: Sequence[ImageLike], out: np.ndarray) -> np.ndarray: ...
+def stack(images: Sequence[ImageLike], out: np.ndarray | ImageBatch | None = None
+          ) -> np.ndarray | ImageBatch:
     """Stack images of one shape and dtype into an ``(N, ...)`` batch.
 
     Parameters

@@ -15,22 +15,24 @@ Examples
 --------
 >>> import numpy as np
 >>> from dataloader.transforms import CenterCrop, Compose, Normalize, Resize, ToChw, ToFloat
->>> chain = Compose([Resize(8), CenterCrop(6), ToFloat(), Normalize([0.5] * 3, [0.25] * 3), ToChw()])
+>>> chain = Compose([Resize(8), CenterCrop(6), ToFloat(),
+...                  Normalize([0.5] * 3, [0.25] * 3), ToChw()])
 >>> chain(np.full((16, 20, 3), 128, np.uint8)).shape
 (3, 6, 6)
->>> chain
-Compose([Resize(size=8), CenterCrop(size=(6, 6)), ToFloat(), Normalize(mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25)), ToChw()])
+>>> chain  # doctest: +NORMALIZE_WHITESPACE
+Compose([Resize(size=8), CenterCrop(size=(6, 6)), ToFloat(),
+         Normalize(mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25)), ToChw()])
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any, TypeVar, dataclass_transform
 
 import numpy as np
 
-from dataloader._chains import compile_chain
-from dataloader._image_args import (
+from dataloader._images.arguments import (
     ANCHORS,
     CHANNELS,
     FILTERS,
@@ -48,6 +50,7 @@ from dataloader._image_args import (
     check_seed,
     check_size,
 )
+from dataloader._images.chains import ItemTransform, compile_chain
 
 __all__ = [
     "CenterCrop", "Compose", "Crop", "Decode", "HFlip", "Normalize", "Pad", "PadTo",
@@ -70,6 +73,24 @@ class Transform:
         """The native ops of this transform: ``(name, ints, floats)`` each."""
         raise NotImplementedError
 
+    def bind_epoch(self, seed: int, epoch: int) -> ItemTransform:
+        """This transform as the loader runs it in one epoch: ``transform(index, item)``.
+
+        Every item draws its random parameters from ``(seed, epoch, index)``,
+        so an epoch's results do not depend on which thread runs which item.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dataloader.transforms import RandomHFlip
+        >>> epoch_transform = RandomHFlip().bind_epoch(seed=0, epoch=3)
+        >>> image = np.arange(6, dtype=np.uint8).reshape(2, 3, 1)
+        >>> a, b = epoch_transform(5, image), epoch_transform(5, image)
+        >>> bool((np.asarray(a) == np.asarray(b)).all())
+        True
+        """
+        return ItemTransform(self, seed, epoch)
+
     def _first(self) -> Transform | None:
         """The first op of the chain this transform stands for."""
         return self
@@ -85,11 +106,14 @@ class Transform:
     def __repr__(self) -> str:
         # Only the arguments that differ from their defaults, as they would be typed.
         shown = []
-        for field in dataclasses.fields(self):
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]  # every subclass is one
             value = getattr(self, field.name)
             if field.default is dataclasses.MISSING or value != field.default:
                 shown.append(f"{field.name}={value!r}")
         return f"{type(self).__name__}({', '.join(shown)})"
+
+
+_T = TypeVar("_T")
 
 
 def _set(transform: Transform, name: str, value: Any) -> None:
@@ -97,7 +121,8 @@ def _set(transform: Transform, name: str, value: Any) -> None:
     object.__setattr__(transform, name, value)
 
 
-def _frozen(cls):
+@dataclass_transform(frozen_default=True)
+def _frozen(cls: type[_T]) -> type[_T]:
     """A transform class: a frozen dataclass whose repr shows the arguments."""
     return dataclasses.dataclass(frozen=True, repr=False, eq=True)(cls)
 
@@ -298,7 +323,7 @@ class RandomResizedCrop(Transform):
 
 @_frozen
 class Pad(Transform):
-    """Pad the borders: ``padding`` as torchvision's ``Pad``, ``mode`` constant/edge/reflect/symmetric.
+    """Pad the borders as torchvision's ``Pad``; ``mode`` constant, edge, reflect or symmetric.
 
     Examples
     --------
@@ -385,7 +410,8 @@ class Resize(Transform):
         if self.max_size is not None:
             _set(self, "max_size", check_int("max_size", self.max_size, 1))
             if self.max_size <= self.size:
-                raise ValueError(f"max_size ({self.max_size}) must be larger than size ({self.size})")
+                raise ValueError(
+                    f"max_size ({self.max_size}) must be larger than size ({self.size})")
         check_choice("interpolation", self.interpolation, FILTERS)
         _set(self, "antialias", check_bool("antialias", self.antialias))
 
@@ -511,7 +537,7 @@ class Normalize(Transform):
 
     def _steps(self):
         pad = (0.0,) * (4 - len(self.mean))
-        return [("normalize", (len(self.mean),), self.mean + pad + self.std + pad)]
+        return [("normalize", (len(self.mean),), (*self.mean, *pad, *self.std, *pad))]
 
 
 @_frozen
@@ -562,6 +588,7 @@ class Compose(Transform):
     """
 
     __slots__ = ("transforms",)
+    transforms: tuple[Transform, ...]
 
     def __init__(self, transforms: Sequence[Transform]) -> None:
         if isinstance(transforms, Transform) or not isinstance(transforms, (list, tuple)):

@@ -17,7 +17,7 @@ class Squares(Dataset):
 
 def main() -> None:
     loader = DataLoader(Squares(), batch_size=64, shuffle=True, num_workers=2, seed=0)
-    for epoch in range(2):
+    for _epoch in range(2):
         seen = 0
         for batch in loader:
             assert np.array_equal(batch["x"].astype(np.int64) ** 2, batch["y"])
@@ -25,7 +25,8 @@ def main() -> None:
         print(f"epoch {loader.epoch}: {len(loader)} batches, {seen} items, "
               f"last batch x={batch['x'].dtype} {batch['x'].shape}, y={batch['y'].dtype}")
     figures = loader.stats()
-    print(f"fetched {figures['fetch']['count']} items, collated {figures['collate']['count']} batches")
+    print(f"fetched {figures['fetch']['count']} items, "
+          f"collated {figures['collate']['count']} batches")
     loader.close()
 
 

@@ -76,7 +76,7 @@ def main() -> None:
     dataset = HttpDataset.from_template(base + "/tiles/{n}.jpg", n=range(len(tiles)))
     with DataLoader(dataset, batch_size=8, num_workers=2, item_concurrency=8, transform=chain,
                     collate_fn=ImageCollator()) as loader:
-        for epoch in range(2):  # the first epoch also starts the loop and the client
+        for _epoch in range(2):  # the first epoch also starts the loop and the client
             started = time.perf_counter()
             shapes = [batch.shape for batch in loader]
             elapsed = time.perf_counter() - started

@@ -8,11 +8,18 @@ batch, which ``torch.from_dlpack`` then wraps as a tensor.
 import tempfile
 
 import torch
+from sample_data import image_folder
 
 from dataloader import DataLoader, ImageCollator, ImageFolder
-from dataloader.transforms import (Compose, Decode, Normalize, RandomHFlip, RandomResizedCrop,
-                                   ToChw, ToFloat)
-from sample_data import image_folder
+from dataloader.transforms import (
+    Compose,
+    Decode,
+    Normalize,
+    RandomHFlip,
+    RandomResizedCrop,
+    ToChw,
+    ToFloat,
+)
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 

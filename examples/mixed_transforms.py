@@ -11,11 +11,18 @@ workers, as the native transforms alone would.
 import tempfile
 
 import numpy as np
+from sample_data import image_folder
 
 from dataloader import DataLoader, ImageFolder, item_seed
-from dataloader.transforms import (Compose, Decode, Normalize, RandomHFlip, RandomResizedCrop,
-                                   ToChw, ToFloat)
-from sample_data import image_folder
+from dataloader.transforms import (
+    Compose,
+    Decode,
+    Normalize,
+    RandomHFlip,
+    RandomResizedCrop,
+    ToChw,
+    ToFloat,
+)
 
 HEAD = Compose([Decode("RGB"), RandomResizedCrop(64), RandomHFlip()])
 TAIL = Compose([ToFloat(), Normalize([0.5, 0.5, 0.5], [0.25, 0.25, 0.25]), ToChw()])
@@ -58,7 +65,7 @@ def main() -> None:
         on_threads = batches(root, num_workers=2)
         on_caller = batches(root, num_workers=0)
         print(f"{len(on_threads)} batches of {on_threads[0].shape} {on_threads[0].dtype}")
-        same = all(np.array_equal(a, b) for a, b in zip(on_threads, on_caller))
+        same = all(np.array_equal(a, b) for a, b in zip(on_threads, on_caller, strict=True))
         print(f"same batches with 2 workers and with none: {same}")
 
 

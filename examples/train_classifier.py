@@ -8,12 +8,19 @@ generated classes (each has its own colour cast) to separate.
 import tempfile
 
 import torch
+from sample_data import image_folder
 from torch import nn
 
 from dataloader import DataLoader, ImageCollator, ImageFolder
-from dataloader.transforms import (Compose, Decode, Normalize, RandomHFlip, RandomResizedCrop,
-                                   ToChw, ToFloat)
-from sample_data import image_folder
+from dataloader.transforms import (
+    Compose,
+    Decode,
+    Normalize,
+    RandomHFlip,
+    RandomResizedCrop,
+    ToChw,
+    ToFloat,
+)
 
 MEAN, STD = [0.5, 0.5, 0.5], [0.25, 0.25, 0.25]
 

@@ -22,14 +22,13 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from dataloader._images.samples import synthetic_image
+
 SEED = 20240601
 
 
 def _pixels(height: int, width: int, channels: int, rng: np.random.Generator) -> np.ndarray:
-    y, x = np.mgrid[0:height, 0:width]
-    base = (x * 255 // max(width - 1, 1) + y * 7)[..., None] + rng.integers(0, 40, (1, 1, channels))
-    noise = rng.integers(0, 30, (height, width, channels))
-    return ((base + noise) % 256).astype(np.uint8)
+    return synthetic_image(height, width, channels, seed=int(rng.integers(2**32)))
 
 
 def _encode(array: np.ndarray, mode: str, fmt: str, **options) -> bytes:

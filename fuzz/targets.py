@@ -130,8 +130,17 @@ def fuzz_transforms(data: bytes) -> None:
 def native_chain(choice: int):
     """A ``dataloader.transforms`` chain chosen by ``choice``, and its output size if fixed."""
     from dataloader.transforms import (
-        CenterCrop, Compose, Decode, Normalize, Pad, RandomHFlip, RandomResizedCrop, Resize,
-        Rotate90, ToChw, ToFloat,
+        CenterCrop,
+        Compose,
+        Decode,
+        Normalize,
+        Pad,
+        RandomHFlip,
+        RandomResizedCrop,
+        Resize,
+        Rotate90,
+        ToChw,
+        ToFloat,
     )
 
     size = 1 + (choice >> 4) % 97

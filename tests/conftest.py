@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, settings
 from PIL import Image as PILImage
 
 from dataloader import DataLoader
+from dataloader._images.samples import synthetic_image
 
 # Property tests (test_kernel_properties.py, test_crash_hunt.py): a modest
 # number of examples per test under `make test`, many more under `make soak`.
@@ -63,29 +64,27 @@ def loader_thread_count():
     count = sum(t.name.startswith("dataloader-") for t in threading.enumerate())
     for task in os.listdir("/proc/self/task"):
         try:
-            with open(f"/proc/self/task/{task}/comm") as comm:
-                count += comm.read().startswith("dataloader-")
+            with open(f"/proc/self/task/{task}/stat") as stat:
+                fields = stat.read()
         except FileNotFoundError:
-            pass  # exited meanwhile
+            continue  # exited meanwhile
+        name, _, rest = fields.partition(" (")[2].rpartition(") ")
+        # A joined thread can still be listed for a moment: pthread_join
+        # returns once the kernel clears the thread's id in do_exit, before
+        # the task is released. Such a task is flagged PF_EXITING.
+        exiting = int(rest.split()[6]) & _PF_EXITING
+        count += name.startswith("dataloader-") and not exiting
     return count
+
+
+_PF_EXITING = 0x4  # linux/sched.h
 
 
 DATA = Path(__file__).parent / "data"
 
 
-def natural_image(height, width, channels=3, seed=0):
-    """Smooth gradients plus noise: resampling and codecs behave as on photos."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:height, 0:width].astype(np.float64)
-    planes = [
-        255 * x / max(width - 1, 1),
-        255 * y / max(height - 1, 1),
-        127.5 + 127.5 * np.sin((x + 2 * y) / 7.0),
-        255 * ((x * y) % 97) / 96,
-    ]
-    base = np.stack(planes[:channels], axis=-1)
-    noisy = base + rng.normal(0, 10, base.shape)
-    return np.clip(np.rint(noisy), 0, 255).astype(np.uint8)
+# Smooth gradients plus noise: resampling and codecs behave as on photos.
+natural_image = synthetic_image
 
 
 def encode(array_or_image, fmt, **options):

@@ -10,6 +10,7 @@ then writes "ok" to OUTPUT_DIR/result.txt.
 """
 
 import sys
+from itertools import chain
 from pathlib import Path
 
 import torch.distributed as dist
@@ -54,12 +55,12 @@ def check(scenario, gathered):
         seen = [ranks[epoch] for ranks in gathered]
         counts = {len(batches) for batches in seen}
         assert len(counts) == 1, f"batch counts differ: {counts}"
-        items = [sum(batches, []) for batches in seen]
+        items = [list(chain.from_iterable(batches)) for batches in seen]
         if scenario == "tar":
             samples = {len(rank_items) for rank_items in items}
             assert len(samples) == 1, f"sample counts differ: {samples}"
         if scenario == "map":
-            everything = sum(items, [])
+            everything = list(chain.from_iterable(items))
             assert set(everything) == set(range(N)), "the ranks do not cover the dataset"
             assert len(everything) - len(set(everything)) == 1, "more than the padding repeats"
         else:

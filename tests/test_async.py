@@ -2,7 +2,6 @@
 
 import asyncio
 import gc
-import os
 import subprocess
 import sys
 import textwrap
@@ -12,7 +11,6 @@ import weakref
 import aiohttp
 import numpy as np
 import pytest
-
 from conftest import loader_thread_count as thread_count
 
 from dataloader import AsyncDataset, DataLoader, get_worker_info

@@ -9,11 +9,11 @@ import tempfile
 
 import numpy as np
 import pytest
+from conftest import encode, natural_image
 from PIL import Image as PILImage
 
-from conftest import encode, natural_image
-from dataloader._cli import main, parse_transforms
-from dataloader._exif import orientation
+from dataloader._cli.main import main, parse_transforms
+from dataloader._images.exif import orientation
 
 TIMEOUT = 120
 

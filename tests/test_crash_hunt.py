@@ -180,7 +180,7 @@ def array_specs(draw, dtypes=None, ndims=(2, 3, 3, 2, 4, 1, 0), channels=True):
     axis = draw(st.integers(0, ndim - 1)) if large else None
     steps = [draw(st.sampled_from([1, 1, 2, -1])) for _ in range(ndim)]
     base_shape = [1 if d == axis else side * abs(step)
-                  for d, (side, step) in enumerate(zip(shape, steps))]
+                  for d, (side, step) in enumerate(zip(shape, steps, strict=True))]
     if dtype.kind in "biufc":
         values = draw(st.lists(st.sampled_from(SAMPLES), min_size=1, max_size=4))
         with np.errstate(all="ignore"):

@@ -24,7 +24,7 @@ from dataloader import (
 
 
 class Items(Dataset):
-    """Items ``offset + i`` for i in 0..n-1; ``batched`` adds a ``__getitems__`` that logs its calls."""
+    """Items ``offset + i`` for i in 0..n-1; ``batched`` adds a logging ``__getitems__``."""
 
     def __init__(self, n, offset=0):
         self.n = n
@@ -169,7 +169,7 @@ def test_concat_out_of_range_indices():
         concat[5]
     with pytest.raises(ValueError, match="absolute value of index should not exceed"):
         concat[-6]
-    with pytest.raises(TypeError, match="idx=1.5"):
+    with pytest.raises(TypeError, match=r"idx=1\.5"):
         concat[1.5]
 
 
@@ -574,7 +574,7 @@ def test_tensor_dataset_matches_torch_for_tensors_and_arrays():
     ours, theirs = TensorDataset(x, y), TorchTensorDataset(x, y)
     assert len(ours) == len(theirs)
     for index in range(-5, 5):
-        for mine, torchs in zip(ours[index], theirs[index]):
+        for mine, torchs in zip(ours[index], theirs[index], strict=True):
             assert type(mine) is type(torchs) and torch.equal(mine, torchs)
     # numpy arrays give the same values as the tensors made from them.
     arrays = TensorDataset(x.numpy(), y.numpy())

@@ -5,12 +5,13 @@ import os
 import subprocess
 import sys
 import threading
+from itertools import chain
 from pathlib import Path
 
 import pytest
 
 from dataloader import DataLoader, DistributedSampler, RandomSampler
-from dataloader._distributed import AgreedBatches, RankGroup, world
+from dataloader._sampling.distributed import AgreedBatches, RankGroup, world
 
 
 def reference_partition(n, num_replicas, rank, order, drop_last):
@@ -51,7 +52,7 @@ def test_shuffled_shares_are_equal_disjoint_and_cover(n, replicas, drop_last):
               for rank in range(replicas)]
     expected_len = n // replicas if drop_last else math.ceil(n / replicas)
     assert all(len(share) == expected_len for share in shares)
-    everything = sum(shares, [])
+    everything = list(chain.from_iterable(shares))
     if drop_last:
         assert len(set(everything)) == len(everything)
     else:
@@ -100,7 +101,7 @@ def test_indices_are_python_ints_and_vectorised_chunks_are_used():
 @pytest.mark.parametrize("kwargs", [{"num_replicas": 2, "rank": 2}, {"num_replicas": 2, "rank": -1},
                                     {"num_replicas": 0, "rank": 0}])
 def test_invalid_rank_is_a_value_error(kwargs):
-    with pytest.raises(ValueError, match="rank|num_replicas"):
+    with pytest.raises(ValueError, match=r"rank|num_replicas"):
         DistributedSampler(range(4), **kwargs)
 
 
@@ -194,7 +195,8 @@ def test_missing_world_is_a_value_error_saying_what_to_pass(monkeypatch):
 
 
 def epoch_orders(loader, epochs):
-    return [sum((batch.tolist() for batch in loader), []) for _ in range(epochs)]
+    return [list(chain.from_iterable(batch.tolist() for batch in loader))
+            for _ in range(epochs)]
 
 
 def test_loader_advances_the_epoch_of_its_sampler(make_loader):

@@ -2,39 +2,22 @@
 
 import doctest
 import importlib
+import pkgutil
 
 import pytest
 
-MODULES = [
-    "dataloader",
-    "dataloader._async",
-    "dataloader._bench",
-    "dataloader._cli",
-    "dataloader._collate",
-    "dataloader._dataset",
-    "dataloader._dataset_utils",
-    "dataloader._images",
-    "dataloader._interleave",
-    "dataloader._distributed",
-    "dataloader._exif",
-    "dataloader._loader",
-    "dataloader._pack",
-    "dataloader._sample_images",
-    "dataloader._sampler",
-    "dataloader._seeding",
-    "dataloader._streaming",
-    "dataloader._worker",
-    "dataloader.transforms",
-    "dataloader.sources",
-    "dataloader.sources._file",
-    "dataloader.sources._http",
-    "dataloader.sources._object_store",
-    "dataloader.sources._retry",
-    "dataloader.sources._shards",
-    "dataloader.sources._tar",
-    "dataloader.sources._tar_dataset",
-    "dataloader.sources._tar_writer",
-]
+
+def _modules():
+    """Every module of the package, the compiled ones included."""
+    package = importlib.import_module("dataloader")
+    names = ["dataloader"]
+    for info in pkgutil.walk_packages(package.__path__, "dataloader."):
+        if not info.name.endswith("__main__"):
+            names.append(info.name)
+    return sorted(names)
+
+
+MODULES = _modules()
 
 
 @pytest.mark.parametrize("name", MODULES)

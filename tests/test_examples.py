@@ -71,4 +71,5 @@ def test_distributed_example_under_torchrun(flags, tmp_path):
                             cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     for rank in (0, 1):
-        assert re.search(f"rank {rank} epoch 1: \\d+ steps, mean loss", result.stdout), result.stdout
+        assert re.search(f"rank {rank} epoch 1: \\d+ steps, mean loss",
+                         result.stdout), result.stdout

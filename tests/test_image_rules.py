@@ -140,9 +140,11 @@ def test_image_collator_refuses_items_of_a_wrong_shape():
         collate([good, np.zeros((2, 2, 7), np.uint8)])
     with pytest.raises(ValueError, match=r"item 0 has shape \(0, 2, 3\)"):
         collate([(np.zeros((0, 2, 3), np.uint8), 0)])
-    with pytest.raises(ValueError, match=r"item 1 is a uint8 image of shape \(H, W, C\) \(3, 2, 3\)"):
+    with pytest.raises(ValueError,
+                       match=r"item 1 is a uint8 image of shape \(H, W, C\) \(3, 2, 3\)"):
         collate([good, np.zeros((3, 2, 3), np.uint8)])
-    with pytest.raises(ValueError, match=r"item 0 must have 3 dimensions \(HWC or HW\), got shape \(2, 2, 2, 3\)"):
+    with pytest.raises(ValueError, match=r"item 0 must have 3 dimensions \(HWC or HW\), "
+                                         r"got shape \(2, 2, 2, 3\)"):
         collate([np.zeros((2, 2, 2, 3), np.uint8)])
     batch = collate([good[::-1], np.ones((2, 4, 3), np.uint8)[:, ::2]])
     assert batch.shape == (2, 3, 2, 2)
@@ -182,7 +184,8 @@ def test_a_fill_uint8_cannot_hold_is_refused_alike_everywhere(fill):
     for call in (lambda: Pad(1, fill=fill)(image), lambda: PadTo(3, 3, fill=fill)(image),
                  lambda: kernels.pad(image, 1, fill=fill),
                  lambda: kernels.pad_to(image, 3, 3, fill=fill)):
-        with pytest.raises(ValueError, match="fill must be integers in 0..255 for uint8") as info:
+        with pytest.raises(ValueError,
+                           match=r"fill must be integers in 0\.\.255 for uint8") as info:
             call()
         messages.append(str(info.value))
     assert len(messages) == 4
@@ -205,7 +208,8 @@ def test_pad_to_with_three_fill_values_keeps_its_anchor():
 BIG = 2**31
 TYPE_ERRORS = [
     lambda: Resize(8.0), lambda: Resize("8"), lambda: Resize(True), lambda: Resize((8, 1.5)),
-    lambda: CenterCrop(None), lambda: Crop(0, 0, 1.0, 1), lambda: Pad("1"), lambda: Pad(1, fill="red"),
+    lambda: CenterCrop(None), lambda: Crop(0, 0, 1.0, 1), lambda: Pad("1"),
+    lambda: Pad(1, fill="red"),
     lambda: Pad(1, fill=None), lambda: RandomHFlip("0.5"), lambda: RandomHFlip(None),
     lambda: RandomResizedCrop(4, scale=0.5), lambda: Normalize(["a"], [1]),
     lambda: Rotate90(1.0), lambda: Decode(exact=1), lambda: Resize(8, antialias=None),
@@ -222,14 +226,17 @@ VALUE_ERRORS = [
     lambda: Resize(0), lambda: Resize(-1), lambda: Resize(16385), lambda: Resize(BIG),
     lambda: Resize((8, 0)), lambda: Resize(8, max_size=8), lambda: Resize(8, max_size=BIG),
     lambda: Resize(8, interpolation="area"), lambda: CenterCrop(2**63), lambda: Crop(-1, 0, 1, 1),
-    lambda: Crop(BIG, 0, 1, 1), lambda: RandomCrop(4, padding=-1), lambda: RandomCrop(4, padding=BIG),
+    lambda: Crop(BIG, 0, 1, 1), lambda: RandomCrop(4, padding=-1),
+    lambda: RandomCrop(4, padding=BIG),
     lambda: Pad(1, fill=math.nan), lambda: Pad(1, fill=math.inf), lambda: Pad(1, fill=1e39),
     lambda: Pad(1, mode="wrap"), lambda: PadTo(0, 1), lambda: PadTo(1, BIG),
     lambda: RandomHFlip(-0.1), lambda: RandomHFlip(1.5), lambda: RandomHFlip(math.nan),
     lambda: RandomResizedCrop(4, scale=(0.9, 0.1)), lambda: RandomResizedCrop(4, scale=(0.5, 2.0)),
     lambda: RandomResizedCrop(4, ratio=(2.0, 1.0)), lambda: RandomResizedCrop(4, ratio=(0.0, 1.0)),
-    lambda: RandomResizedCrop(4, ratio=(1.0, math.inf)), lambda: RandomResizedCrop(4, scale=(math.nan, 1)),
-    lambda: Normalize([math.nan], [1]), lambda: Normalize([0], [math.inf]), lambda: Normalize([0], [0]),
+    lambda: RandomResizedCrop(4, ratio=(1.0, math.inf)),
+    lambda: RandomResizedCrop(4, scale=(math.nan, 1)),
+    lambda: Normalize([math.nan], [1]), lambda: Normalize([0], [math.inf]),
+    lambda: Normalize([0], [0]),
     lambda: Normalize([0, 0], [1]), lambda: Normalize([], []), lambda: Normalize([0] * 5, [1] * 5),
     lambda: Decode(mode="P"), lambda: Decode(max_width=0), lambda: Decode(max_height=16385),
     lambda: Decode(max_bytes=2**40), lambda: HFlipCall(seed=-1), lambda: HFlipCall(seed=2**64),
@@ -240,7 +247,8 @@ VALUE_ERRORS = [
     lambda: kernels.pad_to(np.zeros((2, 2), np.uint8), BIG, 2),
     lambda: kernels.normalize(np.zeros((2, 2), np.float32), [math.nan], [1]),
     lambda: kernels.normalize(np.zeros((2, 2), np.float32), [0], [1e-50]),
-    lambda: kernels.decode(b"\x89PNG", max_width=0), lambda: kernels.decode(b"\x89PNG", min_size=(0, 1)),
+    lambda: kernels.decode(b"\x89PNG", max_width=0),
+    lambda: kernels.decode(b"\x89PNG", min_size=(0, 1)),
     lambda: kernels.to_float(np.broadcast_to(np.zeros(1, np.uint8), (2**40,))),
     lambda: ImageBatch(2**20, 1, 1), lambda: ImageCollator(pool_capacity=10**6),
 ]

@@ -10,7 +10,15 @@ from conftest import encode, natural_image
 from dataloader import DataLoader, ImageCollator, ImageFolder, default_collate, item_seed, kernels
 from dataloader.kernels import Image, ImageBatch
 from dataloader.transforms import (
-    CenterCrop, Compose, Decode, Normalize, RandomHFlip, RandomResizedCrop, Resize, ToChw, ToFloat,
+    CenterCrop,
+    Compose,
+    Decode,
+    Normalize,
+    RandomHFlip,
+    RandomResizedCrop,
+    Resize,
+    ToChw,
+    ToFloat,
 )
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -58,7 +66,8 @@ def test_image_collator_with_labels_and_arrays():
 
 def test_image_collator_names_the_first_item_that_differs():
     items = images(2) + [Image.from_array(np.zeros((4, 6, 3), np.uint8))]
-    with pytest.raises(ValueError, match=r"item 2 .* shape \(H, W, C\) \(4, 6, 3\), item 0 .*\(4, 5, 3\)"):
+    with pytest.raises(ValueError,
+                       match=r"item 2 .* shape \(H, W, C\) \(4, 6, 3\), item 0 .*\(4, 5, 3\)"):
         ImageCollator()(items)
     with pytest.raises(ValueError, match="item 1 is str"):
         ImageCollator()([images(1)[0], "x"])
@@ -122,7 +131,8 @@ def reference_epoch(loader, chain):
     dataset = loader.dataset
     batches = []
     for indices in loader.batch_sampler:
-        items = [chain(dataset[i][0], seed=item_seed(loader.seed, loader.epoch, i)) for i in indices]
+        items = [chain(dataset[i][0], seed=item_seed(loader.seed, loader.epoch, i))
+                 for i in indices]
         batches.append((np.stack([np.asarray(x) for x in items]), [dataset[i][1] for i in indices]))
     return batches
 
@@ -136,7 +146,7 @@ def test_an_epoch_equals_the_chain_applied_item_by_item(folder, mode):
     epoch = [(np.asarray(batch).copy(), labels.tolist()) for batch, labels in loader]
     expected = reference_epoch(loader, TRAIN)
     assert len(epoch) == len(expected) == 5
-    for (batch, labels), (reference, reference_labels) in zip(epoch, expected):
+    for (batch, labels), (reference, reference_labels) in zip(epoch, expected, strict=True):
         assert batch.dtype == np.float32 and batch.shape[1:] == (3, 32, 32)
         np.testing.assert_array_equal(batch, reference)
         assert labels == reference_labels
@@ -152,8 +162,9 @@ def test_a_deterministic_chain_equals_the_kernels(folder):
     for position, (data, _) in enumerate(ImageFolder(folder)):
         image = kernels.resize(kernels.decode(data, mode="RGB"), 36)
         h, w = image.shape[:2]
-        top, left = int(round((h - 32) / 2)), int(round((w - 32) / 2))
-        expected = kernels.normalize(kernels.to_float(image[top:top + 32, left:left + 32]), MEAN, STD)
+        top, left = round((h - 32) / 2), round((w - 32) / 2)
+        window = image[top:top + 32, left:left + 32]
+        expected = kernels.normalize(kernels.to_float(window), MEAN, STD)
         np.testing.assert_array_equal(np.asarray(batch)[position], expected.transpose(2, 0, 1))
 
 
@@ -171,11 +182,12 @@ def test_the_same_seed_gives_the_same_batches_in_every_mode(folder):
     direct = epochs_of(folder, (0, 1))
     for mode in [(2, 1), (2, 4)]:
         other = epochs_of(folder, mode)
-        for epoch_a, epoch_b in zip(direct, other):
-            for a, b in zip(epoch_a, epoch_b):
+        for epoch_a, epoch_b in zip(direct, other, strict=True):
+            for a, b in zip(epoch_a, epoch_b, strict=True):
                 np.testing.assert_array_equal(a, b)
     assert not np.array_equal(np.concatenate(direct[0]), np.concatenate(direct[1]))
-    assert not np.array_equal(np.concatenate(direct[0]), np.concatenate(epochs_of(folder, (0, 1), 1, 6)[0]))
+    other_seed = epochs_of(folder, (0, 1), 1, 6)[0]
+    assert not np.array_equal(np.concatenate(direct[0]), np.concatenate(other_seed))
 
 
 def test_a_broken_image_fails_its_own_batch(folder, tmp_path):
@@ -203,7 +215,7 @@ def test_steady_epochs_allocate_no_new_batch_memory(folder):
     loader = DataLoader(ImageFolder(folder), batch_size=4, num_workers=2, transform=TRAIN,
                         collate_fn=collator, shuffle=True, seed=0)
     for _ in range(3):
-        for batch, _ in loader:
+        for batch, _ in loader:  # noqa: B007 -- the last batch is dropped after the loop
             pass
     del batch
     rss = resident_bytes()
@@ -222,7 +234,7 @@ def test_batches_reach_torch_without_a_copy(folder):
     torch = pytest.importorskip("torch")
     loader = DataLoader(ImageFolder(folder), batch_size=4, transform=TRAIN,
                         collate_fn=ImageCollator())
-    batch, labels = next(iter(loader))
+    batch, _labels = next(iter(loader))
     tensor = torch.from_dlpack(batch)
     assert tensor.shape == (4, 3, 32, 32) and tensor.dtype == torch.float32
     assert tensor.data_ptr() == batch.__array_interface__["data"][0]

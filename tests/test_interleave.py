@@ -66,7 +66,7 @@ def test_random_mixture_stops_as_the_strategy_says(strategy):
         # The last example is the last of the first source to run out.
         assert last == owner[-1] and counts[[A, B, C].index(owner)] == len(owner)
     else:
-        assert all(count >= len(source) for count, source in zip(counts, (A, B, C)))
+        assert all(count >= len(source) for count, source in zip(counts, (A, B, C), strict=True))
 
 
 def test_map_style_mixture_is_the_same_whatever_the_workers():

@@ -36,7 +36,7 @@ def arrays(draw, dtypes=DTYPES, ndims=(0, 4), max_side=7, channels=None):
     if channels is not None and ndim == 3:
         shape[2] = draw(channels)
     steps = [draw(st.sampled_from([1, 1, 2, -1])) for _ in range(ndim)]
-    base_shape = tuple(side * abs(step) for side, step in zip(shape, steps))
+    base_shape = tuple(side * abs(step) for side, step in zip(shape, steps, strict=True))
     elements = (st.floats(-1e3, 1e3, width=32) if np.dtype(dtype).kind == "f" else None)
     base = draw(hnp.arrays(dtype, base_shape, elements=elements))
     view = base[tuple(slice(None, None, step) for step in steps)]

@@ -140,7 +140,7 @@ def test_limits_are_checked_from_the_header():
         kernels.decode(png_header_only(100000, 100000))
     assert kernels.image_info(png_header_only(100000, 100000)).width == 100000
     data = encode(natural_image(40, 60, 3), "JPEG")
-    with pytest.raises(ValueError, match="60x40 .* exceeds the limit of 50x16384"):
+    with pytest.raises(ValueError, match=r"60x40 .* exceeds the limit of 50x16384"):
         kernels.decode(data, max_width=50)
     with pytest.raises(ValueError, match="7200 bytes, over the limit of 7000"):
         kernels.decode(data, max_bytes=7000)
@@ -192,7 +192,7 @@ def test_two_threads_decode_at_once_with_correct_pixels():
     with ThreadPoolExecutor(max_workers=2) as pool:
         for _ in range(3):
             decoded = list(pool.map(kernels.decode, files))
-            for ours, theirs in zip(decoded, expected):
+            for ours, theirs in zip(decoded, expected, strict=True):
                 np.testing.assert_array_equal(ours, theirs)
 
 
@@ -251,7 +251,7 @@ def test_pad_uses_torchvision_padding_order():
     np.testing.assert_array_equal(kernels.pad(floats, 1, fill=0.5)[0, 0], [0.5, 0.5, 0.5])
     with pytest.raises(ValueError, match="padding_mode"):
         kernels.pad(image, 1, padding_mode="wrap")
-    with pytest.raises(ValueError, match="fill must be integers in 0..255"):
+    with pytest.raises(ValueError, match=r"fill must be integers in 0\.\.255"):
         kernels.pad(image, 1, fill=300)
     with pytest.raises(ValueError, match="one value per channel"):
         kernels.pad(image, 1, fill=(1, 2))

@@ -12,7 +12,7 @@ from dataloader import (
     default_collate,
     default_convert,
 )
-from dataloader._loader_args import MAX_PREFETCH_FACTOR, MAX_THREADS, epoch_window
+from dataloader._loading.arguments import MAX_PREFETCH_FACTOR, MAX_THREADS, epoch_window
 
 DATA = list(range(10))
 
@@ -24,7 +24,8 @@ DATA = list(range(10))
         ({"batch_size": -3}, ValueError, "batch_size"),
         ({"batch_size": 2.0}, ValueError, "batch_size"),
         ({"num_workers": -1}, ValueError, "num_workers"),
-        ({"num_workers": MAX_THREADS + 1}, ValueError, f"num_workers.*at most|from 0 to {MAX_THREADS}"),
+        ({"num_workers": MAX_THREADS + 1}, ValueError,
+         f"num_workers.*at most|from 0 to {MAX_THREADS}"),
         ({"num_workers": 2.0}, TypeError, "num_workers"),
         ({"num_workers": "2"}, TypeError, "num_workers"),
         ({"num_workers": True}, TypeError, "num_workers"),
@@ -73,7 +74,8 @@ def test_a_huge_prefetch_window_is_capped_by_the_epochs_batches():
     assert epoch_window(2, MAX_PREFETCH_FACTOR, 5) == 5
     assert epoch_window(2, 3, None) == 6
     assert epoch_window(0, 2, 0) == 1
-    with DataLoader(DATA, batch_size=2, num_workers=2, prefetch_factor=MAX_PREFETCH_FACTOR) as loader:
+    with DataLoader(DATA, batch_size=2, num_workers=2,
+                    prefetch_factor=MAX_PREFETCH_FACTOR) as loader:
         assert [batch.tolist() for batch in loader] == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
 
 
@@ -147,7 +149,8 @@ def test_batch_sampler_resets_batch_size_and_drop_last():
 
 
 def test_process_only_options_are_accepted():
-    loader = DataLoader(DATA, batch_size=5, multiprocessing_context="spawn", persistent_workers=True)
+    loader = DataLoader(DATA, batch_size=5, multiprocessing_context="spawn",
+                        persistent_workers=True)
     assert [batch.tolist() for batch in loader] == [DATA[:5], DATA[5:]]
 
 

@@ -12,7 +12,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tools.mutation import hook, native, operators, python
+# The tools are importable from the repository root only; `make test-asan` runs
+# with PYTHONSAFEPATH, so the root is not on sys.path there by itself.
+from tools.mutation import hook, native, operators, python  # noqa: E402
 
 SOURCE = textwrap.dedent('''
     """A docstring is never mutated."""

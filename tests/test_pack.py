@@ -8,7 +8,7 @@ import pytest
 from conftest import encode, natural_image
 
 from dataloader import ImageFolder
-from dataloader._cli import main
+from dataloader._cli.main import main
 from dataloader.sources import TarDataset
 
 

@@ -10,6 +10,7 @@ import collections
 import gc
 import threading
 import warnings
+from itertools import chain
 
 import numpy as np
 import pytest
@@ -167,7 +168,7 @@ def test_pinned_batches_match_torchs_pin_memory_structure(accelerator):
     torch = pytest.importorskip("torch")
     from torch.utils.data._utils.pin_memory import pin_memory as torch_pin_memory
 
-    from dataloader._pinning import pin_memory
+    from dataloader._loading.pinning import pin_memory
 
     batch = {"t": torch.ones(2), "s": "x", "pair": (torch.zeros(1), [torch.ones(1), "y"]),
              "point": Point(torch.ones(1), 3)}
@@ -244,7 +245,7 @@ def test_streaming_batches_are_pinned_and_all_delivered(accelerator):
     loader = DataLoader(Stream(), batch_size=4, num_workers=2, pin_memory=True)
     batches = list(loader)
     assert all(accelerator.is_pinned(batch) for batch in batches)
-    assert sorted(sum((batch.tolist() for batch in batches), [])) == list(range(30))
+    assert sorted(chain.from_iterable(batch.tolist() for batch in batches)) == list(range(30))
     loader.close()
 
 
@@ -253,7 +254,7 @@ def images(n):
 
 
 def test_pooled_image_batches_are_registered_once_per_buffer(accelerator, monkeypatch):
-    from dataloader import _pinning
+    from dataloader._loading import pinning as _pinning
 
     registered, unregistered = [], []
     monkeypatch.setattr(_pinning.host_memory, "register",
@@ -262,7 +263,7 @@ def test_pooled_image_batches_are_registered_once_per_buffer(accelerator, monkey
     collator = ImageCollator()
     loader = DataLoader(images(40), batch_size=2, num_workers=2, pin_memory=True,
                         collate_fn=collator)
-    for epoch in range(2):
+    for _epoch in range(2):
         for batch, labels in loader:
             # The batch is a tensor over the registered buffer: no copy made.
             assert any(batch.data_ptr() == address for address, _ in registered)

@@ -1,6 +1,7 @@
 """Exact mid-epoch resume, epoch numbering, item seeds and stats()."""
 
 import json
+from itertools import chain
 
 import numpy as np
 import pytest
@@ -295,7 +296,7 @@ def test_streaming_resume_through_shard(make_loader, stop_after):
 
     # With workers the arrival order varies: compare what each run delivers as a set.
     def items(runs):
-        return [sorted(sum(run, [])) for run in runs]
+        return [sorted(chain.from_iterable(run)) for run in runs]
 
     resumed = interrupted(make, stop_after, 2)
     assert items(resumed) == items(uninterrupted(make, 2))

@@ -131,7 +131,8 @@ def test_weighted_random_sampler_never_draws_zero_weights():
 
 def test_random_sampler_edge_sizes():
     assert list(RandomSampler(["only"], generator=rng())) == [0]
-    assert list(RandomSampler(["only"], replacement=True, num_samples=3, generator=rng())) == [0] * 3
+    sampler = RandomSampler(["only"], replacement=True, num_samples=3, generator=rng())
+    assert list(sampler) == [0] * 3
     assert list(RandomSampler([], replacement=True, generator=rng())) == []
     assert list(RandomSampler([], generator=rng())) == []
     with pytest.raises(ValueError, match="empty dataset"):
@@ -175,7 +176,8 @@ def test_weighted_random_sampler_validation(weights, num_samples, replacement, m
         WeightedRandomSampler(weights, num_samples, replacement)
 
 
-@pytest.mark.parametrize("n, size, drop_last", [(10, 3, False), (10, 3, True), (9, 3, False), (0, 2, False)])
+@pytest.mark.parametrize("n, size, drop_last",
+                         [(10, 3, False), (10, 3, True), (9, 3, False), (0, 2, False)])
 def test_batch_sampler_over_our_sampler_matches_a_generic_iterable(n, size, drop_last):
     fast = list(BatchSampler(SequentialSampler(range(n)), size, drop_last))
     generic = list(BatchSampler(list(range(n)), size, drop_last))
@@ -213,7 +215,7 @@ def test_sampler_base_class():
 
 
 def test_epoch_rng_without_a_generator_draws_fresh_entropy():
-    from dataloader._sampler import epoch_rng
+    from dataloader._sampling.sampler import epoch_rng
 
     first, second = epoch_rng(None), epoch_rng(None)
     assert isinstance(first, np.random.Generator)

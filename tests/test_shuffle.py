@@ -19,8 +19,8 @@ from dataloader import (
     WeightedRandomSampler,
 )
 from dataloader._core.shuffle import Permutation
-from dataloader._seeding import epoch_generator
-from dataloader._shuffle import CHUNK, EXACT_BELOW, Order, draw_key
+from dataloader._sampling.seeding import epoch_generator
+from dataloader._sampling.shuffle import CHUNK, EXACT_BELOW, Order, draw_key
 
 BIG = 10**10
 
@@ -90,7 +90,8 @@ def test_native_random_access_matches_the_whole_order():
     n = 70_001
     permutation = Permutation(n, 7, 8)
     whole = native_order(n, (7, 8))
-    for start, step, count in [(0, 1, n), (123, 1, 999), (n - 5, 1, 5), (3, 8, 9000), (5, 7, 3 * n)]:
+    windows = [(0, 1, n), (123, 1, 999), (n - 5, 1, 5), (3, 8, 9000), (5, 7, 3 * n)]
+    for start, step, count in windows:
         out = np.empty(count, dtype=np.int64)
         permutation.fill_into(start, step, out)
         assert np.array_equal(out, whole[(start + step * np.arange(count)) % n])

@@ -7,7 +7,7 @@ from dataloader import DataLoader
 
 
 class Flaky:
-    """Items 0..n-1; ``__getitem__`` raises for ``bad_fetch``, ``transform`` for ``bad_transform``."""
+    """Items 0..n-1: fetching fails for ``bad_fetch``, ``transform`` for ``bad_transform``."""
 
     def __init__(self, n, bad_fetch=(), bad_transform=()):
         self.n = n

@@ -12,7 +12,6 @@ import weakref
 
 import numpy as np
 import pytest
-
 from conftest import loader_thread_count as thread_count
 
 from dataloader import DataLoader, Dataset, get_worker_info
@@ -77,7 +76,7 @@ def test_threaded_output_equals_direct_output():
                             num_workers=num_workers, item_concurrency=lanes)
         threaded = list(loader)
         assert len(threaded) == len(direct)
-        for a, b in zip(direct, threaded):
+        for a, b in zip(direct, threaded, strict=True):
             np.testing.assert_array_equal(a, b)
         loader.close()
 
@@ -237,7 +236,7 @@ def test_timeout_raises_naming_the_timeout_and_the_iterator_stays_usable():
     dataset = Blocking(4, blocked=[0])
     with DataLoader(dataset, batch_size=2, num_workers=1, timeout=0.3) as loader:
         it = iter(loader)
-        with pytest.raises(TimeoutError, match="0.3"):
+        with pytest.raises(TimeoutError, match=r"0\.3"):
             next(it)
         dataset.release.set()
         assert [b.tolist() for b in it] == [[0, 1], [2, 3]]

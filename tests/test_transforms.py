@@ -12,8 +12,26 @@ from PIL import Image as PILImage
 from dataloader import kernels
 from dataloader.kernels import Image
 from dataloader.transforms import (
-    CenterCrop, Compose, Crop, Decode, HFlip, Normalize, Pad, PadTo, RandomCrop, RandomHFlip,
-    RandomResizedCrop, Resize, Rotate90, ToChw, ToFloat, ToGray, ToHwc, ToRgb, ToRgba, VFlip,
+    CenterCrop,
+    Compose,
+    Crop,
+    Decode,
+    HFlip,
+    Normalize,
+    Pad,
+    PadTo,
+    RandomCrop,
+    RandomHFlip,
+    RandomResizedCrop,
+    Resize,
+    Rotate90,
+    ToChw,
+    ToFloat,
+    ToGray,
+    ToHwc,
+    ToRgb,
+    ToRgba,
+    VFlip,
 )
 
 IMAGE = natural_image(37, 53)
@@ -46,8 +64,8 @@ def test_center_crop_rounds_and_pads_as_torchvision(size):
     # torchvision: pad (zeros) up to the crop size, then crop at round((H - h) / 2).
     pad_h, pad_w = max(h - 37, 0), max(w - 53, 0)
     padded = np.pad(IMAGE, ((pad_h // 2, (pad_h + 1) // 2), (pad_w // 2, (pad_w + 1) // 2), (0, 0)))
-    top = int(round((padded.shape[0] - h) / 2.0))
-    left = int(round((padded.shape[1] - w) / 2.0))
+    top = round((padded.shape[0] - h) / 2.0)
+    left = round((padded.shape[1] - w) / 2.0)
     np.testing.assert_array_equal(result, padded[top : top + h, left : left + w])
 
 
@@ -62,8 +80,9 @@ def test_random_crop_takes_a_window_of_the_padded_image():
     windows = set()
     for seed in range(30):
         result = RandomCrop(20, padding=2)(IMAGE, seed=seed)
-        matches = [(t, l) for t in range(padded.shape[0] - 19) for l in range(padded.shape[1] - 19)
-                   if np.array_equal(padded[t : t + 20, l : l + 20], result)]
+        matches = [(top, left)
+                   for top in range(padded.shape[0] - 19) for left in range(padded.shape[1] - 19)
+                   if np.array_equal(padded[top : top + 20, left : left + 20], result)]
         assert matches
         windows.add(matches[0])
     assert len(windows) > 5
@@ -94,9 +113,9 @@ def test_random_resized_crop_windows_follow_scale_and_ratio():
 @pytest.mark.parametrize("padding", [2, (1, 3), (0, 1, 4, 2)])
 def test_pad_matches_numpy(mode, padding):
     result = Pad(padding, fill=(9, 8, 7), mode=mode)(IMAGE)
-    l, t, r, b = (padding,) * 4 if isinstance(padding, int) else (
+    left, top, right, bottom = (padding,) * 4 if isinstance(padding, int) else (
         padding * 2 if len(padding) == 2 else padding)
-    widths = ((t, b), (l, r), (0, 0))
+    widths = ((top, bottom), (left, right), (0, 0))
     if mode == "constant":
         expected = np.stack([np.pad(IMAGE[:, :, c], widths[:2], constant_values=v)
                              for c, v in enumerate((9, 8, 7))], axis=-1)
@@ -244,7 +263,8 @@ def test_calling_returns_an_image_or_an_array():
 
 
 def test_nested_compose_is_flattened():
-    assert Compose([Compose([HFlip(), VFlip()]), Rotate90()]).transforms == (HFlip(), VFlip(), Rotate90())
+    nested = Compose([Compose([HFlip(), VFlip()]), Rotate90()])
+    assert nested.transforms == (HFlip(), VFlip(), Rotate90())
 
 
 def photo_chain_difference(data, chain_steps):

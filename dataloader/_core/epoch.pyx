@@ -6,12 +6,13 @@ Data flow (see ``docs/architecture.md``, "The threaded epoch"):
   ``window`` ahead of the batch it delivers, and submits one task per batch
   (or ``item_concurrency`` lane tasks per batch) to the pool.
 * A batch task attaches to the interpreter once, loads the whole batch
-  (fetch, transform, collate) and publishes the result in its slot.
+  (``load.load_batch``; a stream's batch, fetched already, by
+  ``load.load_fetched``) and publishes the result in its slot.
 * Lanes share a batch: each claims the batch's next item, attaching once
-  per item; the last lane to finish collates and publishes.
+  per item (``load.load_item``); the last lane to finish collates
+  (``load.collate_items``) and publishes.
 * The consumer delivers slots in sampler order (``in_order``) or in
-  completion order, waiting without the interpreter in slices of at most
-  100 ms so that signal handlers (Ctrl-C) run between slices.
+  completion order, waiting as every engine does (``consumer.Consumer``).
 
 Locking rule: ``mutex`` guards every field of ``slots`` and the counters
 below; it is held only for a few instructions and no thread ever waits to
@@ -20,25 +21,23 @@ while taking it cannot deadlock. Python objects of a slot (its indices,
 items and result) live in Python lists that the collector can see; slot
 ``s`` is written only by the tasks of the batch that occupies it.
 """
-from cpython.exc cimport PyErr_CheckSignals
 from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF
 from libc.stdlib cimport calloc, free, malloc
 
 from dataloader._core._sync cimport (
-    dl_cond_init_monotonic, dl_deadline_after, dl_monotonic_seconds,
-    pthread_cond_broadcast, pthread_cond_destroy, pthread_cond_t, pthread_cond_timedwait,
-    pthread_mutex_destroy, pthread_mutex_init, pthread_mutex_lock, pthread_mutex_t,
-    pthread_mutex_unlock,
+    pthread_cond_broadcast, pthread_mutex_lock, pthread_mutex_unlock,
+)
+from dataloader._core.consumer cimport Consumer
+from dataloader._core.load cimport (
+    Fetched, Recipe, collate_items, load_batch, load_fetched, load_item,
 )
 from dataloader._core.pool cimport Pool, current_thread_index, fork_generation
-from dataloader._core._typedefs cimport int64_t
-from dataloader._core._waiting cimport next_wait_slice
-from dataloader._core.stats cimport (
-    COLLATE_COUNT, FETCH_COUNT, Row, TRANSFORM_COUNT, WAIT_COUNT, now_ns, record,
+from dataloader._core.stats cimport Row
+
+from dataloader._core.load import EMPTY_BATCH
+from dataloader._errors import (
+    BATCH, CHECK, COLLATE, ITEM, EpochClosedError, LoadingContext, add_context,
 )
-from dataloader._core.stats cimport load_item
-from dataloader._core.stats import EMPTY_BATCH, SKIPPED_ITEM
-from posix.time cimport timespec
 
 
 cdef enum SlotState:
@@ -64,82 +63,59 @@ cdef struct Task:
     bint lane
 
 
-class EpochClosedError(RuntimeError):
-    """The loader was closed while this batch was loading."""
-
-
-cdef class Epoch:
+cdef class Epoch(Consumer):
     """One threaded epoch: the consumer's side and the workers' side.
 
     Parameters
     ----------
     pool : Pool
-    recipe : BatchRecipe
-        ``load(indices)`` for whole batches; ``getitem``, ``transform`` and
-        ``collate`` for lanes.
-    batches : iterator
-        The sampler's batches of indices (or single indices).
-    check_indices : callable or None
-        Validates what the sampler yielded, on the consumer thread.
-    window : int
-        Batches in flight or waiting to be delivered, at most.
-    item_concurrency : int
-        Lanes per batch; 1 loads a batch in one task (unless ``item_lanes``).
-    in_order : bool
-    timeout : float
-        Seconds to wait for one batch before ``TimeoutError``; 0 is forever.
-    worker_setup : callable
-        Called as ``worker_setup(thread_index)`` by a task before it loads;
-        prepares the thread once (worker info, ``worker_init_fn``).
-    stats : Stats
-        The loader's counters; a task adds to its own thread's row only.
-    item_lanes : bool
-        Load batches by lanes even when ``item_concurrency`` is 1 (one lane
-        per batch, one item at a time): async datasets, whose items must stop
-        at the first one after a cancel.
+    plan : EpochPlan
+        What the epoch loads and how (``dataloader._loading.plans``):
+        ``recipe`` (a ``load.Recipe``), ``batches`` (the sampler's batches
+        of indices, or single indices, or a stream's ``Fetched`` batches),
+        ``check_indices`` (validates what the sampler yielded, on the
+        consumer thread, or ``None``), ``window`` (batches in flight or
+        waiting to be delivered, at most), ``item_concurrency`` (lanes per
+        batch; 1 loads a batch in one task unless ``item_lanes``),
+        ``in_order``, ``timeout`` (seconds to wait for one batch before
+        ``TimeoutError``; 0 is forever), ``worker_setup`` (called as
+        ``worker_setup(thread_index)`` by a task before it loads), ``stats``
+        (the loader's counters; a task adds to its own thread's row only)
+        and ``item_lanes`` (load by lanes even when ``item_concurrency`` is
+        1: async datasets, whose items must stop at the first one after a
+        cancel).
     """
 
-    cdef pthread_mutex_t mutex
-    cdef pthread_cond_t batch_done
     cdef Slot* slots
     cdef Py_ssize_t* completed     # slots in completion order (in_order=False)
     cdef Py_ssize_t completed_head, completed_count
-    cdef Py_ssize_t window, submitted, delivered, end_position
+    cdef Py_ssize_t window, submitted, end_position
     cdef int item_concurrency
-    cdef bint in_order, item_lanes, cancelled, consuming, finished, sync_ready
-    cdef double timeout
-    cdef long generation
+    cdef bint in_order, item_lanes, cancelled, finished
     cdef Pool pool
-    cdef object recipe, batches, check_indices, worker_setup, sampler_error
-    cdef object interrupted_indices, stats, skip
-    cdef Row consumer_row
+    cdef Recipe recipe
+    cdef object batches, check_indices, worker_setup, sampler_error
+    cdef object interrupted_indices, stats
     cdef list slot_indices, slot_items, slot_results, slot_failed
 
-    def __cinit__(self, Pool pool not None, recipe, batches, check_indices,
-                  Py_ssize_t window, int item_concurrency, bint in_order,
-                  double timeout, worker_setup, stats, bint item_lanes=False):
+    def __cinit__(self, Pool pool not None, plan):
+        cdef Py_ssize_t window = plan.window
         self.slots = <Slot*> calloc(window, sizeof(Slot))
         self.completed = <Py_ssize_t*> calloc(window, sizeof(Py_ssize_t))
         if self.slots == NULL or self.completed == NULL:
             raise MemoryError()
-        pthread_mutex_init(&self.mutex, NULL)
-        dl_cond_init_monotonic(&self.batch_done)
-        self.sync_ready = True
-        self.generation = fork_generation()
         self.pool = pool
-        self.recipe = recipe
-        # on_error="skip": the epoch's SkipBudget (lanes drop failing items).
-        self.skip = getattr(recipe, "skip", None)
-        self.batches = batches
-        self.check_indices = check_indices
-        self.worker_setup = worker_setup
-        self.stats = stats
-        self.consumer_row = stats.rows[0]
+        self.recipe = plan.recipe
+        self.batches = plan.batches
+        self.check_indices = plan.check_indices
+        self.worker_setup = plan.worker_setup
+        self.stats = plan.stats
+        self.consumer_row = plan.stats.rows[0]
         self.window = window
-        self.item_concurrency = item_concurrency
-        self.in_order = in_order
-        self.item_lanes = item_lanes
-        self.timeout = timeout
+        self.item_concurrency = plan.item_concurrency
+        self.in_order = plan.in_order
+        self.item_lanes = plan.item_lanes
+        self.timeout = plan.timeout
         self.end_position = -1
         self.slot_indices = [None] * window
         self.slot_items = [None] * window
@@ -147,24 +123,14 @@ cdef class Epoch:
         self.slot_failed = [False] * window
 
     def __dealloc__(self):
-        # Tasks own references to the epoch, so none is running now. After
-        # fork() the mutex may have been locked by a thread that is gone.
-        if self.sync_ready and self.generation == fork_generation():
-            pthread_mutex_destroy(&self.mutex)
-            pthread_cond_destroy(&self.batch_done)
         free(self.slots)
         free(self.completed)
-
-    @property
-    def delivered(self):
-        """The number of batches delivered (or raised) so far."""
-        return self.delivered
 
     # -- the consumer's side ------------------------------------------------
 
     def start(self):
         """Fill the window: called once by ``iter(loader)``."""
-        self._check_same_process()
+        self.check_same_process()
         self._refill()
 
     def cancel(self):
@@ -176,35 +142,12 @@ cdef class Epoch:
         self.finished = True
         pthread_mutex_unlock(&self.mutex)
 
-    def next(self):
-        """Deliver the next batch (or raise its error, or ``StopIteration``)."""
-        cdef int64_t started
-        self._check_same_process()
-        pthread_mutex_lock(&self.mutex)
-        if self.consuming:
-            pthread_mutex_unlock(&self.mutex)
-            raise RuntimeError("another thread is already calling next() on this DataLoader iterator")
-        self.consuming = True
-        pthread_mutex_unlock(&self.mutex)
-        started = now_ns()
-        try:
-            # A batch whose every item was skipped (on_error="skip") is passed over.
-            while True:
-                result = self._next()
-                if result is not EMPTY_BATCH:
-                    return result
-        finally:
-            record(self.consumer_row, WAIT_COUNT, 1, started)
-            pthread_mutex_lock(&self.mutex)
-            self.consuming = False
-            pthread_mutex_unlock(&self.mutex)
-
-    cdef _check_same_process(self):
-        if self.generation != fork_generation():
-            raise RuntimeError(
-                "this DataLoader epoch was started before os.fork(); its workers do not "
-                "exist in the child process: start a new epoch with iter(loader)"
-            )
+    cdef object take(self):
+        # A batch whose every item was skipped (on_error="skip") is passed over.
+        while True:
+            result = self._next()
+            if result is not EMPTY_BATCH:
+                return result
 
     cdef _next(self):
         cdef Py_ssize_t slot
@@ -219,7 +162,7 @@ cdef class Epoch:
             if error is not None:
                 raise error
             raise StopIteration
-        slot = self._wait_for_slot()
+        slot = self.wait_ready()
         result = self.slot_results[slot]
         failed = self.slot_failed[slot]
         self.slot_results[slot] = None
@@ -233,7 +176,7 @@ cdef class Epoch:
             raise result
         return result
 
-    cdef Py_ssize_t _ready_slot(self) noexcept nogil:
+    cdef Py_ssize_t ready(self) noexcept nogil:
         """The slot to deliver next if its batch is done, else -1 (mutex held)."""
         cdef Py_ssize_t slot
         if self.in_order:
@@ -244,30 +187,6 @@ cdef class Epoch:
         slot = self.completed[self.completed_head]
         self.completed_head = (self.completed_head + 1) % self.window
         self.completed_count -= 1
-        return slot
-
-    cdef Py_ssize_t _wait_for_slot(self) except -1:
-        cdef Py_ssize_t slot
-        cdef double started, slice_seconds
-        cdef timespec deadline
-        # A batch that has already arrived is returned without detaching.
-        pthread_mutex_lock(&self.mutex)
-        slot = self._ready_slot()
-        pthread_mutex_unlock(&self.mutex)
-        started = dl_monotonic_seconds()
-        while slot < 0:
-            slice_seconds = next_wait_slice(started, self.timeout, self.delivered)
-            with nogil:
-                dl_deadline_after(&deadline, slice_seconds)
-                pthread_mutex_lock(&self.mutex)
-                slot = self._ready_slot()
-                if slot < 0:
-                    pthread_cond_timedwait(&self.batch_done, &self.mutex, &deadline)
-                    slot = self._ready_slot()
-                pthread_mutex_unlock(&self.mutex)
-            if slot < 0:
-                PyErr_CheckSignals()
-                self._check_same_process()
         return slot
 
     cdef Py_ssize_t _free_slot(self) noexcept nogil:
@@ -320,7 +239,7 @@ cdef class Epoch:
             try:
                 checked = self.check_indices(indices)
             except Exception as exc:
-                exc.add_note(f"dataloader: raised while checking batch {position}")
+                add_context(exc, LoadingContext(CHECK, batch=position, indices=indices))
                 error = exc
             except BaseException:
                 # Ctrl-C: these indices are submitted by the next refill.
@@ -335,7 +254,9 @@ cdef class Epoch:
             self._publish(slot, error, True)
             return
         self.slot_indices[slot] = checked
-        use_lanes = (self.item_concurrency > 1 or self.item_lanes) and self.recipe.batched
+        # A stream's batch (Fetched) has its items already: it is never split into lanes.
+        use_lanes = ((self.item_concurrency > 1 or self.item_lanes) and self.recipe.batched
+                     and type(checked) is not Fetched)
         if use_lanes:
             lanes = max(1, min(self.item_concurrency, len(checked)))
             self.slot_items[slot] = [None] * len(checked)
@@ -381,7 +302,7 @@ cdef class Epoch:
         if not self.in_order:
             self.completed[(self.completed_head + self.completed_count) % self.window] = slot
             self.completed_count += 1
-        pthread_cond_broadcast(&self.batch_done)
+        pthread_cond_broadcast(&self.ready_cond)
         pthread_mutex_unlock(&self.mutex)
 
     cdef bint _skipping(self, bint pool_cancelled) noexcept:
@@ -391,12 +312,12 @@ cdef class Epoch:
         pthread_mutex_unlock(&self.mutex)
         return skip
 
-    cdef _note(self, BaseException exc, Py_ssize_t slot, str what):
-        if isinstance(exc, Exception):
-            exc.add_note(
-                f"dataloader: raised on worker {current_thread_index()} while loading "
-                f"{what} of batch {self.slots[slot].position}"
-            )
+    cdef _note(self, BaseException exc, Py_ssize_t slot, str stage, index=None):
+        """Attach the batch's context (and its note) to a worker's error."""
+        add_context(exc, LoadingContext(
+            stage, batch=self.slots[slot].position, indices=self.slot_indices[slot],
+            index=index, worker=current_thread_index(),
+        ))
 
     cdef void _run_batch(self, Py_ssize_t slot, bint pool_cancelled) noexcept:
         if self._skipping(pool_cancelled):
@@ -405,9 +326,12 @@ cdef class Epoch:
         indices = self.slot_indices[slot]
         try:
             self.worker_setup(current_thread_index())
-            result = self.recipe.load(indices, self._row())
+            if type(indices) is Fetched:
+                result = load_fetched(self.recipe, <Fetched> indices, self._row())
+            else:
+                result = load_batch(self.recipe, indices, self._row())
         except BaseException as exc:
-            self._note(exc, slot, f"indices {_shorten(indices)}")
+            self._note(exc, slot, BATCH)
             self._publish(slot, exc, True)
         else:
             self._publish(slot, result, False)
@@ -428,26 +352,13 @@ cdef class Epoch:
         return item
 
     cdef void _load_item(self, Py_ssize_t slot, Py_ssize_t item) noexcept:
-        cdef Row row
-        cdef int64_t started, fetched
         index = self.slot_indices[slot][item]
-        recipe = self.recipe
         try:
             self.worker_setup(current_thread_index())
-            row = self._row()
-            if self.skip is not None:
-                # Returns SKIPPED_ITEM for an item dropped within the budget.
-                self.slot_items[slot][item] = load_item(recipe, index, row)
-                return
-            started = now_ns()
-            value = recipe.getitem(index)
-            fetched = record(row, FETCH_COUNT, 1, started)
-            if recipe.transform is not None:
-                value = recipe.transform(index, value)
-                record(row, TRANSFORM_COUNT, 1, fetched)
-            self.slot_items[slot][item] = value
+            # SKIPPED_ITEM for an item dropped within on_error="skip"'s budget.
+            self.slot_items[slot][item] = load_item(self.recipe, index, self._row())
         except BaseException as exc:
-            self._note(exc, slot, f"index {index!r}")
+            self._note(exc, slot, ITEM, index)
             pthread_mutex_lock(&self.mutex)
             lowest = self.slots[slot].failed_item < 0 or item < self.slots[slot].failed_item
             if lowest:
@@ -460,7 +371,6 @@ cdef class Epoch:
         """Count a lane out; the last lane of a batch collates and publishes it."""
         cdef bint last
         cdef Py_ssize_t failed
-        cdef int64_t started
         pthread_mutex_lock(&self.mutex)
         self.slots[slot].lanes_done += 1
         last = self.slots[slot].lanes_done == self.slots[slot].lanes
@@ -474,26 +384,12 @@ cdef class Epoch:
             self._publish(slot, EpochClosedError("the DataLoader was closed"), True)
         else:
             try:
-                started = now_ns()
-                items = self.slot_items[slot]
-                if self.skip is not None:
-                    items = [value for value in items if value is not SKIPPED_ITEM]
-                if self.skip is not None and not items:
-                    result = EMPTY_BATCH
-                else:
-                    result = self.recipe.collate(items)
-                    record(self._row(), COLLATE_COUNT, 1, started)
+                result = collate_items(self.recipe, self.slot_items[slot], self._row())
             except BaseException as exc:
-                self._note(exc, slot, "the collation")
+                self._note(exc, slot, COLLATE)
                 self._publish(slot, exc, True)
             else:
                 self._publish(slot, result, False)
-
-
-def _shorten(indices):
-    if isinstance(indices, list) and len(indices) > 8:
-        return f"[{', '.join(map(str, indices[:8]))}, ...] ({len(indices)} indices)"
-    return repr(indices)
 
 
 cdef void _run_task(void* arg, int pool_cancelled) noexcept nogil:

@@ -512,7 +512,7 @@ cdef class BufferPool:
 
     cdef bint register(self, void* block, size_t size) except -1:
         """Page-lock ``block`` (taken from this pool) once; ``False`` when the accelerator cannot."""
-        from dataloader._pinning import host_memory
+        from dataloader._loading.pinning import host_memory
 
         address = <size_t> block
         if address in self.registered:
@@ -527,7 +527,7 @@ cdef class BufferPool:
         if not self.registered or self.registered.pop(<size_t> block, None) is None:
             return
         try:
-            from dataloader._pinning import host_memory
+            from dataloader._loading.pinning import host_memory
 
             host_memory.unregister(<size_t> block)
         except BaseException:

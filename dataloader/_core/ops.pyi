@@ -1,5 +1,6 @@
-import numpy as np
 from collections.abc import Sequence
+
+import numpy as np
 
 PAD_MODES: tuple[str, ...]
 

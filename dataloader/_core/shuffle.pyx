@@ -3,7 +3,7 @@
 ``Permutation(n, key0, key1, stream)`` is one fixed bijection of ``[0, n)``
 (a Feistel network with cycle-walking, ``src/dl_shuffle.c``); ``fill_into``
 writes the indices at evenly spaced positions into a buffer without the
-GIL. Arguments are checked by ``dataloader._shuffle`` before the call.
+GIL. Arguments are checked by ``dataloader._sampling.shuffle`` before the call.
 """
 from dataloader._core._typedefs cimport int64_t, uint64_t
 

@@ -34,6 +34,3 @@ cdef inline int64_t record(Row row, int stage, int64_t count, int64_t since) noe
     row.values[stage + 1] += now - since
     return now
 
-
-cpdef object load_batch(object recipe, object indices, Row row, bint consumer)
-cpdef object load_item(object recipe, object index, Row row, object value=*)

@@ -1,23 +1,14 @@
-from typing import Any, Callable
+from typing import Any
 
+from dataloader._core.consumer import Consumer
+from dataloader._core.load import Recipe
 from dataloader._core.pool import Pool
 
-class Stream:
+class Stream(Consumer):
     """One streaming epoch on a pool: one producer task per stream."""
 
     def __init__(
-        self,
-        pool: Pool,
-        cursors: list[Any],
-        window: int,
-        timeout: float,
-        worker_setup: Callable[[int], None],
-        stats: Any,
-        in_order: bool = False,
-        delivered: list[int] | None = None,
+        self, pool: Pool, cursors: list[Any], recipe: Recipe, window: int, plan: Any
     ) -> None: ...
-    @property
-    def delivered(self) -> int: ...
     def start(self) -> None: ...
     def cancel(self) -> None: ...
-    def next(self) -> Any: ...

@@ -1,21 +1,22 @@
-"""The streaming engine: worker threads iterating streams, batches in arrival order.
+"""The streaming engine: worker threads iterating streams, batches in arrival order or by turn.
 
 Data flow (see ``docs/architecture.md``, "The streaming epoch"):
 
 * Each stream (one ``iter(dataset)``) is owned by one producer task, which
   occupies a pool thread for the whole epoch. Before each batch it reserves
   room in the window, waiting without the interpreter; then it attaches,
-  lets its cursor fetch, transform and collate the batch
-  (``dataloader._streaming``), appends the entry to ``results`` and wakes
+  lets its cursor fetch the batch's items (``dataloader._loading.streaming``)
+  and transforms and collates them (``load.load_fetched``), appends the entry to ``results`` and wakes
   the consumer.
-* The consumer takes entries in arrival order, waiting without the
-  interpreter in slices of at most 100 ms so that signal handlers run.
-  With ``in_order`` it takes them by turn instead, as torch does: batch
-  ``j`` of every stream before batch ``j + 1`` of any, streams in index
-  order, an ended stream leaving the rotation; each stream then has its
-  own share of the window, so that the stream whose turn it is always has
-  room. The order is a function of the streams' batches alone, and a
-  resumed epoch continues it from the batches each stream had delivered.
+* The consumer takes entries in arrival order, waiting as every engine
+  does (``consumer.Consumer``).
+  With the plan's ``in_order`` it takes them by turn instead, as torch
+  does: batch ``j`` of every stream before batch ``j + 1`` of any, streams
+  in index order, an ended stream leaving the rotation; each stream then
+  has its own share of the window, so that the stream whose turn it is
+  always has room. The order is a function of the streams' batches alone,
+  and a resumed epoch continues it from the batches each stream had
+  delivered (the plan's ``delivered_by_stream``).
 * The epoch ends when every producer has finished and every entry has
   been taken.
 
@@ -23,27 +24,24 @@ Locking rule (as in ``epoch.pyx``): ``mutex`` guards the counters below;
 it is held for a few instructions, and no thread waits to attach to the
 interpreter while holding it. ``results`` is a deque touched only with the
 interpreter attached: a producer appends before it counts the entry ready,
-so the consumer always finds as many entries as ``ready`` says.
+so the consumer always finds as many entries as ``ready_count`` says. By
+turn, ``queues[s]`` plays that part for stream ``s`` and ``queued[s]``
+counts its ready entries.
 """
 from collections import deque
 
-from cpython.exc cimport PyErr_CheckSignals
 from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF
 from libc.stdlib cimport calloc, free, malloc
 
 from dataloader._core._sync cimport (
-    dl_cond_init_monotonic, dl_deadline_after, dl_monotonic_seconds,
-    pthread_cond_broadcast, pthread_cond_destroy, pthread_cond_t, pthread_cond_timedwait,
-    pthread_mutex_destroy, pthread_mutex_init, pthread_mutex_lock, pthread_mutex_t,
-    pthread_mutex_unlock,
+    dl_cond_init_monotonic, pthread_cond_broadcast, pthread_cond_destroy, pthread_cond_t,
+    pthread_mutex_lock, pthread_mutex_t, pthread_mutex_unlock,
 )
+from dataloader._core.consumer cimport Consumer
+from dataloader._core.load cimport Fetched, Recipe, load_fetched
 from dataloader._core.pool cimport Pool, current_thread_index, fork_generation
-from dataloader._core._typedefs cimport int64_t
-from dataloader._core._waiting cimport next_wait_slice
-from dataloader._core.stats cimport Row, WAIT_COUNT, now_ns, record
-from posix.time cimport timespec
 
-from dataloader._core.epoch import EpochClosedError
+from dataloader._errors import STREAM_START, EpochClosedError, LoadingContext, add_context
 
 # The state of an entry that carries an error of the engine itself: the
 # stream's saved state stays as it was.
@@ -59,41 +57,40 @@ cdef struct StreamTask:
     Py_ssize_t stream
 
 
-cdef class Stream:
+cdef class Stream(Consumer):
     """One streaming epoch on a pool: one producer task per stream.
 
     Parameters
     ----------
     pool : Pool
     cursors : list
-        One cursor per stream: ``open()``, ``produce(row)`` (a delivered
-        entry, or ``None``), ``ended`` and ``close()``.
+        One cursor per stream: ``open()``, ``fetch(row)`` (the next batch's
+        ``Fetched`` items, or ``None``), ``ended`` and ``close()``.
+    recipe : Recipe
+        How a stream's fetched items become a batch (``load.load_fetched``).
     window : int
         Batches being produced or waiting to be taken, at most.
-    timeout : float
-        Seconds to wait for one batch before ``TimeoutError``; 0 is forever.
-    worker_setup : callable
-        Called as ``worker_setup(thread_index)`` before a stream opens.
-    stats : Stats
-        The loader's counters; a producer adds to its own thread's row only.
-    in_order : bool
-        Deliver by turn (see the module docstring) rather than on arrival.
-    delivered : list of int, optional
-        With ``in_order``: each stream's batches delivered before a resume.
+    plan : StreamPlan
+        ``timeout`` (seconds to wait for one batch before ``TimeoutError``;
+        0 is forever), ``worker_setup`` (called as
+        ``worker_setup(thread_index)`` before a stream opens), ``stats``
+        (the loader's counters; a producer adds to its own thread's row
+        only), ``in_order`` (deliver by turn, see the module docstring) and
+        ``delivered_by_stream`` (each stream's batches delivered before a
+        resume, where its turns continue).
     """
 
-    cdef pthread_mutex_t mutex
-    cdef pthread_cond_t room, ready_cond
-    cdef Py_ssize_t window, reserved, ready, live, delivered_count
-    cdef bint cancelled, consuming, finished, sync_ready
-    cdef double timeout
-    cdef long generation
+    cdef pthread_cond_t room
+    cdef Py_ssize_t window, reserved, ready_count, live
+    cdef bint cancelled, finished
     cdef Pool pool
+    cdef Recipe recipe
     cdef list cursors
     cdef object results, worker_setup, stats
-    # in_order: per stream (index s), guarded by mutex except queues (the
+    # By turn: per stream (index s), guarded by mutex except queues (the
     # interpreter): entries ready, room held (reserved or ready), batches
-    # taken, and whether its producer has finished.
+    # taken, and whether its producer has finished. ``turn`` is written by
+    # the consumer's ready() and read by its take().
     cdef bint in_order
     cdef Py_ssize_t n_streams, stream_window, turn
     cdef list queues
@@ -101,25 +98,21 @@ cdef class Stream:
     cdef Py_ssize_t* held
     cdef Py_ssize_t* took
     cdef bint* done
-    cdef Row consumer_row
 
-    def __cinit__(self, Pool pool not None, list cursors not None, Py_ssize_t window,
-                  double timeout, worker_setup, stats, bint in_order=False, delivered=None):
+    def __cinit__(self, Pool pool not None, list cursors not None, Recipe recipe not None,
+                  Py_ssize_t window, plan):
         cdef Py_ssize_t s, n = len(cursors)
-        pthread_mutex_init(&self.mutex, NULL)
         dl_cond_init_monotonic(&self.room)
-        dl_cond_init_monotonic(&self.ready_cond)
-        self.sync_ready = True
-        self.generation = fork_generation()
         self.pool = pool
         self.cursors = cursors
+        self.recipe = recipe
         self.window = max(window, 1)
-        self.timeout = timeout
-        self.worker_setup = worker_setup
-        self.stats = stats
-        self.consumer_row = stats.rows[0]
+        self.timeout = plan.timeout
+        self.worker_setup = plan.worker_setup
+        self.stats = plan.stats
+        self.consumer_row = plan.stats.rows[0]
         self.results = deque()
-        self.in_order = in_order
+        self.in_order = plan.in_order
         self.n_streams = n
         self.stream_window = max(self.window // max(n, 1), 1)
         self.queues = [deque() for _ in range(n)]
@@ -129,28 +122,19 @@ cdef class Stream:
         self.done = <bint*> calloc(max(n, 1), sizeof(bint))
         if not (self.queued and self.held and self.took and self.done):
             raise MemoryError()
-        if delivered is not None:
+        if self.in_order:
+            delivered = plan.delivered_by_stream
             for s in range(n):
                 self.took[s] = delivered[s]
 
     def __dealloc__(self):
-        # Tasks own references to the engine, so none is running now. After
-        # fork() the mutex may have been locked by a thread that is gone.
+        # After fork() the condition may be held by a thread that is gone.
         if self.sync_ready and self.generation == fork_generation():
-            pthread_mutex_destroy(&self.mutex)
             pthread_cond_destroy(&self.room)
-            pthread_cond_destroy(&self.ready_cond)
         free(self.queued)
         free(self.held)
         free(self.took)
         free(self.done)
-
-    @property
-    def delivered(self):
-        """The number of batches taken (or raised) so far."""
-        return self.delivered_count
-
-    # -- the consumer's side ------------------------------------------------
 
     def start(self):
         """Submit one producer task per stream."""
@@ -187,91 +171,55 @@ cdef class Stream:
         pthread_cond_broadcast(&self.ready_cond)
         pthread_mutex_unlock(&self.mutex)
 
-    def next(self):
-        """Take the next entry in arrival order, or raise ``StopIteration``."""
-        cdef int64_t started
-        if self.generation != fork_generation():
-            raise RuntimeError(
-                "this DataLoader epoch was started before os.fork(); its workers do not "
-                "exist in the child process: start a new epoch with iter(loader)"
-            )
-        pthread_mutex_lock(&self.mutex)
-        if self.consuming:
-            pthread_mutex_unlock(&self.mutex)
-            raise RuntimeError("another thread is already calling next() on this DataLoader iterator")
-        self.consuming = True
-        pthread_mutex_unlock(&self.mutex)
-        started = now_ns()
-        try:
-            if self._wait_for_entry() == 0:
-                self.finished = True
-                raise StopIteration
-            self.delivered_count += 1
-            if self.in_order:
-                return self.queues[self.turn].popleft()
-            return self.results.popleft()
-        finally:
-            record(self.consumer_row, WAIT_COUNT, 1, started)
-            pthread_mutex_lock(&self.mutex)
-            self.consuming = False
-            pthread_mutex_unlock(&self.mutex)
+    cdef object take(self):
+        if self.wait_ready() == 0:
+            self.finished = True
+            raise StopIteration
+        self.delivered += 1
+        if self.in_order:
+            return self.queues[self.turn].popleft()
+        return self.results.popleft()
 
-    cdef int _take(self) noexcept nogil:
+    cdef Py_ssize_t ready(self) noexcept nogil:
         """1 when an entry was taken, 0 at the end, -1 to keep waiting (mutex held)."""
-        cdef Py_ssize_t s, turn = -1
         if self.finished:
             return 0
         if self.in_order:
-            # The stream with the fewest batches taken (the lowest index of
-            # those) that may still give one: its next batch is next.
-            for s in range(self.n_streams):
-                if self.done[s] and self.queued[s] == 0:
-                    continue
-                if turn < 0 or self.took[s] < self.took[turn]:
-                    turn = s
-            if turn < 0:
-                return 0
-            if self.queued[turn] == 0:
-                return -1
-            self.queued[turn] -= 1
-            self.held[turn] -= 1
-            self.took[turn] += 1
-            self.turn = turn
-            pthread_cond_broadcast(&self.room)
-            return 1
-        if self.ready > 0:
-            self.ready -= 1
+            return self._ready_by_turn()
+        if self.ready_count > 0:
+            self.ready_count -= 1
             self.reserved -= 1
             pthread_cond_broadcast(&self.room)
             return 1
         return 0 if self.live == 0 else -1
 
-    cdef int _wait_for_entry(self) except -2:
-        cdef int taken
-        cdef double started, slice_seconds
-        cdef timespec deadline
-        pthread_mutex_lock(&self.mutex)
-        taken = self._take()
-        pthread_mutex_unlock(&self.mutex)
-        started = dl_monotonic_seconds()
-        while taken < 0:
-            slice_seconds = next_wait_slice(started, self.timeout, self.delivered_count)
-            with nogil:
-                dl_deadline_after(&deadline, slice_seconds)
-                pthread_mutex_lock(&self.mutex)
-                taken = self._take()
-                if taken < 0:
-                    pthread_cond_timedwait(&self.ready_cond, &self.mutex, &deadline)
-                    taken = self._take()
-                pthread_mutex_unlock(&self.mutex)
-            if taken < 0:
-                PyErr_CheckSignals()
-        return taken
+    cdef Py_ssize_t _ready_by_turn(self) noexcept nogil:
+        """``ready()`` by turn (mutex held): the stream with the fewest batches taken
+        (the lowest index of those) that may still give one has the next batch."""
+        cdef Py_ssize_t s, turn = -1
+        for s in range(self.n_streams):
+            if self.done[s] and self.queued[s] == 0:
+                continue
+            if turn < 0 or self.took[s] < self.took[turn]:
+                turn = s
+        if turn < 0:
+            return 0
+        if self.queued[turn] == 0:
+            return -1
+        self.queued[turn] -= 1
+        self.held[turn] -= 1
+        self.took[turn] += 1
+        self.ready_count -= 1
+        self.reserved -= 1
+        self.turn = turn
+        pthread_cond_broadcast(&self.room)
+        return 1
 
     # -- the producers' side ------------------------------------------------
 
     cdef bint _reserve(self, Py_ssize_t stream) noexcept nogil:
-        """Wait for room in the window and take it; False once the epoch is cancelled."""
+        """Wait for room in the window (by turn: the stream's share) and take it;
+        False once the epoch is cancelled."""
         cdef bint ok
         pthread_mutex_lock(&self.mutex)
         if self.in_order:
@@ -296,8 +244,7 @@ cdef class Stream:
             self.worker_setup(current_thread_index())
             cursor.open()
         except BaseException as exc:
-            if isinstance(exc, Exception):
-                exc.add_note(f"dataloader: raised while starting stream {stream}")
+            add_context(exc, LoadingContext(STREAM_START, stream=stream))
             # The error takes room like a batch (beyond the window: it is one entry).
             pthread_mutex_lock(&self.mutex)
             self.reserved += 1
@@ -317,8 +264,12 @@ cdef class Stream:
     cdef bint _produce(self, Py_ssize_t stream) noexcept:
         """Load the stream's next batch into the reserved room; False when the stream ended."""
         cursor = self.cursors[stream]
+        row = self.stats.rows[current_thread_index() + 1]
         try:
-            entry = cursor.produce(self.stats.rows[current_thread_index() + 1])
+            # An error of the stream's iterator ends the stream; one of
+            # transform or collate_fn fails its batch only (load_fetched).
+            fetched = cursor.fetch(row)
+            entry = None if fetched is None else load_fetched(self.recipe, <Fetched> fetched, row)
             ended = cursor.ended
         except BaseException as exc:
             entry = (exc, True, stream, _KEEP)
@@ -334,7 +285,7 @@ cdef class Stream:
             else:
                 self.results.append(entry)
             pthread_mutex_lock(&self.mutex)
-            self.ready += 1
+            self.ready_count += 1
             self.queued[stream] += 1
             pthread_cond_broadcast(&self.ready_cond)
             pthread_mutex_unlock(&self.mutex)

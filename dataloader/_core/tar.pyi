@@ -1,4 +1,9 @@
+import re
+
 BLOCK_BYTES: int
+META_NAME: re.Pattern[str]
+
+def split_name(name: str) -> tuple[str | None, str | None]: ...
 
 class TarReader:
     """The members of a tar stream read from a file descriptor, and their samples."""

@@ -27,6 +27,8 @@ from dataloader._core._typedefs cimport int64_t
 import os
 import re
 
+from dataloader._errors import ShardError
+
 cdef extern from "<pthread.h>" nogil:
     int pthread_mutex_trylock(pthread_mutex_t* mutex)
 
@@ -35,7 +37,29 @@ BLOCK_BYTES = 256 * 1024
 
 # Members larger than this are checked against the file's size before memory is allocated.
 cdef int64_t CHECKED_BYTES = 16 << 20
-_META = re.compile(r"__[^/]*__($|/)")
+# webdataset's naming rules, declared here for both parsers (``dataloader.sources._tar``
+# parses remote streams with them): a ``__meta__`` member belongs to no sample; the key
+# is everything up to the first dot of the basename (directories included), the
+# extension everything after it.
+META_NAME = re.compile(r"__[^/]*__($|/)")
+_KEY_EXTENSION = re.compile(r"^((?:.*/|)[^.]+)[.]([^/]*)$")
+
+
+def split_name(name):
+    """A member name's ``(key, extension)`` by webdataset's rule, or ``(None, None)``.
+
+    Examples
+    --------
+    >>> from dataloader.sources._tar import split_name
+    >>> split_name("train/000123.seg.png")
+    ('train/000123', 'seg.png')
+    >>> split_name("README")
+    (None, None)
+    """
+    match = _KEY_EXTENSION.match(name)
+    if match is None:
+        return None, None
+    return match.group(1), match.group(2)
 
 
 cdef class TarReader:
@@ -129,9 +153,9 @@ cdef class TarReader:
                 key, extension = self._key_extension()
                 if key is None:
                     name = self.name
-                    if name[:2] == "__" and _META.match(name):
+                    if name[:2] == "__" and META_NAME.match(name):
                         continue
-                    key, extension = _split_name(name)
+                    key, extension = split_name(name)
                     if key is None:
                         continue
                     extension = extension.lower()
@@ -231,12 +255,4 @@ cdef class TarReader:
         raise MemoryError()
 
     cdef object _error(self, int64_t offset, str reason):
-        from dataloader.sources._tar import ShardError
-
         return ShardError(self.url, offset, reason)
-
-
-def _split_name(name):
-    from dataloader.sources._tar import split_name
-
-    return split_name(name)

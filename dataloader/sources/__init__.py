@@ -15,11 +15,11 @@ Examples
 3
 """
 
+from dataloader._errors import ShardError
 from dataloader.sources._file import FileDataset
 from dataloader.sources._http import HttpDataset
 from dataloader.sources._object_store import ObjectStoreDataset
 from dataloader.sources._retry import Retry
-from dataloader.sources._tar import ShardError
 from dataloader.sources._tar_dataset import TarDataset
 from dataloader.sources._tar_writer import TarWriter
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 from dataloader._core.io import read_file
-from dataloader._dataset import Dataset
+from dataloader._datasets.dataset import Dataset
 from dataloader.sources._common import check_max_bytes, item_index
 
 __all__ = ["FileDataset"]

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Se
 from typing import Any
 from urllib.parse import quote
 
-from dataloader._async import AsyncDataset
+from dataloader._datasets.asynchronous import AsyncDataset
 from dataloader.sources._common import check_max_bytes, item_index, redact_url, require
 from dataloader.sources._retry import Retry
 

@@ -13,9 +13,10 @@ Errors (messages name the store and the key, never credentials)::
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from dataloader._async import AsyncDataset
+from dataloader._datasets.asynchronous import AsyncDataset
 from dataloader.sources._common import check_max_bytes, item_index, redact, require
 
 __all__ = ["ObjectStoreDataset"]
@@ -101,7 +102,7 @@ class ObjectStoreDataset(AsyncDataset[bytes]):
                 for entry in chunk
                 if wanted is None or entry["path"].endswith(wanted)
             )
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 -- mapped to a built-in type
             raise _mapped(exc, f"listing {_store_name(url)}", obstore) from None
         return cls(store, keys, max_bytes=max_bytes)
 
@@ -131,7 +132,7 @@ class ObjectStoreDataset(AsyncDataset[bytes]):
             return bytes(body)
         except ValueError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 -- mapped to a built-in type
             raise _mapped(exc, what, obstore) from None
 
 

@@ -150,7 +150,7 @@ class _ObjectStream:
             get_options = {"range": {"offset": offset}} if offset else None
             result = obstore.get(store, key, options=get_options)
             self._chunks = iter(result.stream(min_chunk_size=_READ_BYTES))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 -- mapped to a built-in type
             from dataloader.sources._object_store import _mapped
 
             raise _mapped(exc, self._name, obstore) from None
@@ -167,7 +167,7 @@ class _ObjectStream:
         while have < size:
             try:
                 chunk = next(self._chunks, None)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 -- mapped to a built-in type
                 from dataloader.sources._object_store import _mapped
 
                 raise _mapped(exc, self._name, self._obstore) from None

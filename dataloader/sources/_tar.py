@@ -23,6 +23,9 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from dataloader._core.tar import META_NAME, TarReader, split_name
+from dataloader._errors import ShardError
+
 __all__ = ["ShardError", "group_samples", "shard_samples", "split_name", "tar_members"]
 
 BLOCK = 512
@@ -34,49 +37,6 @@ _DIGITS = re.compile(rb"[0-9]{1,18}")
 _LIMIT = 1 << 63
 # The largest pax or GNU long-name header accepted, in bytes.
 MAX_META = 16 << 20
-_META = re.compile(r"__[^/]*__($|/)")
-# webdataset's rule: the key is everything up to the first dot of the
-# basename (directories included), the extension everything after it.
-_KEY_EXTENSION = re.compile(r"^((?:.*/|)[^.]+)[.]([^/]*)$")
-
-
-class ShardError(ValueError):
-    """A tar shard that cannot be parsed: corrupt or truncated.
-
-    ``url`` is the shard (without credentials or query) and ``offset`` the
-    byte offset of the header at fault.
-
-    Examples
-    --------
-    >>> from dataloader.sources import ShardError
-    >>> error = ShardError("train-0.tar", 1024, "bad header checksum")
-    >>> error.offset, str(error)
-    (1024, 'train-0.tar: bad header checksum at byte 1024')
-    >>> isinstance(error, ValueError)
-    True
-    """
-
-    def __init__(self, url: str, offset: int, reason: str) -> None:
-        super().__init__(f"{url}: {reason} at byte {offset}")
-        self.url = url
-        self.offset = offset
-
-
-def split_name(name: str) -> tuple[str | None, str | None]:
-    """A member name's ``(key, extension)`` by webdataset's rule, or ``(None, None)``.
-
-    Examples
-    --------
-    >>> from dataloader.sources._tar import split_name
-    >>> split_name("train/000123.seg.png")
-    ('train/000123', 'seg.png')
-    >>> split_name("README")
-    (None, None)
-    """
-    match = _KEY_EXTENSION.match(name)
-    if match is None:
-        return None, None
-    return match.group(1), match.group(2)
 
 
 def _octal(field: bytes, url: str, offset: int, what: str) -> int:
@@ -210,7 +170,7 @@ def group_samples(
     sample: dict[str, object] | None = None
     start = 0
     for name, data, offset in members:
-        if _META.match(name):
+        if META_NAME.match(name):
             continue
         key, extension = split_name(name)
         if key is None:
@@ -236,7 +196,5 @@ def shard_samples(
     without the GIL); any other stream, through its ``read(n)``, here.
     """
     if isinstance(stream, io.FileIO):
-        from dataloader._core.tar import TarReader
-
         return TarReader(stream.fileno(), url, offset)
     return group_samples(tar_members(stream.read, url, offset), url)

@@ -27,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from dataloader._dataset import IterableDataset
+from dataloader._datasets.dataset import IterableDataset
+from dataloader._errors import ShardError
 from dataloader.sources._retry import Retry
 from dataloader.sources._shards import ShardOptions, expand_shards, open_shard, shard_name
-from dataloader.sources._tar import ShardError, shard_samples
+from dataloader.sources._tar import shard_samples
 
 __all__ = ["TarDataset"]
 
@@ -120,7 +121,8 @@ class TarDataset(IterableDataset[dict]):
         if not isinstance(shuffle_buffer, int) or isinstance(shuffle_buffer, bool) \
                 or shuffle_buffer < 0:
             raise ValueError(
-                f"shuffle_buffer should be a non-negative int, got shuffle_buffer={shuffle_buffer!r}"
+                "shuffle_buffer should be a non-negative int, "
+                f"got shuffle_buffer={shuffle_buffer!r}"
             )
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
             raise ValueError(f"seed should be a non-negative int, got seed={seed!r}")
@@ -159,7 +161,7 @@ class TarDataset(IterableDataset[dict]):
         >>> half.rank, half.world_size
         (1, 2)
         """
-        from dataloader._distributed import world
+        from dataloader._sampling.distributed import world
 
         world_size, rank = world(world_size, rank)
         if len(self.shards) < world_size:
@@ -197,7 +199,7 @@ class TarDataset(IterableDataset[dict]):
         return self._counts.snapshot()
 
     def __iter__(self) -> _TarIterator:
-        from dataloader._worker import get_worker_info
+        from dataloader._loading.worker import get_worker_info
 
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
@@ -236,7 +238,7 @@ def as_tuple(sample: dict, fields: tuple[tuple[str, ...], ...]) -> tuple:
     for choices in fields:
         for extension in choices:
             if extension in sample:
-                values.append(_decoded(extension, sample[extension]))  # type: ignore[arg-type]
+                values.append(_decoded(extension, sample[extension]))
                 break
         else:
             raise ValueError(
@@ -296,7 +298,7 @@ class _TarIterator:
             if sample is None:
                 raise StopIteration
             dataset._counts.add("samples")
-            return sample[0] if dataset.fields is None else as_tuple(sample[0], dataset.fields)
+            return self._emit(sample[0])
         buffer = self._buffer
         while len(buffer) < capacity:
             entry = self._read()

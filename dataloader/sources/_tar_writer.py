@@ -53,10 +53,12 @@ class TarWriter:
         numbered = "{" in pattern
         if shard_size is not None:
             if not isinstance(shard_size, int) or isinstance(shard_size, bool) or shard_size <= 0:
-                raise ValueError(f"shard_size should be a positive int, got shard_size={shard_size!r}")
+                raise ValueError(
+                    f"shard_size should be a positive int, got shard_size={shard_size!r}")
             if not numbered:
                 raise ValueError(
-                    f"shard_size needs a {{}} field in pattern for the shard number, got {pattern!r}"
+                    "shard_size needs a {} field in pattern for the shard number, "
+                    f"got {pattern!r}"
                 )
         self.pattern = pattern
         self.shard_size = shard_size

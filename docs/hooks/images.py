@@ -25,9 +25,23 @@ MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 
 def gallery():
-    from dataloader.transforms import (CenterCrop, Compose, Crop, HFlip, Normalize, Pad, PadTo,
-                                       RandomCrop, RandomHFlip, RandomResizedCrop, Resize,
-                                       Rotate90, ToFloat, ToGray, VFlip)
+    from dataloader.transforms import (
+        CenterCrop,
+        Compose,
+        Crop,
+        HFlip,
+        Normalize,
+        Pad,
+        PadTo,
+        RandomCrop,
+        RandomHFlip,
+        RandomResizedCrop,
+        Resize,
+        Rotate90,
+        ToFloat,
+        ToGray,
+        VFlip,
+    )
 
     return [
         ("resize", Resize((128, 256)), 1),
@@ -70,7 +84,7 @@ def _png(pixels: np.ndarray) -> bytes:
 def render_transforms(folder: Path) -> None:
     from skimage import data
 
-    from dataloader._cli import _viewable, image_grid
+    from dataloader._cli.main import _viewable, image_grid
     from dataloader.transforms import Resize
 
     original = Resize(256)(np.ascontiguousarray(data.astronaut()))

@@ -1,25 +1,32 @@
 """The torchvision-style reference pipeline of benchmarks/images.py does the same work as ours."""
 
-import sys
+import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from dataloader import kernels
+from dataloader._images.samples import image_paths, sample_image_folder
+
 torch = pytest.importorskip("torch")
-pytest.importorskip("skimage")
 
-sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
-import images  # noqa: E402
-from _images import generated_image_folder, image_paths  # noqa: E402
 
-from dataloader import kernels  # noqa: E402
+def _load_script(name):
+    """A benchmark script as a module, loaded from its file (benchmarks/ is no package)."""
+    path = Path(__file__).parents[2] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_benchmark_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+images = _load_script("images")
 
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
-    return generated_image_folder(tmp_path_factory.mktemp("torch") / "set", n_images=6,
-                                  n_classes=2, seed=1)
+    return sample_image_folder(6, tmp_path_factory.mktemp("torch") / "set", n_classes=2, seed=1)
 
 
 @pytest.mark.parametrize("size", [(375, 500), (300, 400), (500, 120), (90, 600)])
@@ -41,8 +48,8 @@ def test_eval_item_is_resize_center_crop_normalize(root):
     assert dataset.samples[4] == (path, label)
     pixels = kernels.decode(path.read_bytes(), mode="RGB")
     resized = kernels.resize(pixels, 256)
-    top = int(round((resized.shape[0] - 224) / 2))
-    left = int(round((resized.shape[1] - 224) / 2))
+    top = round((resized.shape[0] - 224) / 2)
+    left = round((resized.shape[1] - 224) / 2)
     expected = kernels.normalize(kernels.to_float(resized[top:top + 224, left:left + 224]),
                                  images.MEAN, images.STD)
     # libjpeg-turbo and Pillow decode alike; resizes are within 1 level of each other.

@@ -11,7 +11,7 @@ from dataloader._core import codecs
 
 
 def decode_native(data, channels=None, scale_denom=1, out=None):
-    fmt, height, width, native = codecs.header_info(data)
+    _fmt, height, width, native = codecs.header_info(data)
     if scale_denom > 1:
         height, width = codecs.jpeg_scaled_size(height, width, scale_denom)
     if out is None:
@@ -107,7 +107,7 @@ def test_jpeg_dct_scaling_matches_pillow_draft(denom):
 
 
 def test_real_photographs_match_pillow(photos):
-    for name, data in photos.items():
+    for data in photos.values():
         assert_same_as_pillow(data)
 
 

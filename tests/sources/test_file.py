@@ -34,7 +34,7 @@ def test_read_file_returns_the_exact_bytes(tmp_path, size):
 
 def test_missing_file_is_file_not_found_naming_the_path(tmp_path):
     missing = tmp_path / "nope.png"
-    with pytest.raises(FileNotFoundError, match="nope.png") as raised:
+    with pytest.raises(FileNotFoundError, match=r"nope\.png") as raised:
         FileDataset([missing])[0]
     assert raised.value.filename == str(missing)
 
@@ -103,7 +103,7 @@ def test_errors_keep_their_type_in_a_loader(tmp_path, make_loader):
     loader = make_loader(FileDataset(paths), batch_size=2, collate_fn=list)
     it = iter(loader)
     assert next(it) == [b"\x00", b"\x01"]
-    with pytest.raises(FileNotFoundError, match="3.bin"):
+    with pytest.raises(FileNotFoundError, match=r"3\.bin"):
         next(it)
     assert next(it) == [b"\x04", b"\x05"]
     loader.close()

@@ -111,7 +111,7 @@ def test_missing_key_is_file_not_found_and_the_epoch_continues(source, make_load
     with make_loader(dataset, batch_size=2, collate_fn=list) as loader:
         it = iter(loader)
         assert next(it) == [IMAGES[0][0], IMAGES[1][0]]
-        with pytest.raises(FileNotFoundError, match="gone.png") as raised:
+        with pytest.raises(FileNotFoundError, match=r"gone\.png") as raised:
             next(it)
         with pytest.raises(StopIteration):
             next(it)

@@ -346,7 +346,7 @@ def test_a_native_chain_decodes_shard_images_on_the_fused_path(tmp_path, photos)
                         transform=train, collate_fn=ImageCollator(), seed=7)
     expected, got = list(reference), list(stream)
     assert len(got) == len(expected) == 3
-    for (images, labels), (want_images, want_labels) in zip(got, expected):
+    for (images, labels), (want_images, want_labels) in zip(got, expected, strict=True):
         assert np.asarray(images).shape[1:] == (3, 24, 24)
         np.testing.assert_array_equal(np.asarray(images), np.asarray(want_images))
         assert labels.tolist() == want_labels.tolist()

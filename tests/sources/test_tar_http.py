@@ -67,7 +67,7 @@ def test_timeouts_are_retried_then_raised(http_server):
     http_server.bodies["/t.tar"] = shard(samples=2)
     http_server.script("/t.tar", ("delay", 1.0), ("delay", 1.0))
     no_retry = Retry(max_retries=1, initial_backoff=0.01, max_backoff=0.01)
-    with pytest.raises(TimeoutError, match="timed out after 0.2 s after 2 attempts"):
+    with pytest.raises(TimeoutError, match=r"timed out after 0.2 s after 2 attempts"):
         list(TarDataset(f"{http_server.url}/t.tar", timeout=0.2, retry=no_retry))
     dataset = TarDataset(f"{http_server.url}/t.tar", timeout=0.2, retry=no_retry,
                          on_error="skip")

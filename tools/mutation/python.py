@@ -39,14 +39,15 @@ TIMEOUT_FACTOR = 4.0
 # of minutes (a 10^8-item permutation, torchrun jobs) are left out: each
 # mutant runs these tests again.
 TARGETS: dict[str, list[str]] = {
-    "dataloader._sampler": [
+    "dataloader._sampling.sampler": [
         "tests/test_sampler.py", "tests/test_shuffle.py", "tests/test_resume.py", "--deselect",
         "tests/test_sampler.py::test_large_permutation_is_produced_in_chunks"],
-    "dataloader._state": ["tests/test_resume.py"],
-    "dataloader._collate": ["tests/test_collate.py"],
-    "dataloader._fetch": ["tests/test_skip.py", "tests/test_loader.py", "tests/test_epochs.py"],
+    "dataloader._sampling.state": ["tests/test_resume.py"],
+    "dataloader._loading.collate": ["tests/test_collate.py"],
+    "dataloader._loading.fetch": ["tests/test_skip.py", "tests/test_loader.py",
+                                  "tests/test_epochs.py"],
     "dataloader.sources._retry": ["tests/sources/test_retry.py", "tests/sources/test_http.py"],
-    "dataloader._distributed": [
+    "dataloader._sampling.distributed": [
         "tests/test_distributed.py", "tests/test_shuffle.py", "-k", "not torchrun"],
 }
 

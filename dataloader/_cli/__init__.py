@@ -1,0 +1,1 @@
+"""The ``dataloader`` command: ``main`` parses and dispatches; ``bench`` and ``pack``."""

@@ -1,0 +1,271 @@
+"""``dataloader bench``: the native image pipeline over a folder, timed, optionally against torch.
+
+Ours: ``ImageFolder`` + a native chain (decode, random resized crop, random
+flip, normalise, CHW) + ``ImageCollator``, on a pool of worker threads. The
+reference: torch's ``DataLoader`` with ``num_workers`` processes running
+the same steps with Pillow and torch, as a torchvision training script
+does (torchvision itself is not needed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import random
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from dataloader._images.collator import ImageCollator
+from dataloader._loading.loader import DataLoader
+from dataloader.transforms import (
+    Compose,
+    Decode,
+    Normalize,
+    RandomHFlip,
+    RandomResizedCrop,
+    ToChw,
+    ToFloat,
+)
+
+__all__ = ["BenchResult", "format_table", "native_chain", "run_native", "run_torch"]
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+@dataclasses.dataclass
+class BenchResult:
+    """What one loader did: images, compressed bytes, wall time, and its stage figures."""
+
+    name: str
+    images: int
+    bytes_read: int
+    seconds: float
+    first_batch_seconds: float
+    stages: dict[str, dict[str, float]] | None = None
+
+    @property
+    def images_per_second(self) -> float:
+        return self.images / self.seconds if self.seconds > 0 else math.inf
+
+    @property
+    def megabytes_per_second(self) -> float:
+        return self.bytes_read / 1e6 / self.seconds if self.seconds > 0 else math.inf
+
+
+def native_chain(size: int) -> Compose:
+    """The training chain that ``bench`` measures.
+
+    Examples
+    --------
+    >>> from dataloader._cli.bench import native_chain
+    >>> native_chain(224).transforms[1]
+    RandomResizedCrop(size=(224, 224))
+    """
+    return Compose([Decode("RGB"), RandomResizedCrop(size), RandomHFlip(), ToFloat(),
+                    Normalize(IMAGENET_MEAN, IMAGENET_STD), ToChw()])
+
+
+def run_native(folder: Any, *, batch_size: int, workers: int, size: int, epochs: int,
+               progress: Callable[[int], None]) -> BenchResult:
+    """Load ``epochs`` epochs of ``folder`` through the native pipeline."""
+    epoch_bytes = sum(os.path.getsize(path) for path, _ in folder.samples)
+    loader = DataLoader(folder, batch_size=batch_size, shuffle=True, num_workers=workers,
+                        transform=native_chain(size), collate_fn=ImageCollator(), seed=0)
+    with loader:
+        images, seconds, first = _time_epochs(loader, epochs, progress)
+        stages = loader.stats()
+    return BenchResult("dataloader", images, epoch_bytes * epochs, seconds, first, stages)
+
+
+def run_torch(folder: Any, *, batch_size: int, workers: int, size: int, epochs: int,
+              progress: Callable[[int], None]) -> BenchResult:
+    """The same work through ``torch.utils.data.DataLoader`` with worker processes."""
+    import torch.utils.data
+
+    epoch_bytes = sum(os.path.getsize(path) for path, _ in folder.samples)
+    dataset = PillowImages(folder.samples, size)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=True,
+                                         num_workers=workers,
+                                         persistent_workers=workers > 0 and epochs > 1)
+    images, seconds, first = _time_epochs(loader, epochs, progress)
+    del loader  # stops the worker processes
+    return BenchResult("torch", images, epoch_bytes * epochs, seconds, first)
+
+
+def _time_epochs(loader: Iterable[Any], epochs: int,
+                 progress: Callable[[int], None]) -> tuple[int, float, float]:
+    """Images loaded, wall seconds (iterator creation included), seconds to the first batch."""
+    images = 0
+    first = math.nan
+    start = time.perf_counter()
+    for _ in range(epochs):
+        for _images, labels in loader:
+            if images == 0:
+                first = time.perf_counter() - start
+            images += len(labels)
+            progress(len(labels))
+    return images, time.perf_counter() - start, first
+
+
+class PillowImages:
+    """torch's side of the comparison: Pillow decode, crop, resize and flip, torch normalisation.
+
+    ``RandomResizedCrop`` draws its window as torchvision does (ten tries of
+    a random area and log-uniform aspect ratio, then a centre crop).
+    """
+
+    def __init__(self, samples: Sequence[tuple[str, int]], size: int) -> None:
+        self.samples = list(samples)
+        self.size = size
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, index: int) -> tuple[Any, int]:
+        import torch
+        from PIL import Image as PILImage
+
+        path, label = self.samples[index]
+        with PILImage.open(path) as image:
+            image = image.convert("RGB")
+        top, left, height, width = _crop_window(image.height, image.width)
+        image = image.resize((self.size, self.size), PILImage.BILINEAR,
+                             box=(left, top, left + width, top + height))
+        if random.random() < 0.5:
+            image = image.transpose(PILImage.FLIP_LEFT_RIGHT)
+        tensor = torch.from_numpy(np.asarray(image).copy()).permute(2, 0, 1).float().div_(255)
+        mean = torch.tensor(IMAGENET_MEAN).view(3, 1, 1)
+        std = torch.tensor(IMAGENET_STD).view(3, 1, 1)
+        return tensor.sub_(mean).div_(std), label
+
+
+def _crop_window(height: int, width: int, scale=(0.08, 1.0),
+                 ratio=(3 / 4, 4 / 3)) -> tuple[int, int, int, int]:
+    """torchvision's ``RandomResizedCrop.get_params`` with Python's ``random``."""
+    area = height * width
+    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+    for _ in range(10):
+        target_area = area * random.uniform(*scale)
+        aspect = math.exp(random.uniform(*log_ratio))
+        w = round(math.sqrt(target_area * aspect))
+        h = round(math.sqrt(target_area / aspect))
+        if 0 < w <= width and 0 < h <= height:
+            return random.randint(0, height - h), random.randint(0, width - w), h, w
+    in_ratio = width / height
+    if in_ratio < ratio[0]:
+        w, h = width, round(width / ratio[0])
+    elif in_ratio > ratio[1]:
+        h, w = height, round(height * ratio[1])
+    else:
+        w, h = width, height
+    return (height - h) // 2, (width - w) // 2, h, w
+
+
+class Progress:
+    """A live count of images on stderr: tqdm when installed, else a carriage-return line."""
+
+    def __init__(self, total: int, description: str) -> None:
+        self.total = total
+        self.description = description
+        self.done = 0
+        self._start = time.perf_counter()
+        self._shown = 0.0
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            self._bar = None
+        else:
+            self._bar = tqdm(total=total, desc=description, unit="img", file=sys.stderr,
+                             dynamic_ncols=True, leave=True)
+
+    def __call__(self, n: int) -> None:
+        self.done += n
+        if self._bar is not None:
+            self._bar.update(n)
+            return
+        now = time.perf_counter()
+        if now - self._shown >= 0.1 or self.done >= self.total:
+            self._shown = now
+            rate = self.done / max(now - self._start, 1e-9)
+            sys.stderr.write(f"\r{self.description}: {self.done}/{self.total} images "
+                             f"({rate:,.0f} img/s)")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        else:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> str:
+    """Rows of text in aligned columns.
+
+    ``align`` has one letter per column, ``l`` or ``r``; by default the
+    first column is left-aligned and the others right-aligned.
+
+    Examples
+    --------
+    >>> from dataloader._cli.bench import format_table
+    >>> print(format_table(["name", "n"], [["a", "1"], ["bcd", "23"]]))
+    name   n
+    a      1
+    bcd   23
+    """
+    widths = [max(len(str(row[i])) for row in [headers, *rows]) for i in range(len(headers))]
+    align = align or "l" + "r" * (len(headers) - 1)
+    lines = []
+    for row in [headers, *rows]:
+        cells = [str(cell).ljust(width) if side == "l" else str(cell).rjust(width)
+                 for cell, width, side in zip(row, widths, align, strict=True)]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def report(ours: BenchResult, torch: BenchResult | None) -> str:
+    """The final tables: throughput side by side, then our time per stage."""
+    def number(value: float, digits: int = 1) -> str:
+        return f"{value:,.{digits}f}" if math.isfinite(value) else "-"
+
+    rows = [
+        ["images", str(ours.images)],
+        ["wall time (s)", number(ours.seconds, 2)],
+        ["images/s", number(ours.images_per_second)],
+        ["MB/s (compressed, read)", number(ours.megabytes_per_second)],
+        ["first batch (ms)", number(ours.first_batch_seconds * 1e3)],
+    ]
+    headers = ["", "dataloader"]
+    if torch is not None:
+        headers += ["torch", "speed-up"]
+        rows[0] += [str(torch.images), ""]
+        rows[1] += [number(torch.seconds, 2), f"{torch.seconds / ours.seconds:.2f}x"]
+        rows[2] += [number(torch.images_per_second),
+                    f"{ours.images_per_second / torch.images_per_second:.2f}x"]
+        rows[3] += [number(torch.megabytes_per_second),
+                    f"{ours.megabytes_per_second / torch.megabytes_per_second:.2f}x"]
+        rows[4] += [number(torch.first_batch_seconds * 1e3),
+                    f"{torch.first_batch_seconds / ours.first_batch_seconds:.2f}x"]
+    text = format_table(headers, rows)
+    if ours.stages:
+        labels = {
+            "fetch": "fetch: read files",
+            "transform": "transform: decode .. CHW",
+            "collate": "collate",
+            "wait": "wait: in next()",
+        }
+        stage_rows = []
+        for stage, figures in ours.stages.items():
+            per_image = figures["seconds"] / ours.images * 1e3 if ours.images else math.nan
+            stage_rows.append([labels.get(stage, stage), str(figures["count"]),
+                               number(figures["seconds"], 3), number(per_image, 3)])
+        text += "\n\n" + format_table(["dataloader stage", "count", "seconds", "ms/image"],
+                                     stage_rows)
+        text += "\n(worker stages: seconds summed over the threads)"
+    return text

@@ -1,0 +1,8 @@
+from typing import Any
+
+class Consumer:
+    """The consumer's side of a threaded epoch: guard, fork check, sliced wait."""
+
+    @property
+    def delivered(self) -> int: ...
+    def next(self) -> Any: ...

@@ -1,0 +1,240 @@
+"""The one loading path: fetch, transform, skip policy and collate of a batch.
+
+Every way a batch is loaded goes through this module (see
+``docs/architecture.md``, "One loading path"):
+
+* ``load_batch`` loads a whole batch on one thread: the direct path
+  (``load_direct``, from ``dataloader._loading.iterators``), a batch task
+  of the threaded engine (``epoch.pyx``), and, with its items already
+  fetched, a stream's batch (``load_fetched``, from ``stream.pyx``,
+  ``epoch.pyx`` or the consumer thread).
+* Lanes (``epoch.pyx``) load a batch item by item: ``load_item`` for each
+  item, then ``collate_items`` once, on the lane that finishes last.
+
+Each stage is timed into the calling thread's ``Row`` here and nowhere
+else. Under ``on_error="skip"`` (``recipe.skip`` is a ``SkipBudget``), an
+item whose fetch or transform raises an ``Exception`` is dropped from its
+batch and counted in the ``SKIPPED`` columns; a batch left with no items
+is ``EMPTY_BATCH``, which the epochs pass over.
+"""
+from dataloader._core._typedefs cimport int64_t
+from dataloader._core.stats cimport (
+    COLLATE_COUNT, FETCH_COUNT, Row, SKIPPED_COUNT, TRANSFORM_COUNT, WAIT_COUNT, now_ns,
+    record,
+)
+
+from dataloader._errors import STREAM_BATCH, LoadingContext, add_context
+
+
+# The result of a batch whose every item was skipped: never delivered.
+EMPTY_BATCH = object()
+# What ``load_item`` returns for an item it skipped.
+SKIPPED_ITEM = object()
+# The ``items`` of a batch still to be fetched.
+cdef object NOT_FETCHED = object()
+
+
+cdef class Recipe:
+    """How one epoch turns indices into a batch; resolved once per epoch.
+
+    Parameters
+    ----------
+    fetch : callable or None
+        The dataset's bound ``__getitems__(indices)`` when it has a truthy
+        one, else ``None`` (then ``getitem`` is called per item).
+    getitem : callable or None
+        The dataset's bound ``__getitem__`` (``None`` for a stream, whose
+        items are fetched by its iterator).
+    transform : callable or None
+        ``transform(index, item)``, applied to each item before collation.
+    collate : callable
+        ``collate_fn``: a list of items to a batch, or (without batching)
+        one item to its converted form.
+    batched : bool
+        Whether indices come in batches (``batch_size`` or ``batch_sampler``).
+    assemble : callable or None
+        ``assemble(indices, items)``: transform and collate a batch in one
+        step (a native chain writing into its batch slots), replacing
+        ``transform`` and ``collate`` for whole batches.
+    skip : SkipBudget or None
+        With ``on_error="skip"``, the epoch's budget of items to drop;
+        ``None`` raises every error.
+    """
+
+    def __init__(self, fetch, getitem, transform, collate, bint batched,
+                 assemble=None, skip=None):
+        self.fetch = fetch
+        self.getitem = getitem
+        self.transform = transform
+        self.collate = collate
+        self.batched = batched
+        self.assemble = assemble if batched else None
+        self.skip = skip
+
+    def __repr__(self):
+        return (f"Recipe(fetch={self.fetch!r}, transform={self.transform!r}, "
+                f"collate={self.collate!r}, batched={self.batched}, "
+                f"assemble={self.assemble!r}, skip={self.skip!r})")
+
+    cpdef object fetch_items(self, object indices):
+        """The items of ``indices``, by one ``__getitems__`` call or one ``__getitem__`` each."""
+        if self.fetch is None:
+            return list(map(self.getitem, indices))
+        items = self.fetch(indices)
+        if len(items) != len(indices):
+            raise ValueError(
+                f"__getitems__ returned {len(items)} items for {len(indices)} indices"
+            )
+        return items
+
+
+cdef class Fetched:
+    """A stream's batch, its items already taken from the stream's iterator.
+
+    ``positions`` are the items' places in the stream (a list, or one
+    position without batching), ``items`` the items (a list, or the one
+    item), ``state`` the iterator's ``state_dict()`` after the last one.
+    """
+
+    def __init__(self, Py_ssize_t stream, positions, items, state):
+        self.stream = stream
+        self.positions = positions
+        self.items = items
+        self.state = state
+
+
+cpdef object load_batch(Recipe recipe, object indices, Row row, object items=NOT_FETCHED):
+    """Fetch (unless ``items`` are given), transform and collate one batch.
+
+    Each stage is timed into ``row``, the calling thread's counters.
+    Returns the batch, or ``EMPTY_BATCH`` when ``on_error="skip"`` dropped
+    every item.
+    """
+    cdef int64_t stage_end
+    cdef Py_ssize_t count
+    if recipe.skip is not None:
+        return _load_skipping(recipe, indices, row, items)
+    count = len(indices) if recipe.batched else 1
+    if items is NOT_FETCHED:
+        stage_end = now_ns()
+        if recipe.batched:
+            items = recipe.fetch_items(indices)
+        else:
+            items = recipe.getitem(indices)
+        stage_end = record(row, FETCH_COUNT, count, stage_end)
+    else:
+        stage_end = now_ns()
+    if recipe.assemble is not None:
+        # Transform and collation in one step: each item into its batch slot.
+        batch = recipe.assemble(indices, items)
+        record(row, TRANSFORM_COUNT, count, stage_end)
+        return batch
+    transform = recipe.transform
+    if transform is not None:
+        if recipe.batched:
+            items = list(map(transform, indices, items))
+        else:
+            items = transform(indices, items)
+        stage_end = record(row, TRANSFORM_COUNT, count, stage_end)
+    batch = recipe.collate(items)
+    record(row, COLLATE_COUNT, 1, stage_end)
+    return batch
+
+
+cpdef object load_direct(Recipe recipe, object indices, Row row):
+    """``load_batch`` on the consumer thread: the load is also the consumer's wait."""
+    cdef int64_t started = now_ns()
+    batch = load_batch(recipe, indices, row)
+    record(row, WAIT_COUNT, 1, started)
+    return batch
+
+
+cpdef object load_item(Recipe recipe, object index, Row row, object value=NOT_FETCHED):
+    """Fetch (unless ``value`` is given) and transform one item: a lane's step.
+
+    Under ``on_error="skip"``, returns ``SKIPPED_ITEM`` when the item raised
+    an ``Exception`` that ``recipe.skip`` let it drop; an error beyond the
+    budget (and any ``BaseException``, such as ``KeyboardInterrupt``)
+    propagates.
+    """
+    cdef int64_t started = now_ns()
+    if recipe.skip is None:
+        return _fetch_transform(recipe, index, row, value, started)
+    try:
+        return _fetch_transform(recipe, index, row, value, started)
+    except Exception as exc:
+        if not recipe.skip.spend(exc, index):
+            raise
+        record(row, SKIPPED_COUNT, 1, started)
+        return SKIPPED_ITEM
+
+
+cpdef object collate_items(Recipe recipe, list items, Row row):
+    """Collate the items of a batch loaded by ``load_item``, skipped ones left out.
+
+    Returns ``EMPTY_BATCH`` when every item was skipped.
+    """
+    cdef int64_t started = now_ns()
+    if recipe.skip is not None:
+        items = [value for value in items if value is not SKIPPED_ITEM]
+        if not items:
+            return EMPTY_BATCH
+    batch = recipe.collate(items)
+    record(row, COLLATE_COUNT, 1, started)
+    return batch
+
+
+cpdef tuple load_fetched(Recipe recipe, Fetched fetched, Row row):
+    """Transform and collate a stream's batch into its delivered entry.
+
+    The entry is ``(payload, failed, stream, state)``: an ``Exception`` of
+    ``transform`` or ``collate_fn`` fails this batch only, so it is the
+    payload of a failed entry (with its context attached), not raised.
+    """
+    try:
+        batch = load_batch(recipe, fetched.positions, row, fetched.items)
+    except Exception as exc:
+        add_context(exc, LoadingContext(STREAM_BATCH, indices=fetched.positions,
+                                        stream=fetched.stream))
+        return exc, True, fetched.stream, fetched.state
+    return batch, False, fetched.stream, fetched.state
+
+
+cdef object _fetch_transform(Recipe recipe, object index, Row row, object value,
+                             int64_t started):
+    if value is NOT_FETCHED:
+        value = recipe.getitem(index)
+        started = record(row, FETCH_COUNT, 1, started)
+    if recipe.transform is not None:
+        value = recipe.transform(index, value)
+        record(row, TRANSFORM_COUNT, 1, started)
+    return value
+
+
+cdef object _load_skipping(Recipe recipe, object indices, Row row, object fetched):
+    """``load_batch`` under ``on_error="skip"``: failing items are dropped and counted."""
+    cdef int64_t started = now_ns()
+    cdef Py_ssize_t position
+    if recipe.batched and fetched is NOT_FETCHED and recipe.fetch is not None:
+        # One failing item fails a whole __getitems__ call: the items are
+        # then fetched one by one, so that only the failing ones are dropped.
+        try:
+            fetched = recipe.fetch_items(indices)
+        except Exception:
+            fetched = NOT_FETCHED
+        else:
+            record(row, FETCH_COUNT, len(indices), started)
+    if not recipe.batched:
+        item = load_item(recipe, indices, row, fetched)
+        if item is SKIPPED_ITEM:
+            return EMPTY_BATCH
+        started = now_ns()
+        batch = recipe.collate(item)
+        record(row, COLLATE_COUNT, 1, started)
+        return batch
+    items = []
+    for position in range(len(indices)):
+        items.append(load_item(recipe, indices[position], row,
+                               NOT_FETCHED if fetched is NOT_FETCHED else fetched[position]))
+    return collate_items(recipe, items, row)
+

@@ -1,0 +1,157 @@
+"""The library's own exceptions, in one place.
+
+Bad arguments and bad input raise the built-in types a torch user already
+catches (``TypeError``, ``ValueError``, ``IndexError``, ``OSError`` and
+its subclasses), with a message naming what was wrong. Two situations have
+a class of their own, each a subclass of the built-in type it refines, so
+that code catching the built-in type keeps working::
+
+    RuntimeError
+    └── EpochClosedError   the loader was closed while a batch was loading
+    ValueError
+    └── ShardError         a tar shard is corrupt or truncated (url, offset)
+
+An error raised while loading a batch is the dataset's or the transform's
+own exception, re-raised from that batch's ``next()`` with a note naming
+the batch and the item. The same facts travel as data: the error's
+``dataloader_context`` attribute is a :class:`LoadingContext` (which batch,
+which indices, which item, which worker or stream), set by
+:func:`add_context` together with the note, so that code handling the
+error (the command line) reads fields instead of parsing the note.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["EpochClosedError", "LoadingContext", "ShardError", "add_context", "context_of"]
+
+# The stages an error can be raised in, as ``LoadingContext.stage`` names them.
+CHECK, BATCH, ITEM, COLLATE = "check", "batch", "item", "collate"
+STREAM_START, STREAM_ITERATOR, STREAM_BATCH = "stream start", "stream iterator", "stream batch"
+
+
+class EpochClosedError(RuntimeError):
+    """The loader was closed while this batch was loading.
+
+    Examples
+    --------
+    >>> from dataloader._errors import EpochClosedError
+    >>> issubclass(EpochClosedError, RuntimeError)
+    True
+    """
+
+
+class ShardError(ValueError):
+    """A tar shard that cannot be parsed: corrupt or truncated.
+
+    ``url`` is the shard (without credentials or query) and ``offset`` the
+    byte offset of the header at fault.
+
+    Examples
+    --------
+    >>> from dataloader.sources import ShardError
+    >>> error = ShardError("train-0.tar", 1024, "bad header checksum")
+    >>> error.offset, str(error)
+    (1024, 'train-0.tar: bad header checksum at byte 1024')
+    >>> isinstance(error, ValueError)
+    True
+    """
+
+    def __init__(self, url: str, offset: int, reason: str) -> None:
+        super().__init__(f"{url}: {reason} at byte {offset}")
+        self.url = url
+        self.offset = offset
+
+
+@dataclass(frozen=True, slots=True)
+class LoadingContext:
+    """Where an error of the loading was raised: the facts of its note, as data.
+
+    Attributes
+    ----------
+    stage : str
+        ``"check"`` (the sampler's indices), ``"batch"`` (a whole batch on
+        one thread), ``"item"`` (one item of a batch loaded by lanes),
+        ``"collate"`` (a lane-loaded batch's collation), or for streams
+        ``"stream start"``, ``"stream iterator"``, ``"stream batch"``.
+    batch : int or None
+        The batch's position in this run of the epoch (map-style datasets).
+    indices : object
+        Every index of the batch (a list, or one index without batching);
+        for a stream batch, the positions of its items in the stream.
+    index : object
+        The index of the item that raised, when one is known.
+    worker : int or None
+        The pool thread that raised; ``None`` on the consumer thread.
+    stream : int or None
+        The stream (iterable-style datasets).
+
+    Examples
+    --------
+    >>> from dataloader._errors import LoadingContext, add_context, context_of
+    >>> error = add_context(ValueError("bad"), LoadingContext("batch", batch=3, indices=[6, 7]))
+    >>> context_of(error).indices
+    [6, 7]
+    >>> error.__notes__
+    ['dataloader: raised while loading batch 3 (indices [6, 7])']
+    """
+
+    stage: str
+    batch: int | None = None
+    indices: Any = None
+    index: Any = None
+    worker: int | None = None
+    stream: int | None = None
+
+    def note(self) -> str:
+        """The human-readable note added to the error (the one formatter of it)."""
+        stage, batch = self.stage, self.batch
+        if stage == CHECK:
+            return f"dataloader: raised while checking batch {batch}"
+        if stage == STREAM_START:
+            return f"dataloader: raised while starting stream {self.stream}"
+        if stage == STREAM_ITERATOR:
+            return f"dataloader: raised by the iterator of stream {self.stream}"
+        if stage == STREAM_BATCH:
+            start = self.indices[0] if isinstance(self.indices, list) else self.indices
+            return (
+                f"dataloader: raised while loading the batch of stream {self.stream} "
+                f"starting at its item {start}"
+            )
+        if self.worker is None:
+            indices = _shorten(self.indices)
+            return f"dataloader: raised while loading batch {batch} (indices {indices})"
+        if stage == ITEM:
+            what = f"index {self.index!r}"
+        elif stage == COLLATE:
+            what = "the collation"
+        else:
+            what = f"indices {_shorten(self.indices)}"
+        return f"dataloader: raised on worker {self.worker} while loading {what} of batch {batch}"
+
+
+def add_context(error: BaseException, context: LoadingContext) -> BaseException:
+    """Attach ``context`` to ``error`` (as ``dataloader_context``) and add its note.
+
+    Only an ``Exception`` is annotated: a ``KeyboardInterrupt`` or
+    ``SystemExit`` passes through as it is. Returns ``error``.
+    """
+    if isinstance(error, Exception):
+        error.dataloader_context = context  # type: ignore[attr-defined]
+        error.add_note(context.note())
+    return error
+
+
+def context_of(error: BaseException) -> LoadingContext | None:
+    """The :class:`LoadingContext` of an error raised while loading, or ``None``."""
+    context = getattr(error, "dataloader_context", None)
+    return context if isinstance(context, LoadingContext) else None
+
+
+def _shorten(indices: Any) -> str:
+    """Indices for a note: at most eight of a long batch, and the batch's size."""
+    if isinstance(indices, list) and len(indices) > 8:
+        return f"[{', '.join(map(str, indices[:8]))}, ...] ({len(indices)} indices)"
+    return repr(indices)

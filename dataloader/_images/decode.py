@@ -1,0 +1,240 @@
+"""Decoding: header inspection and native or Pillow decoding into uint8 HWC.
+
+JPEG, PNG and WebP are decoded by ``dataloader._core.codecs`` without the
+GIL; other formats go through Pillow when it is installed.  Limits are
+checked from the header before any pixel memory is allocated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from collections.abc import Sequence
+from typing import TypeAlias
+
+import numpy as np
+
+from dataloader._core import codecs as _codecs
+from dataloader._images.arguments import (
+    CHANNELS,
+    CONVERT_MODES,
+    MAX_BYTES,
+    MAX_SIDE,
+    as_array,
+    bytes_view,
+    check_choice,
+    check_image_shape,
+    check_int,
+    check_size,
+)
+
+# An encoded file: bytes-like, or a 1-D uint8 array.
+EncodedBytes: TypeAlias = bytes | bytearray | memoryview | np.ndarray
+_INSTALL_HINT = "install Pillow for more formats: pip install dataloader[images]"
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageInfo:
+    """Size, channels and format of an encoded image, read from its header.
+
+    Examples
+    --------
+    >>> from dataloader.kernels import ImageInfo
+    >>> ImageInfo(height=2, width=3, channels=3, format="PNG").width
+    3
+    """
+
+    height: int
+    width: int
+    channels: int
+    format: str
+
+
+def _pillow(buf: np.ndarray, fmt):
+    try:
+        from PIL import Image as PILImage
+    except ImportError:
+        name = fmt or "an unrecognised format"
+        raise ValueError(f"cannot decode image: no native decoder for {name} "
+                         f"(JPEG, PNG and WebP are native); {_INSTALL_HINT}") from None
+    try:
+        return PILImage.open(io.BytesIO(buf.tobytes()))
+    except Exception as err:  # UnidentifiedImageError, DecompressionBombError, OSError
+        raise ValueError(f"cannot decode image: {err}") from err
+
+
+def _pillow_mode(im) -> str:
+    if im.mode == "P":
+        return "RGBA" if "transparency" in im.info else "RGB"
+    if im.mode in ("1", "L") or im.mode.startswith("I") or im.mode == "F":
+        return "L"
+    return im.mode if im.mode in CONVERT_MODES else "RGB"
+
+
+def image_info(data: EncodedBytes) -> ImageInfo:
+    """Read the size, channels and format of an encoded image from its header.
+
+    Parameters
+    ----------
+    data : bytes-like
+        The encoded file.
+
+    Returns
+    -------
+    ImageInfo
+        ``channels`` is what :func:`decode` returns with ``mode=None``.
+
+    Raises
+    ------
+    ValueError
+        For empty, corrupt or unrecognised data.
+
+    Examples
+    --------
+    >>> import io
+    >>> from PIL import Image as PILImage
+    >>> from dataloader.kernels import image_info
+    >>> buffer = io.BytesIO()
+    >>> PILImage.new("RGB", (5, 3)).save(buffer, "PNG")
+    >>> image_info(buffer.getvalue())
+    ImageInfo(height=3, width=5, channels=3, format='PNG')
+    """
+    buf = bytes_view(data)
+    fmt = _codecs.sniff(buf)
+    if fmt in _codecs.NATIVE_FORMATS:
+        fmt, height, width, channels = _codecs.header_info(buf)
+        return ImageInfo(height, width, channels, fmt)
+    with _pillow(buf, fmt) as im:
+        return ImageInfo(im.height, im.width, CONVERT_MODES[_pillow_mode(im)],
+                         im.format or str(fmt))
+
+
+def _check_limits(height, width, channels, max_width, max_height, max_bytes):
+    if width > max_width or height > max_height:
+        raise ValueError(f"image of {width}x{height} pixels (width x height) exceeds the limit "
+                         f"of {max_width}x{max_height}")
+    if height * width * channels > max_bytes:
+        raise ValueError(f"image of {width}x{height}x{channels} needs "
+                         f"{height * width * channels} bytes, over the limit of {max_bytes}")
+    # Pillow reads some formats (GIF, BMP, TIFF) with a zero side.
+    check_image_shape((height, width, channels), "HWC", "the decoded image")
+
+
+def decode(data: EncodedBytes, *, mode: str | None = None, out: np.ndarray | None = None,
+           min_size: Sequence[int] | None = None, max_width: int = MAX_SIDE,
+           max_height: int = MAX_SIDE, max_bytes: int = MAX_BYTES) -> np.ndarray:
+    """Decode a JPEG, PNG or WebP image (others through Pillow) into uint8 HWC.
+
+    Parameters
+    ----------
+    data : bytes-like
+        The encoded file; the format is read from its first bytes.
+    mode : {None, "L", "RGB", "RGBA"}
+        None keeps the image's own channels (1, 2, 3 or 4; palettes become RGB,
+        or RGBA with transparency; CMYK JPEGs become RGB); otherwise converted
+        as Pillow's ``Image.convert`` does.
+    out : ndarray, optional
+        uint8 destination of the decoded shape.  Pixels within a row must be
+        packed, rows may be further apart (e.g. a slot of a larger canvas).
+    min_size : (int, int), optional
+        For JPEG, decode at the smallest DCT scale (1/8, 1/4, 1/2) whose
+        output is still at least this (height, width); ignored otherwise.
+    max_width, max_height, max_bytes : int
+        Limits on the decoded size, checked from the header before any
+        pixel memory is allocated.
+
+    Returns
+    -------
+    ndarray
+        ``(H, W, C)`` uint8, or ``out``.
+
+    Raises
+    ------
+    ValueError
+        For empty, truncated or corrupt data (with the codec's message), a
+        size over a limit, an unsupported format without Pillow, or an
+        ``out`` of the wrong shape or dtype.
+
+    Notes
+    -----
+    A JPEG that libjpeg-turbo decodes with a warning (truncated or corrupt
+    entropy data, which it would fill with gray) is an error.  16-bit PNG
+    samples keep their high byte, as Pillow does; a tRNS chunk on a gray or
+    RGB PNG is ignored (Pillow keeps it as metadata, not as an alpha channel).
+    The size limits apply to the decoded size, after any DCT scaling.
+
+    Examples
+    --------
+    >>> import io
+    >>> import numpy as np
+    >>> from PIL import Image as PILImage
+    >>> from dataloader.kernels import decode
+    >>> buffer = io.BytesIO()
+    >>> PILImage.new("RGB", (4, 2), (10, 20, 30)).save(buffer, "PNG")
+    >>> pixels = decode(buffer.getvalue())
+    >>> pixels.shape, pixels[0, 0].tolist()
+    ((2, 4, 3), [10, 20, 30])
+    >>> decode(buffer.getvalue(), mode="L")[0, 0].tolist()
+    [18]
+    """
+    buf = bytes_view(data)
+    check_choice("mode", mode, (None, *CHANNELS))
+    limits = (check_int("max_width", max_width, 1), check_int("max_height", max_height, 1),
+              check_int("max_bytes", max_bytes, 1, MAX_BYTES))
+    fmt = _codecs.sniff(buf)
+    if fmt not in _codecs.NATIVE_FORMATS:
+        return _decode_pillow(buf, fmt, mode, out, limits)
+    fmt, height, width, channels = _codecs.header_info(buf)
+    channels = CONVERT_MODES[mode] if mode else channels
+    scale = 1
+    if min_size is not None:
+        min_h, min_w = check_size("min_size", min_size, allow_int=False)
+        if fmt == "JPEG":
+            for denom in (8, 4, 2):
+                h, w = _codecs.jpeg_scaled_size(height, width, denom)
+                if h >= min_h and w >= min_w:
+                    scale = denom
+                    height, width = h, w
+                    break
+    _check_limits(height, width, channels, *limits)
+    result, target = _decode_target(out, (height, width, channels))
+    _codecs.decode_into(buf, target, scale)
+    return result
+
+
+def _decode_target(out, shape):
+    if out is None:
+        result = np.empty(shape, np.uint8)
+        return result, result
+    array = as_array(out, "out")
+    if array.dtype != np.uint8:
+        raise ValueError(f"out must have dtype uint8, got {array.dtype}")
+    if array.ndim == 2 and shape[2] == 1:
+        array = array[:, :, None]
+    if array.shape != shape:
+        raise ValueError(f"out must have shape {shape} for this image, got {array.shape}")
+    if not array.flags.writeable:
+        raise ValueError("out must be writable")
+    if array.strides[2] != 1 or array.strides[1] != shape[2] or array.strides[0] < 0:
+        raise ValueError("out must have the pixels of each row packed (strides (any, C, 1))")
+    return out, array
+
+
+def _decode_pillow(buf, fmt, mode, out, limits):
+    with _pillow(buf, fmt) as im:
+        target_mode = mode or _pillow_mode(im)
+        channels = CONVERT_MODES[target_mode]
+        _check_limits(im.height, im.width, channels, *limits)
+        result, target = _decode_target(out, (im.height, im.width, channels))
+        try:
+            im.load()
+            if im.mode.startswith("I;16"):
+                # 16-bit gray: keep the high byte, as for native 16-bit PNGs.
+                from PIL import Image as PILImage
+
+                im = PILImage.fromarray((np.asarray(im) >> 8).astype(np.uint8))
+            array = np.asarray(im.convert(target_mode))
+        except Exception as err:
+            raise ValueError(f"cannot decode image: {err}") from err
+    target[...] = array.reshape(target.shape)
+    return result

@@ -1,0 +1,248 @@
+"""Generated sample images: one array generator and one image-folder generator.
+
+Everything that needs test or demo images uses these: ``dataloader bench``
+without a folder, ``make demo``, the benchmarks, the examples, the tests and
+the fuzzers' seed corpus.
+
+:func:`synthetic_image` draws smooth gradients, a wave pattern and noise:
+resampling and codecs behave on it as on photographs, and it needs nothing
+but numpy.
+
+:func:`sample_image_folder` writes an ImageNet-like folder: random crops of
+scikit-image's bundled photographs (they load offline) when scikit-image is
+installed, else synthetic images, rescaled to 400-500 x 300-375 pixels
+(width x height, the size of a typical ImageNet JPEG) and saved as quality-90
+JPEGs in torchvision's ``ImageFolder`` layout, ``root/class_k/img_nnnnn.jpg``.
+The set depends only on its parameters: every random choice comes from one
+``numpy.random.default_rng(seed)``, drawn in image order before any pixel
+work, so the threads that do the pixel work cannot change the result. A
+folder is reused when its marker file, written last, records the same
+parameters; otherwise it is generated into a sibling folder and renamed into
+place, so a concurrent reader never sees a half-written set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["image_paths", "sample_image_folder", "synthetic_image"]
+
+# Bump when the generation changes: cached sets of another version are remade.
+GENERATOR_VERSION = 2
+MARKER = ".complete.json"
+WIDTHS = (400, 500)
+HEIGHTS = (300, 375)
+QUALITY = 90
+# scikit-image's colour photographs bundled with the package (no download
+# needed); stereo_motorcycle gives (left, right, disparity): the left view.
+PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field",
+          "immunohistochemistry", "retina", "stereo_motorcycle")
+
+
+def synthetic_image(height: int, width: int, channels: int = 3, seed: int = 0) -> np.ndarray:
+    """A uint8 ``(height, width, channels)`` image of gradients, a wave and noise.
+
+    Parameters
+    ----------
+    height, width : int
+        At least 1.
+    channels : int, default 3
+        1 to 4.
+    seed : int, default 0
+        The noise's seed; the same arguments give the same pixels.
+
+    Returns
+    -------
+    ndarray
+
+    Examples
+    --------
+    >>> from dataloader._images.samples import synthetic_image
+    >>> image = synthetic_image(4, 6)
+    >>> image.shape, image.dtype.name
+    ((4, 6, 3), 'uint8')
+    >>> bool((synthetic_image(4, 6) == image).all())
+    True
+    """
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width].astype(np.float64)
+    planes = [
+        255 * x / max(width - 1, 1),
+        255 * y / max(height - 1, 1),
+        127.5 + 127.5 * np.sin((x + 2 * y) / 7.0),
+        255 * ((x * y) % 97) / 96,
+    ]
+    base = np.stack(planes[:channels], axis=-1)
+    noisy = base + rng.normal(0, 10, base.shape)
+    return np.clip(np.rint(noisy), 0, 255).astype(np.uint8)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One image's random choices: source photo, crop box and output size."""
+
+    path: Path
+    photo: int
+    box: tuple[int, int, int, int]   # left, upper, right, lower in the photo
+    size: tuple[int, int]            # width, height of the output
+    flip: bool
+
+
+def _default_root(n_images: int, n_classes: int, seed: int) -> Path:
+    return Path(tempfile.gettempdir()) / f"dataloader-sample-images-{n_images}-{n_classes}c-{seed}"
+
+
+def sample_image_folder(n_images: int = 2000, root: str | os.PathLike[str] | None = None, *,
+                        n_classes: int = 10, seed: int = 0) -> Path:
+    """Make (or reuse) an ImageFolder of ``n_images`` JPEGs in ``n_classes`` classes.
+
+    Parameters
+    ----------
+    n_images : int, default 2000
+        Number of images, spread over the classes in turn (image i is in
+        class ``i % n_classes``).
+    root : path, optional
+        The folder; by default
+        ``$TMPDIR/dataloader-sample-images-<n_images>-<n_classes>c-<seed>``.
+    n_classes : int, default 10
+        Number of class subfolders ``class_0`` ... ``class_{n_classes - 1}``.
+    seed : int, default 0
+        The set is a function of (n_images, n_classes, seed) and of whether
+        scikit-image's photographs are available.
+
+    Returns
+    -------
+    Path
+        The folder, laid out for :class:`~dataloader.ImageFolder`.
+
+    Raises
+    ------
+    RuntimeError
+        When Pillow, which encodes the JPEGs, is not installed.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from dataloader import ImageFolder
+    >>> from dataloader._images.samples import sample_image_folder
+    >>> root = sample_image_folder(8, tempfile.mkdtemp() + "/set", n_classes=4)
+    >>> folder = ImageFolder(root)
+    >>> len(folder), folder.classes
+    (8, ['class_0', 'class_1', 'class_2', 'class_3'])
+    """
+    if n_images < 1 or n_classes < 1:
+        raise ValueError(f"n_images and n_classes must be positive, got {n_images}, {n_classes}")
+    try:
+        from PIL import Image as PILImage
+    except ImportError:
+        raise RuntimeError("generating the sample images needs Pillow: "
+                           "pip install 'dataloader[bench]', or pass an image folder") from None
+    folder = Path(root) if root is not None else _default_root(n_images, n_classes, seed)
+    photos = _photos(PILImage)
+    params = {"version": GENERATOR_VERSION, "n_images": n_images, "n_classes": n_classes,
+              "seed": seed, "quality": QUALITY, "photos": bool(photos)}
+    if _complete(folder, params):
+        return folder
+    staging = folder.with_name(f"{folder.name}.partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    plans = _plans(staging, photos, n_images, n_classes, seed)
+    for k in range(n_classes):
+        (staging / f"class_{k}").mkdir(parents=True)
+    try:
+        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+            # Pillow releases the GIL while resizing and encoding.
+            list(pool.map(lambda plan: _write(plan, photos, PILImage, seed), plans))
+        (staging / MARKER).write_text(json.dumps(params))
+        if _complete(folder, params):   # another process finished first
+            return folder
+        if folder.exists():
+            shutil.rmtree(folder)
+        staging.rename(folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def image_paths(root: str | os.PathLike[str]) -> list[Path]:
+    """The JPEGs of a generated folder, sorted (class folders, then file names).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from dataloader._images.samples import image_paths, sample_image_folder
+    >>> [path.name for path in image_paths(sample_image_folder(2, tempfile.mkdtemp() + "/s"))]
+    ['img_00000.jpg', 'img_00001.jpg']
+    """
+    return sorted(Path(root).glob("class_*/*.jpg"))
+
+
+def _complete(root: Path, params: dict[str, Any]) -> bool:
+    try:
+        return bool(json.loads((root / MARKER).read_text()) == params)
+    except (OSError, ValueError):
+        return False
+
+
+def _photos(pil_image: Any) -> list[Any]:
+    """scikit-image's bundled colour photographs as RGB Pillow images; empty without it."""
+    try:
+        from skimage import data
+    except ImportError:
+        return []
+    photos = []
+    for name in PHOTOS:
+        try:
+            pixels = getattr(data, name)()
+        except Exception:  # noqa: BLE001 -- a photograph that would need a download: skipped
+            continue
+        if isinstance(pixels, tuple):
+            pixels = pixels[0]
+        photos.append(pil_image.fromarray(np.asarray(pixels)).convert("RGB"))
+    return photos
+
+
+def _plans(root: Path, photos: list[Any], n_images: int, n_classes: int,
+           seed: int) -> list[_Plan]:
+    rng = np.random.default_rng(seed)
+    plans = []
+    for i in range(n_images):
+        width = int(rng.integers(WIDTHS[0], WIDTHS[1] + 1))
+        height = int(rng.integers(HEIGHTS[0], HEIGHTS[1] + 1))
+        path = root / f"class_{i % n_classes}" / f"img_{i:05d}.jpg"
+        if not photos:
+            plans.append(_Plan(path, -1, (0, 0, width, height), (width, height), False))
+            continue
+        photo = int(rng.integers(len(photos)))
+        pw, ph = photos[photo].size
+        # A box of the output's aspect ratio inside the photo, at a random
+        # place, from the largest that fits down to 0.4 of it, but magnified
+        # at most 1.25x (a blurred close-up is not typical of a photo).
+        fit = min(pw / width, ph / height)
+        scale = float(rng.uniform(min(fit, max(0.8, 0.4 * fit)), fit))
+        bw, bh = max(1, round(width * scale)), max(1, round(height * scale))
+        left = int(rng.integers(pw - bw + 1))
+        upper = int(rng.integers(ph - bh + 1))
+        plans.append(_Plan(path, photo, (left, upper, left + bw, upper + bh), (width, height),
+                           bool(rng.integers(2))))
+    return plans
+
+
+def _write(plan: _Plan, photos: list[Any], pil_image: Any, seed: int) -> None:
+    if plan.photo < 0:
+        index = int(plan.path.stem.removeprefix("img_"))
+        width, height = plan.size
+        image = pil_image.fromarray(synthetic_image(height, width, seed=seed * 1_000_003 + index))
+    else:
+        image = photos[plan.photo].resize(plan.size, pil_image.Resampling.BILINEAR, box=plan.box)
+    if plan.flip:
+        image = image.transpose(pil_image.Transpose.FLIP_LEFT_RIGHT)
+    image.save(plan.path, "JPEG", quality=QUALITY)

@@ -1,0 +1,260 @@
+"""Collation: turning a list of items into one batch.
+
+``default_collate`` follows ``torch.utils.data.default_collate``'s structure
+rules, but its leaves are numpy arrays (torch tensors stay torch tensors):
+
+========================  =====================================================
+item type                 batch
+========================  =====================================================
+numpy array               one array with a new leading axis (native stacking)
+numpy scalar              a 1-d array of the scalar's dtype
+bool / int / float        a 1-d array of bool / int64 / float64
+str / bytes               the list of items, unchanged
+mapping                   the same mapping type, each key collated
+namedtuple                the same namedtuple, each field collated
+tuple / list / sequence   a list (or the same sequence type), position by position
+torch.Tensor              ``torch.stack`` (torch is imported only when items are tensors)
+a registered type         what its registered function returns
+========================  =====================================================
+
+Other stages add leaf types with :func:`register_collate`, as torch's
+``default_collate_fn_map`` does: the image stage registers ``Image`` (one
+pooled ``ImageBatch``, NCHW, as ``ImageCollator`` makes) and ``ImageBatch``.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dataloader._core.collate import collate_numbers, stack_arrays
+
+__all__ = ["default_collate", "default_collate_fn_map", "default_convert", "register_collate"]
+
+_UNSUPPORTED = (
+    "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
+)
+
+
+def default_collate(batch: list[Any]) -> Any:
+    """Collate a list of items into a batch, following the item's structure.
+
+    Parameters
+    ----------
+    batch : list
+        The items of one batch, all of the same structure.
+
+    Returns
+    -------
+    The batch: numpy arrays where the items hold numbers or arrays, the same
+    containers around them (see the module documentation for each rule).
+
+    Raises
+    ------
+    TypeError
+        When an item's type has no collation rule.
+    RuntimeError
+        When sequences in the batch differ in length (torch's error).
+    ValueError
+        When arrays in the batch differ in shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader import default_collate
+    >>> default_collate([1, 2, 3])
+    array([1, 2, 3])
+    >>> batch = default_collate([{"x": np.zeros(2), "y": 0}, {"x": np.ones(2), "y": 1}])
+    >>> batch["x"].shape, batch["y"].tolist()
+    ((2, 2), [0, 1])
+    """
+    elem = batch[0]
+    collate = default_collate_fn_map.get(type(elem))
+    if collate is not None:
+        return collate(batch)
+    return _collate_by_isinstance(elem, batch)
+
+
+def _collate_arrays(batch: list[Any]) -> np.ndarray:
+    elem = batch[0]
+    if elem.dtype.kind in "OSUV":
+        raise TypeError(_UNSUPPORTED.format(f"numpy array of dtype {elem.dtype}"))
+    if elem.shape == () and type(elem) is not np.ndarray:
+        return np.array(batch)
+    for item in batch:
+        if not isinstance(item, np.ndarray):
+            raise TypeError(
+                f"default_collate: cannot stack a {type(item).__name__} with numpy arrays"
+            )
+    return stack_arrays(batch)
+
+
+def _collate_numpy_scalars(batch: list[Any]) -> np.ndarray:
+    return np.array(batch, dtype=batch[0].dtype)
+
+
+def _collate_bools(batch: list[Any]) -> np.ndarray:
+    fast = collate_numbers(batch, bool) if type(batch) is list else None
+    return _checked_numbers(batch, np.bool_) if fast is None else fast
+
+
+def _collate_ints(batch: list[Any]) -> np.ndarray:
+    fast = collate_numbers(batch, int) if type(batch) is list else None
+    return _checked_numbers(batch, np.int64) if fast is None else fast
+
+
+def _collate_floats(batch: list[Any]) -> np.ndarray:
+    fast = collate_numbers(batch, float) if type(batch) is list else None
+    return _checked_numbers(batch, np.float64) if fast is None else fast
+
+
+def _checked_numbers(batch: list[Any], dtype: type) -> np.ndarray:
+    try:
+        array = np.array(batch)
+    except (ValueError, OverflowError) as exc:
+        raise TypeError(
+            f"default_collate: cannot collate {batch[0]!r} with the rest: {exc}") from exc
+    if array.dtype.kind not in "biuf" or array.ndim != 1:
+        raise TypeError(_UNSUPPORTED.format(f"a mix of numbers and {array.dtype} values"))
+    # A batch mixing ints and floats stays float, never truncated to int.
+    if np.can_cast(array.dtype, dtype, casting="safe"):
+        return array.astype(dtype, copy=False)
+    return array
+
+
+def _collate_strings(batch: list[Any]) -> list[Any]:
+    return batch
+
+
+def _collate_mapping(elem: collections.abc.Mapping, batch: list[Any]) -> Any:
+    collated = {key: default_collate([item[key] for item in batch]) for key in elem}
+    try:
+        return type(elem)(collated)
+    except TypeError:
+        # The mapping type's constructor takes no dict: fall back to dict.
+        return collated
+
+
+def _collate_namedtuple(elem: tuple, batch: list[Any]) -> Any:
+    return type(elem)(*(default_collate(list(field)) for field in zip(*batch, strict=True)))
+
+
+def _collate_sequence(elem: collections.abc.Sequence, batch: list[Any]) -> Any:
+    size = len(elem)
+    if any(len(item) != size for item in batch):
+        raise RuntimeError("each element in list of batch should be of equal size")
+    columns = [default_collate(list(column)) for column in zip(*batch, strict=True)]
+    if isinstance(elem, tuple):
+        return columns
+    try:
+        return type(elem)(columns)
+    except TypeError:
+        return columns
+
+
+def _collate_by_isinstance(elem: Any, batch: list[Any]) -> Any:
+    for registered, collate in _REGISTERED.items():
+        if isinstance(elem, registered):
+            return collate(batch)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(elem, torch.Tensor):
+        return torch.stack(batch, 0)
+    if isinstance(elem, np.ndarray):
+        return _collate_arrays(batch)
+    if isinstance(elem, np.generic):
+        return _collate_numpy_scalars(batch)
+    if isinstance(elem, bool):
+        return _collate_bools(batch)
+    if isinstance(elem, int):
+        return _collate_ints(batch)
+    if isinstance(elem, float):
+        return _collate_floats(batch)
+    if isinstance(elem, (str, bytes)):
+        return batch
+    if isinstance(elem, collections.abc.Mapping):
+        return _collate_mapping(elem, batch)
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):
+        return _collate_namedtuple(elem, batch)
+    if isinstance(elem, collections.abc.Sequence):
+        return _collate_sequence(elem, batch)
+    raise TypeError(_UNSUPPORTED.format(type(elem)))
+
+
+# Exact-type fast paths for the common leaves; everything else (subclasses,
+# containers, tensors) goes through the isinstance chain above.
+default_collate_fn_map: dict[type, Callable[[list[Any]], Any]] = {
+    np.ndarray: _collate_arrays,
+    bool: _collate_bools,
+    int: _collate_ints,
+    float: _collate_floats,
+    str: _collate_strings,
+    bytes: _collate_strings,
+    dict: lambda batch: _collate_mapping(batch[0], batch),
+    tuple: lambda batch: _collate_sequence(batch[0], batch),
+    list: lambda batch: _collate_sequence(batch[0], batch),
+}
+# The types added by register_collate, also matched by isinstance.
+_REGISTERED: dict[type, Callable[[list[Any]], Any]] = {}
+
+
+def register_collate(item_type: type, collate: Callable[[list[Any]], Any]) -> None:
+    """Make :func:`default_collate` collate ``item_type`` (and subclasses) with ``collate``.
+
+    ``collate`` receives the list of items and returns the batch. A type
+    registered again replaces its earlier function.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> from dataloader import default_collate
+    >>> from dataloader._loading.collate import register_collate
+    >>> register_collate(Fraction, lambda items: sum(items))
+    >>> default_collate([Fraction(1, 2), Fraction(1, 3)])
+    Fraction(5, 6)
+    """
+    if not isinstance(item_type, type):
+        raise TypeError(f"register_collate: item_type must be a type, got {item_type!r}")
+    if not callable(collate):
+        raise TypeError(f"register_collate: collate must be callable, got {collate!r}")
+    default_collate_fn_map[item_type] = collate
+    _REGISTERED[item_type] = collate
+
+
+def default_convert(data: Any) -> Any:
+    """Convert one item without batching it (the collation of ``batch_size=None``).
+
+    Numpy scalars become 0-d arrays, containers are converted element by
+    element, and everything else is returned unchanged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader import default_convert
+    >>> default_convert({"label": np.int64(3), "name": "cat"})
+    {'label': array(3), 'name': 'cat'}
+    """
+    if isinstance(data, np.generic):
+        return np.asarray(data)
+    if isinstance(data, (str, bytes, np.ndarray)):
+        return data
+    if isinstance(data, collections.abc.Mapping):
+        converted = {key: default_convert(value) for key, value in data.items()}
+        try:
+            return type(data)(converted)
+        except TypeError:
+            return converted
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(default_convert(value) for value in data))
+    if isinstance(data, tuple):
+        return [default_convert(value) for value in data]
+    if isinstance(data, collections.abc.Sequence):
+        converted_items = [default_convert(value) for value in data]
+        try:
+            return type(data)(converted_items)
+        except TypeError:
+            return converted_items
+    return data

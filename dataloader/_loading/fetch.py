@@ -1,0 +1,144 @@
+"""What loading a batch needs from Python: the recipe, the skip policy, index checks.
+
+The loading itself (fetch, transform, skip policy, collate) is the
+engine's, one routine for every path (``dataloader._core.load``). This
+module builds its ``Recipe`` once per epoch (which fetch method, which
+collate function), so the per-batch code does no lookups; ``SkipBudget``
+is the ``on_error="skip"`` budget that routine spends from.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from dataloader._core.load import Recipe
+
+__all__ = [
+    "SkipBudget", "check_batch_indices", "check_index", "check_skip_policy", "dataset_recipe",
+]
+
+ON_ERROR_CHOICES = ("raise", "skip")
+
+
+def check_index(index: Any) -> int:
+    """Return ``index`` as an int, or raise for a value that is not a non-negative int."""
+    try:
+        value = operator.index(index)
+    except TypeError:
+        raise TypeError(
+            f"sampler yielded {index!r} ({type(index).__name__}), expected a non-negative int"
+        ) from None
+    if value < 0:
+        raise ValueError(f"sampler yielded {value}, expected a non-negative int")
+    return value
+
+
+def check_batch_indices(indices: Any) -> list[int]:
+    """Return the batch's indices as a list, checking each of them."""
+    try:
+        values = list(indices)
+    except TypeError:
+        raise TypeError(
+            f"batch_sampler yielded {indices!r} ({type(indices).__name__}), "
+            "expected a sequence of indices"
+        ) from None
+    return [check_index(index) for index in values]
+
+
+def check_skip_policy(on_error: Any, max_skipped: Any) -> None:
+    """Validate ``DataLoader``'s ``on_error`` and ``max_skipped``."""
+    if on_error not in ON_ERROR_CHOICES:
+        raise ValueError(f"on_error should be 'raise' or 'skip', but got on_error={on_error!r}")
+    if max_skipped is None:
+        return
+    if on_error != "skip":
+        raise ValueError("max_skipped applies with on_error='skip'; pass on_error='skip' with it")
+    if isinstance(max_skipped, bool) or not isinstance(max_skipped, (int, float)):
+        valid = False
+    elif isinstance(max_skipped, int):
+        valid = max_skipped >= 0
+    else:
+        valid = math.isfinite(max_skipped) and 0.0 <= max_skipped <= 1.0
+    if not valid:
+        raise ValueError(
+            "max_skipped should be a non-negative int (items) or a float in [0, 1] (a fraction "
+            f"of the epoch's items), but got max_skipped={max_skipped!r}"
+        )
+
+
+class SkipBudget:
+    """How many failing items one epoch may drop (``on_error="skip"``).
+
+    Every thread loading the epoch spends from the same budget, so the count
+    is guarded by a lock (pool threads run in parallel on free-threaded
+    builds). Once the budget is exceeded, every further failing item raises
+    its error, as with ``on_error="raise"``.
+    """
+
+    __slots__ = ("limit", "skipped", "_described", "_lock")
+
+    def __init__(self, limit: int | None, described: str = "None") -> None:
+        self.limit = limit
+        self.skipped = 0
+        self._described = described
+        self._lock = threading.Lock()
+
+    @classmethod
+    def for_epoch(cls, on_error: str, max_skipped: Any, sampler: Any) -> SkipBudget | None:
+        """The budget of an epoch over ``sampler``, or ``None`` with ``on_error="raise"``."""
+        if on_error != "skip":
+            return None
+        if max_skipped is None or isinstance(max_skipped, int):
+            return cls(max_skipped, repr(max_skipped))
+        try:
+            n_items = len(sampler)
+        except TypeError:
+            raise ValueError(
+                f"max_skipped={max_skipped!r} is a fraction of the epoch's items, but the "
+                "sampler has no __len__: pass an int"
+            ) from None
+        return cls(math.floor(max_skipped * n_items), f"{max_skipped!r} of {n_items} items")
+
+    def spend(self, error: BaseException, index: Any) -> bool:
+        """Count one failing item; ``False`` (the error is to be raised) beyond the budget."""
+        with self._lock:
+            self.skipped += 1
+            skipped = self.skipped
+        if self.limit is None or skipped <= self.limit:
+            return True
+        error.add_note(
+            f"dataloader: {skipped} items of this epoch failed, more than "
+            f"max_skipped={self._described}; item {index!r} raised this"
+        )
+        return False
+
+
+def dataset_recipe(
+    dataset: Any,
+    *,
+    transform: Callable[[int, Any], Any] | None,
+    collate: Callable[[Any], Any],
+    batched: bool,
+    assemble: Callable[[list[int], Sequence[Any]], Any] | None = None,
+    skip: SkipBudget | None = None,
+) -> Recipe:
+    """The ``Recipe`` of an epoch over a map-style ``dataset``.
+
+    A truthy ``__getitems__`` fetches a whole batch in one call; without
+    one (or without batching), ``__getitem__`` fetches each item.
+    ``assemble`` applies to whole batches only.
+    """
+    getitems = getattr(dataset, "__getitems__", None)
+    return Recipe(
+        getitems if getitems and batched else None,
+        dataset.__getitem__,
+        transform,
+        collate,
+        batched,
+        assemble,
+        skip,
+    )

@@ -1,0 +1,606 @@
+"""``DataLoader``: its arguments, their validation, and the wiring of an epoch.
+
+The signature is ``torch.utils.data.DataLoader``'s, positional order
+included; the arguments this library adds are keyword-only.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from dataloader._core.pool import Pool
+from dataloader._datasets.asynchronous import (
+    EpochItems,
+    EventLoop,
+    check_async_dataset,
+    is_async_dataset,
+)
+from dataloader._datasets.dataset import is_iterable_style, is_map_style
+from dataloader._loading import streaming as _streaming
+from dataloader._loading.arguments import check_counts, epoch_window, is_int
+from dataloader._loading.collate import default_collate, default_convert
+from dataloader._loading.fetch import (
+    SkipBudget,
+    check_batch_indices,
+    check_index,
+    check_skip_policy,
+    dataset_recipe,
+)
+from dataloader._loading.iterators import DirectEpoch, ThreadedEpoch
+from dataloader._loading.pinning import (
+    DirectPinnedEpoch,
+    PinnedEpoch,
+    check_pin_memory_device,
+    pinning,
+)
+from dataloader._loading.plans import EpochPlan, StreamPlan
+from dataloader._loading.plugins import bind_epoch
+from dataloader._loading.stats import Stats
+from dataloader._loading.worker import WorkerSetup
+from dataloader._sampling.distributed import RankGroup
+from dataloader._sampling.sampler import (
+    BatchSampler,
+    RandomSampler,
+    SequentialSampler,
+    check_generator,
+    epoch_rng,
+    is_epoch_seeded,
+    yields_valid_indices,
+)
+from dataloader._sampling.seeding import check_seed, random_seed
+from dataloader._sampling.state import LoaderProgress, check_resumable, skip_batches
+
+T_co = TypeVar("T_co", covariant=True)
+
+__all__ = ["DataLoader"]
+
+# Attributes that define what an epoch is; like torch, they are fixed once built.
+_FROZEN_ATTRIBUTES = frozenset({"batch_size", "sampler", "batch_sampler", "drop_last", "dataset"})
+
+# How long closing a loader waits for a worker busy in user code.
+_JOIN_TIMEOUT_SECONDS = 30.0
+
+
+class DataLoader(Generic[T_co]):
+    """Iterate over a dataset in batches, loading them on a pool of threads.
+
+    Parameters
+    ----------
+    dataset : map-style or iterable-style dataset
+        Any object with ``__getitem__`` and ``__len__`` (a list works), or
+        a stream: an :class:`IterableDataset` or any object with only
+        ``__iter__`` (see ``docs/distributed.md``, "Streaming").
+    batch_size : int or None, default 1
+        Items per batch; ``None`` turns batching off (each item goes through
+        ``collate_fn`` alone, by default :func:`default_convert`).
+    shuffle : bool, default False
+        Visit the dataset in a new random order every epoch.
+    sampler : iterable of int, optional
+        The order of indices; mutually exclusive with ``shuffle``.
+    batch_sampler : iterable of lists of int, optional
+        Yields whole batches of indices; mutually exclusive with
+        ``batch_size``, ``shuffle``, ``sampler`` and ``drop_last``.
+    num_workers : int, default 0
+        Worker threads loading batches in parallel; 0 loads each batch on
+        the calling thread when ``next()`` asks for it. At most 1024
+        threads in all: ``max(num_workers, 1) * item_concurrency <= 1024``.
+    collate_fn : callable, optional
+        Turns a list of items into a batch; defaults to :func:`default_collate`.
+    pin_memory : bool, default False
+        With torch and an accelerator, deliver batches as torch tensors in
+        page-locked memory (nested structures included), pinned on a
+        dedicated thread; without an accelerator, torch's warning and plain
+        batches (see ``docs/execution.md``, "Pinned memory").
+    drop_last : bool, default False
+        Drop the last batch of an epoch when it is short.
+    timeout : float, default 0
+        Seconds to wait for one batch from the workers before ``TimeoutError``
+        (0 waits forever).
+    worker_init_fn : callable, optional
+        Called as ``worker_init_fn(worker_id)`` once on each worker thread.
+    multiprocessing_context : object, optional
+        Accepted for compatibility; it has no effect, workers are threads.
+    generator : numpy.random.Generator or torch.Generator, optional
+        Source of the shuffling order.
+    prefetch_factor : int, optional
+        Batches loaded ahead per worker (default 2, at most 1024); an
+        epoch never has more in flight than it has batches.
+    persistent_workers : bool, default False
+        Accepted for compatibility; worker threads always live as long as
+        the loader, which is what this option asks of torch's processes.
+    pin_memory_device : str, default ""
+        Accepted as torch accepts it (deprecated there): a non-empty value
+        gives torch's deprecation warning, and the current accelerator is
+        used.
+    in_order : bool, default True
+        Deliver batches in sampler order; ``False`` delivers them as they
+        complete.
+    item_concurrency : int, default 1
+        Items of one batch fetched at once (each by its own ``__getitem__``
+        call), for datasets that wait on I/O; the loader starts
+        ``max(num_workers, 1) * item_concurrency`` threads (see
+        ``docs/execution.md``, "Limits").
+    transform : callable, optional
+        Called as ``transform(index, item)`` on each item before collation.
+    seed : int, optional
+        Makes ``shuffle=True`` reproducible: the order of epoch ``e`` is a
+        function of ``(seed, e)``. Without it the loader draws one (from
+        ``generator`` when given), readable as ``loader.seed``.
+    equal_batches : bool, default False
+        Streaming datasets only: stop every rank of a distributed job at
+        the same number of batches, the smallest rank's, all full (partial
+        batches are dropped as with ``drop_last``), so every rank sees the
+        same number of samples (see ``docs/distributed.md``, "Equal batches").
+    on_error : {"raise", "skip"}, default "raise"
+        Map-style datasets: with ``"skip"``, an item whose fetch or
+        ``transform`` raises an ``Exception`` is dropped from its batch and
+        counted in ``stats()["skipped"]``; a batch left empty is passed over.
+    max_skipped : int or float, optional
+        With ``on_error="skip"``, the most items an epoch may drop (an int,
+        or a float fraction of the epoch's items); the next failing item
+        raises its error. ``None`` drops any number.
+
+    Examples
+    --------
+    >>> from dataloader import DataLoader
+    >>> loader = DataLoader(list(range(10)), batch_size=4)
+    >>> len(loader)
+    3
+    >>> [batch.tolist() for batch in loader]
+    [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    >>> loader = DataLoader(list(range(10)), batch_size=4, shuffle=True, seed=0)
+    >>> sorted(sum((batch.tolist() for batch in loader), []))
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+    """
+
+    def __init__(
+        self,
+        dataset: Any,
+        batch_size: int | None = 1,
+        shuffle: bool = False,
+        sampler: Iterable[int] | None = None,
+        batch_sampler: Iterable[list[int]] | None = None,
+        num_workers: int = 0,
+        collate_fn: Callable[[Any], Any] | None = None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable[[int], None] | None = None,
+        multiprocessing_context: Any = None,
+        generator: Any = None,
+        *,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
+        item_concurrency: int = 1,
+        transform: Callable[[int, Any], Any] | None = None,
+        seed: int | None = None,
+        equal_batches: bool = False,
+        on_error: str = "raise",
+        max_skipped: int | float | None = None,
+    ) -> None:
+        _check_dataset(dataset)
+        check_async_dataset(dataset)
+        check_skip_policy(on_error, max_skipped)
+        check_counts(batch_size, num_workers, prefetch_factor, timeout, item_concurrency)
+        check_pin_memory_device(pin_memory_device)
+        iterable = is_iterable_style(dataset)
+        if iterable:
+            _streaming.check_options(shuffle, sampler, batch_sampler)
+            if on_error != "raise":
+                raise ValueError("on_error='skip' applies to map-style datasets")
+        elif equal_batches:
+            raise ValueError(
+                "equal_batches applies to iterable-style datasets; a map-style dataset gets "
+                "equal shares on every rank from DistributedSampler"
+            )
+        _check_exclusive_options(batch_size, shuffle, sampler, batch_sampler, drop_last)
+        _check_randomness(shuffle, generator, seed, transform)
+        for name, value in (("sampler", sampler), ("batch_sampler", batch_sampler)):
+            if value is not None and not isinstance(value, Iterable):
+                raise TypeError(
+                    f"{name} should be an iterable of indices, got {type(value).__name__}"
+                )
+
+        if seed is None:
+            seed = _seed_from(generator) if shuffle and generator is not None else random_seed()
+        if batch_sampler is not None:
+            batch_size, drop_last = None, False
+        # The loader owns the sampler it builds: its seed follows the loader's.
+        self._owned_sampler: RandomSampler | None = None
+        if sampler is None and not iterable:
+            if shuffle:
+                sampler = self._owned_sampler = RandomSampler(dataset, seed=seed)
+            else:
+                sampler = SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None and not iterable:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+
+        self._iterable = iterable
+        self.equal_batches = bool(equal_batches)
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor if prefetch_factor is not None else 2
+        self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.generator = generator
+        self.persistent_workers = persistent_workers
+        self.in_order = in_order
+        self.item_concurrency = item_concurrency
+        self.transform = transform
+        self.on_error = on_error
+        self.max_skipped = max_skipped
+        self._seed = seed
+        if collate_fn is None:
+            collate_fn = default_collate if self._auto_collation else default_convert
+        self.collate_fn = collate_fn
+        self._pool: Pool | None = None
+        self._pool_finalizer: weakref.finalize | None = None
+        self._worker_setup: WorkerSetup | None = None
+        # An async dataset's coroutines run on an event loop owned by the
+        # loader (see dataloader/_datasets/asynchronous.py); the finalizer holds the loop's
+        # owner, not the loader, like the pool's.
+        self._event_loop = EventLoop(dataset) if is_async_dataset(dataset) else None
+        if self._event_loop is not None:
+            weakref.finalize(self, self._event_loop.close)
+        self._base_seed = int(np.random.default_rng(seed).integers(2**62))
+        self._progress = LoaderProgress()
+        self._stats = Stats()
+        # Streaming epochs still running, cancelled before the pool stops.
+        self._streams: weakref.WeakSet[Any] = weakref.WeakSet()
+        # Epochs whose batches a pinning thread pins, stopped by close().
+        self._pinned: weakref.WeakSet[PinnedEpoch] = weakref.WeakSet()
+        # equal_batches without known counts: the ranks' own process group
+        # (it makes its torch group when the first epoch that needs it starts).
+        self._rank_group = RankGroup() if equal_batches else None
+        self._initialized = True
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _FROZEN_ATTRIBUTES and getattr(self, "_initialized", False):
+            raise ValueError(
+                f"{name} attribute should not be set after {type(self).__name__} is initialized"
+            )
+        super().__setattr__(name, value)
+
+    @property
+    def seed(self) -> int:
+        """The seed of every random order and of :func:`item_seed`; saved by ``state_dict``."""
+        return self._seed
+
+    @seed.setter
+    def seed(self, value: int) -> None:
+        self._seed = check_seed(value)
+        self._base_seed = int(np.random.default_rng(self._seed).integers(2**62))
+        if self._owned_sampler is not None:
+            self._owned_sampler.seed = self._seed
+
+    @property
+    def epoch(self) -> int:
+        """The number of the epoch started last (before any, of the one to come).
+
+        Each ``iter(loader)`` starts the next epoch, unless ``set_epoch``
+        was called on the sampler since: then the sampler's epoch.
+        """
+        return self._progress.epoch
+
+    @property
+    def _auto_collation(self) -> bool:
+        if self._iterable:
+            return self.batch_size is not None
+        return self.batch_sampler is not None
+
+    @property
+    def _index_sampler(self) -> Iterable[Any]:
+        return self.batch_sampler if self._auto_collation else self.sampler
+
+    def __len__(self) -> int:
+        """The number of batches in one epoch."""
+        if self._iterable:
+            return _streaming.loader_length(self)
+        return len(self._index_sampler)  # type: ignore[arg-type]
+
+    @property
+    def _threaded(self) -> bool:
+        return self.num_workers > 0 or self.item_concurrency > 1
+
+    def __iter__(self) -> Any:
+        pin = pinning(self.pin_memory, self.pin_memory_device)
+        epoch: Any
+        if self._iterable:
+            epoch = self._start_stream()
+        else:
+            plan = self._plan_epoch()
+            if not self._threaded:
+                epoch = DirectEpoch(self, plan)
+            else:
+                epoch = ThreadedEpoch(self, plan, self._live_pool())
+        if pin is None:
+            return epoch
+        if not self._threaded:
+            return DirectPinnedEpoch(epoch)
+        pinned = PinnedEpoch(epoch, self._progress, pin, join_timeout=_JOIN_TIMEOUT_SECONDS)
+        self._pinned.add(pinned)
+        return pinned
+
+    def _live_pool(self) -> Pool:
+        """The loader's pool, created on the first threaded epoch and kept after it."""
+        size = max(self.num_workers, 1) * self.item_concurrency
+        pool = self._pool
+        if pool is not None and pool.alive and pool.size == size:
+            return pool
+        self._shutdown_pool()
+        pool = Pool(size)
+        self._pool = pool
+        self._worker_setup = WorkerSetup(size, self._base_seed, self.dataset, self.worker_init_fn)
+        self._stats.ensure_threads(size)
+        # The finalizer holds the pool, not the loader; it also runs at exit,
+        # before the interpreter finalizes, so no worker outlives Python.
+        self._pool_finalizer = weakref.finalize(self, _shutdown, pool, self._streams)
+        return pool
+
+    def _shutdown_pool(self) -> None:
+        if self._pool_finalizer is not None:
+            self._pool_finalizer()
+        self._pool = None
+        self._pool_finalizer = None
+
+    def close(self) -> None:
+        """Stop the worker threads; epochs still running raise on their next batch.
+
+        For an async dataset, the coroutines in flight are cancelled, its
+        ``aclose()`` is awaited and its event loop stops, before the pool.
+        The loader stays usable: its next threaded epoch starts a new pool
+        (and its next async epoch a new event loop).
+
+        Examples
+        --------
+        >>> from dataloader import DataLoader
+        >>> with DataLoader(list(range(4)), batch_size=2, num_workers=2) as loader:
+        ...     [batch.tolist() for batch in loader]
+        [[0, 1], [2, 3]]
+        """
+        # The loop first: it cancels coroutines that pool threads wait for.
+        if self._event_loop is not None:
+            self._event_loop.close()
+        # Then the pinning threads, which take batches from the pool's epochs.
+        for pinned in list(self._pinned):
+            pinned.close()
+        self._shutdown_pool()
+
+    def __enter__(self) -> DataLoader[T_co]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def stats(self) -> dict[str, dict[str, float]]:
+        """Counts and cumulative seconds of each loading stage, in this process.
+
+        ``fetch`` and ``transform`` count items, ``collate`` counts batches
+        (their seconds add up over all worker threads), and ``wait`` counts
+        the consumer's ``next()`` calls and the time spent in them: waiting
+        for workers, or (with ``num_workers=0``) loading the batch.
+
+        Examples
+        --------
+        >>> from dataloader import DataLoader
+        >>> loader = DataLoader(list(range(10)), batch_size=5)
+        >>> _ = list(loader)
+        >>> figures = loader.stats()
+        >>> figures["fetch"]["count"], figures["collate"]["count"]
+        (10, 2)
+        >>> figures["wait"]["seconds"] >= 0
+        True
+        """
+        return self._stats.snapshot()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where this loader is: a small JSON-serialisable dict for ``load_state_dict``.
+
+        It holds the epoch, the batches delivered in it, the seed, and the
+        sampler's own ``state_dict`` when it has one (streaming: each
+        stream iterator's state). See ``docs/distributed.md``, "Resume".
+
+        Examples
+        --------
+        >>> from dataloader import DataLoader
+        >>> loader = DataLoader(list(range(8)), batch_size=2, shuffle=True, seed=4)
+        >>> it = iter(loader)
+        >>> first = [next(it).tolist() for _ in range(2)]
+        >>> state = loader.state_dict()
+        >>> state["epoch"], state["batches"]
+        (0, 2)
+        >>> resumed = DataLoader(list(range(8)), batch_size=2, shuffle=True)
+        >>> resumed.load_state_dict(state)
+        >>> rest = [batch.tolist() for batch in resumed]
+        >>> rest == [batch.tolist() for batch in it]
+        True
+        """
+        state = self._progress.state_dict(self.seed, self.sampler, self.in_order)
+        if state["batches"]:
+            if self._iterable:
+                _streaming.check_resumable_state(state)
+            else:
+                check_resumable(self.sampler)
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from ``state``: the next ``iter(loader)`` resumes its epoch.
+
+        The resumed epoch gives exactly the batches the interrupted run
+        would have given after the saved point, and later epochs follow as
+        they would have. Raises ``ValueError`` when the state cannot be
+        resumed here (see ``state_dict``).
+
+        Examples
+        --------
+        >>> from dataloader import DataLoader
+        >>> loader = DataLoader(list(range(6)), batch_size=2)
+        >>> loader.load_state_dict({"format": 1, "epoch": 3, "batches": 2, "seed": 0})
+        >>> loader.epoch, [batch.tolist() for batch in loader]
+        (3, [[4, 5]])
+        """
+        if self._iterable and state.get("batches"):
+            _streaming.check_resumable_state(state)
+        if "sampler" in state and hasattr(self.sampler, "load_state_dict"):
+            self.sampler.load_state_dict(state["sampler"])
+        self.seed = self._progress.load_state_dict(state)
+
+    def _epoch_samplers(self) -> list[Any]:
+        """The samplers whose order depends on the epoch number."""
+        found = []
+        for sampler in (self.sampler, getattr(self.batch_sampler, "sampler", None)):
+            if is_epoch_seeded(sampler) and all(sampler is not other for other in found):
+                found.append(sampler)
+        return found
+
+    def _epoch_transform(self) -> tuple[Any, Any]:
+        """This epoch's ``transform(index, item)``, and a batch assembler when one applies.
+
+        See :mod:`dataloader._loading.plugins`: a native chain is bound to the
+        loader's seed and this epoch; with a collator that assembles batches
+        (``ImageCollator``, for a chain of fixed output shape), batch tasks
+        write each item straight into its batch slot (lanes keep the
+        per-item path).
+        """
+        return bind_epoch(self.transform, self.collate_fn, seed=self.seed, epoch=self.epoch,
+                          lanes=self.item_concurrency > 1)
+
+    def _plan_epoch(self) -> EpochPlan:
+        progress, _resume = self._progress.start_epoch(self._epoch_samplers())
+        skipped = progress.delivered
+        try:
+            total: int | None = len(self)
+        except TypeError:
+            total = None
+        progress.total = total
+        if total is not None:
+            total = max(total - skipped, 0)
+        index_sampler = self._index_sampler
+        if yields_valid_indices(index_sampler):
+            check = None
+        else:
+            check = check_batch_indices if self._auto_collation else check_index
+        transform, assemble = self._epoch_transform()
+        source, item_lanes, on_cancel = self.dataset, False, None
+        if self._event_loop is not None:
+            source = EpochItems(self.dataset, self._event_loop)
+            item_lanes, on_cancel = source.item_lanes, source.cancel
+            assemble = None  # async items are loaded by lanes, item by item
+        recipe = dataset_recipe(
+            source,
+            transform=transform,
+            collate=self.collate_fn,
+            batched=self._auto_collation,
+            assemble=assemble,
+            skip=SkipBudget.for_epoch(self.on_error, self.max_skipped, self.sampler),
+        )
+        batches = skip_batches(index_sampler, self._auto_collation, skipped)
+        # A threaded epoch's pool comes first: its worker set-up belongs to it.
+        pool = self._live_pool() if self._threaded else None
+        return EpochPlan(
+            batches, total, check, recipe, progress, self._stats, item_lanes, on_cancel,
+            window=epoch_window(self.num_workers, self.prefetch_factor, total),
+            item_concurrency=self.item_concurrency,
+            in_order=self.in_order,
+            timeout=float(self.timeout),
+            worker_setup=self._worker_setup if pool is not None else None,
+        )
+
+    def _start_stream(self) -> Any:
+        """``iter(loader)`` over a stream: end the previous epoch, plan this one, start it."""
+        # The previous epoch's workers are needed by the new one.
+        for previous in list(self._streams):
+            previous.cancel(replaced=True)
+        progress, resume = self._progress.start_epoch(())
+        # A native chain, bound to this epoch; with an ImageCollator, written
+        # straight into the batch (the fused path of map-style datasets).
+        transform, assemble = self._epoch_transform()
+        recipe = _streaming.stream_recipe(transform, self.collate_fn, self.batch_size, assemble)
+        limit = _streaming.epoch_limit(self, self._rank_group)
+        pool = self._live_pool() if self._threaded else None
+        plan = StreamPlan(
+            dataset=self.dataset,
+            num_workers=self.num_workers,
+            recipe=recipe,
+            batch_size=self.batch_size,
+            drop_last=_streaming.drops_partial(self),
+            progress=progress,
+            resume=resume,
+            limit=limit,
+            stats=self._stats,
+            pool=pool,
+            worker_setup=self._worker_setup if pool is not None else None,
+            base_seed=self._base_seed,
+            prefetch_factor=self.prefetch_factor,
+            timeout=float(self.timeout),
+            rank_group=self._rank_group,
+            in_order=self.in_order and _streaming.ordered_streams(self.dataset),
+        )
+        epoch = _streaming.start_epoch(self, plan)
+        self._streams.add(epoch)
+        return epoch
+
+
+def _shutdown(pool: Pool, streams: weakref.WeakSet[Any]) -> None:
+    """Stop a loader's pool: cancel its streaming epochs (their workers wait for room), join."""
+    for stream in list(streams):
+        stream.cancel()
+    pool.shutdown(_JOIN_TIMEOUT_SECONDS)
+
+
+def _check_dataset(dataset: Any) -> None:
+    if not is_map_style(dataset) and not is_iterable_style(dataset):
+        raise TypeError(
+            "dataset should be map-style (define __getitem__ and __len__) or "
+            f"iterable-style (define __iter__), got {type(dataset).__name__}"
+        )
+
+
+def _check_exclusive_options(
+    batch_size: Any, shuffle: Any, sampler: Any, batch_sampler: Any, drop_last: Any
+) -> None:
+    if sampler is not None and shuffle:
+        raise ValueError("sampler option is mutually exclusive with shuffle")
+    if batch_sampler is not None:
+        if batch_size != 1 or shuffle or sampler is not None or drop_last:
+            raise ValueError(
+                "batch_sampler option is mutually exclusive with batch_size, shuffle, "
+                "sampler, and drop_last"
+            )
+    elif batch_size is None and drop_last:
+        raise ValueError(
+            "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
+        )
+
+
+def _check_randomness(shuffle: Any, generator: Any, seed: Any, transform: Any) -> None:
+    check_generator(generator)
+    if seed is None:
+        return
+    if not is_int(seed):
+        raise TypeError(f"seed should be an int, but got seed={seed!r}")
+    if not shuffle and transform is None:
+        raise ValueError(
+            "seed makes shuffle=True and random transforms reproducible; "
+            "pass shuffle=True or a transform with seed"
+        )
+    if generator is not None:
+        raise ValueError("pass either seed or generator, not both")
+
+
+def _seed_from(generator: Any) -> int:
+    """One draw from the user's generator: the loader's seed, so orders are reproducible."""
+    return int(epoch_rng(generator).integers(2**63))

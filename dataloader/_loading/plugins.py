@@ -1,0 +1,66 @@
+"""The two small protocols through which other stages plug into the loader.
+
+The loader itself knows nothing of images. A transform or collate function
+that can do better than being called item by item says so by having one of
+these methods; the loader calls them once per epoch and otherwise treats
+the objects as plain callables:
+
+* :class:`EpochBound` -- ``transform.bind_epoch(seed, epoch)`` returns this
+  epoch's ``item_transform(index, item)``: a native chain bound to the
+  loader's seed and the epoch, so every item draws its randomness from
+  ``(seed, epoch, index)``, whichever thread runs it.
+* :class:`BatchAssembling` -- ``collate_fn.assembler(item_transform)``
+  returns a function ``assemble(indices, items) -> batch`` that transforms
+  each item straight into its slot of the batch (``None`` when it cannot).
+
+Leaf types are collated through the registry of
+:mod:`dataloader._loading.collate` (``register_collate``), where the image
+stage registers ``Image`` and ``ImageBatch``.
+
+Examples
+--------
+>>> from dataloader._loading.plugins import bind_epoch
+>>> bind_epoch(str.upper, seed=0, epoch=0)
+(<method 'upper' of 'str' objects>, None)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["BatchAssembling", "EpochBound", "bind_epoch"]
+
+ItemTransform = Callable[[int, Any], Any]
+Assemble = Callable[[list[int], list[Any]], Any]
+
+
+@runtime_checkable
+class EpochBound(Protocol):
+    """A transform that is bound to each epoch before it runs."""
+
+    def bind_epoch(self, seed: int, epoch: int) -> ItemTransform: ...
+
+
+@runtime_checkable
+class BatchAssembling(Protocol):
+    """A collate function that can assemble a batch while transforming its items."""
+
+    def assembler(self, item_transform: ItemTransform) -> Assemble | None: ...
+
+
+def bind_epoch(
+    transform: Any, collate_fn: Any = None, *, seed: int, epoch: int, lanes: bool = False
+) -> tuple[Any, Assemble | None]:
+    """This epoch's transform and, when one applies, its batch assembler.
+
+    ``transform`` is returned as it is unless it is :class:`EpochBound`.
+    With ``lanes`` (items of a batch loaded concurrently) there is no
+    assembler: each item is transformed on its own.
+    """
+    if not isinstance(transform, EpochBound):
+        return transform, None
+    item_transform = transform.bind_epoch(seed, epoch)
+    if lanes or not isinstance(collate_fn, BatchAssembling):
+        return item_transform, None
+    return item_transform, collate_fn.assembler(item_transform)
