@@ -19,8 +19,8 @@ packed with ``TarWriter``), in one run:
   size): the peak depends on the buffer and the batches in flight, not on
   the shard size.
 
-Run ``python benchmarks/shards.py``; results go to
-``benchmarks/results/shards.json``.
+Run ``python benchmarks/shards.py`` (``--only raw`` for one measurement);
+results, with the load average, go to ``benchmarks/results/shards.json``.
 """
 
 from __future__ import annotations
@@ -176,16 +176,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", choices=["train", "raw", "memory"],
+                        help="run one of the three measurements")
     args = parser.parse_args()
     # The default set is about 75 MB: both sizes leave every worker shards to read.
     small, large = make_shards(args.images, 8), make_shards(args.images, 32)
-    result: dict = {"images": args.images, "shards": {"8MB": len(small), "32MB": len(large)}}
+    result: dict = {"images": args.images, "shards": {"8MB": len(small), "32MB": len(large)},
+                    "load_average": os.getloadavg()}
+    if args.only in (None, "train"):
+        train(small, args.repeats, result)
+    if args.only in (None, "raw"):
+        raw, cat = raw_rates(small, args.repeats)
+        result["raw"] = {"tar_dataset_mb_s": raw, "cat_mb_s": cat,
+                         "fraction_of_cat": max(raw) / max(cat)}
+        print_table(["raw read, MB/s (best)", "rate"],
+                    [["TarDataset, no decoding", max(raw)], ["cat > /dev/null", max(cat)],
+                     ["fraction of cat", max(raw) / max(cat)]])
+    if args.only in (None, "memory"):
+        memory = {size: {"train": peak_rss_mib(shards, "ours_loader"),
+                         "no_decoding": peak_rss_mib(shards, "raw_loader")}
+                  for size, shards in (("8MB", small), ("32MB", large))}
+        result["peak_rss_mib"] = memory
+        print_table(["shard size", "peak RSS MiB, train", "no decoding"],
+                    [[k, v["train"], v["no_decoding"]] for k, v in memory.items()])
+    print(f"load average at the end: {os.getloadavg()}")
+    print(f"results: {write_json(RESULTS, 'shards', result)}")
 
-    ours = epoch_rates(ours_loader, small, args.repeats)
+
+def train(small: list[str], repeats: int, result: dict) -> None:
+    ours = epoch_rates(ours_loader, small, repeats)
     rows = [["train: dataloader TarDataset", max(ours), "1.00"]]
     result["train"] = {"dataloader": ours}
     try:
-        theirs = epoch_rates(theirs_loader, small, args.repeats)
+        theirs = epoch_rates(theirs_loader, small, repeats)
     except ImportError as exc:
         print(f"webdataset + torch skipped: {exc}")
     else:
@@ -193,21 +216,6 @@ def main() -> None:
         rows.append(["train: webdataset + torch", max(theirs), f"{max(theirs) / max(ours):.2f}"])
         result["speedup_vs_webdataset"] = max(ours) / max(theirs)
     print_table(["images/s (best epoch)", "rate", "vs ours"], rows)
-
-    raw, cat = raw_rates(small, args.repeats)
-    result["raw"] = {"tar_dataset_mb_s": raw, "cat_mb_s": cat,
-                     "fraction_of_cat": max(raw) / max(cat)}
-    print_table(["raw read, MB/s (best)", "rate"],
-                [["TarDataset, no decoding", max(raw)], ["cat > /dev/null", max(cat)],
-                 ["fraction of cat", max(raw) / max(cat)]])
-
-    memory = {size: {"train": peak_rss_mib(shards, "ours_loader"),
-                     "no_decoding": peak_rss_mib(shards, "raw_loader")}
-              for size, shards in (("8MB", small), ("32MB", large))}
-    result["peak_rss_mib"] = memory
-    print_table(["shard size", "peak RSS MiB, train", "no decoding"],
-                [[k, v["train"], v["no_decoding"]] for k, v in memory.items()])
-    print(f"results: {write_json(RESULTS, 'shards', result)}")
 
 
 if __name__ == "__main__":

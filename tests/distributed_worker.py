@@ -1,10 +1,11 @@
 """One rank of a torchrun job (run by test_distributed.py, not collected by pytest).
 
 Usage: python -m torch.distributed.run --standalone --nproc_per_node=2
-distributed_worker.py {map,stream,stream-unsized} OUTPUT_DIR
+distributed_worker.py {map,stream,stream-unsized,tar} OUTPUT_DIR
 
 Each rank iterates its loader for two epochs, the ranks all_gather what
-they saw, and rank 0 checks disjointness, cover and equal batch counts,
+they saw, and rank 0 checks disjointness, cover and equal batch counts
+(and, for tar shards of uneven sizes in OUTPUT_DIR, equal sample counts),
 then writes "ok" to OUTPUT_DIR/result.txt.
 """
 
@@ -30,7 +31,14 @@ class Unsized(IterableDataset):
         return iter(range(self.n))
 
 
-def build(scenario):
+def build(scenario, output):
+    if scenario == "tar":
+        from dataloader.sources import TarDataset
+
+        shards = sorted(str(path) for path in output.glob("*.tar"))
+        dataset = TarDataset(shards, shuffle_shards=True, shuffle_buffer=4, seed=1).shard()
+        return DataLoader(dataset, batch_size=4, num_workers=2, equal_batches=True,
+                          transform=lambda position, sample: int(sample["cls"]))
     if scenario == "map":
         return DataLoader(list(range(N)), batch_size=8, num_workers=2,
                           sampler=DistributedSampler(range(N), seed=3))
@@ -48,6 +56,9 @@ def check(scenario, gathered):
         counts = {len(batches) for batches in seen}
         assert len(counts) == 1, f"batch counts differ: {counts}"
         items = [list(chain.from_iterable(batches)) for batches in seen]
+        if scenario == "tar":
+            samples = {len(rank_items) for rank_items in items}
+            assert len(samples) == 1, f"sample counts differ: {samples}"
         if scenario == "map":
             everything = list(chain.from_iterable(items))
             assert set(everything) == set(range(N)), "the ranks do not cover the dataset"
@@ -65,7 +76,7 @@ def check(scenario, gathered):
 def main():
     scenario, output = sys.argv[1], Path(sys.argv[2])
     dist.init_process_group("gloo")
-    loader = build(scenario)
+    loader = build(scenario, output)
     epochs = [[batch.tolist() for batch in loader] for _ in range(2)]
     gathered = [None] * dist.get_world_size()
     dist.all_gather_object(gathered, epochs)

@@ -259,6 +259,20 @@ def test_torchrun_ranks_see_disjoint_equal_shares(tmp_path, scenario):
     assert torchrun(tmp_path, scenario) == "ok"
 
 
+def test_torchrun_tar_shards_give_every_rank_the_same_samples(tmp_path):
+    # Shards of uneven sizes: the ranks' shares differ, and so do their
+    # workers' partial last batches, in size and place.
+    from dataloader.sources import TarWriter
+
+    label = 0
+    for n, count in enumerate([3, 9, 5, 13, 7, 4, 11, 6]):
+        with TarWriter(str(tmp_path / f"s-{n}.tar")) as writer:
+            for _ in range(count):
+                writer.write({"__key__": f"{label:05d}", "cls": label})
+                label += 1
+    assert torchrun(tmp_path, "tar") == "ok"
+
+
 # -- equal_batches without known counts: the ranks agree in chunks -----------
 
 

@@ -10,18 +10,37 @@ A, B, C = list(range(3)), list(range(10, 14)), list(range(100, 110))
 
 
 class Stream(IterableDataset):
-    """A resumable stream of a list (sharded by worker through a map-style share)."""
+    """A resumable stream of a list, split by worker as torch's examples split streams."""
 
     def __init__(self, items):
         self.items = items
 
     def __iter__(self):
-        from dataloader._datasets.interleave import _MapShare
-        from dataloader._loading.worker import get_worker_info
+        from dataloader import get_worker_info
 
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
-        return _MapShare(self.items, worker, workers)
+        return Share(self.items[worker::workers])
+
+
+class Share:
+    def __init__(self, items):
+        self.items, self.next = items, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.next >= len(self.items):
+            raise StopIteration
+        self.next += 1
+        return self.items[self.next - 1]
+
+    def state_dict(self):
+        return {"next": self.next}
+
+    def load_state_dict(self, state):
+        self.next = state["next"]
 
 
 def test_round_robin_matches_hugging_face():
@@ -101,3 +120,64 @@ def test_bad_arguments_name_themselves():
         interleave([])
     with pytest.raises(TypeError, match=r"datasets\[1\]"):
         interleave([A, 5])
+
+
+def mixtures():
+    """A map-style and two streaming sources, by weight and in turn, under both strategies."""
+    for probabilities in ([0.5, 0.3, 0.2], None):
+        for strategy in ("first_exhausted", "all_exhausted"):
+            yield lambda p=probabilities, s=strategy: interleave(
+                [list(range(40)), Stream(list(range(100, 117))), Stream(list(range(200, 231)))],
+                probabilities=p, seed=5, stopping_strategy=s)
+
+
+def flat(loader):
+    return [x for batch in loader for x in (batch.tolist() if hasattr(batch, "tolist")
+                                            else [batch])]
+
+
+@pytest.mark.parametrize("batch_size", [None, 1, 4, 5])
+def test_stream_mixture_is_the_same_whatever_the_workers(batch_size):
+    for make in mixtures():
+        expected = list(make())
+        for workers in (0, 1, 2, 4):
+            mixed = make()
+            with DataLoader(mixed, batch_size=batch_size, num_workers=workers) as loader:
+                assert flat(loader) == expected, (workers, batch_size)
+            assert sum(mixed.stats()["counts"]) == len(expected)
+
+
+def test_stream_mixture_differs_by_seed_and_epoch():
+    def make(seed):
+        return interleave([list(range(30)), Stream(list(range(100, 130)))],
+                          probabilities=[0.5, 0.5], seed=seed)
+
+    with DataLoader(make(1), batch_size=3, num_workers=2) as loader:
+        first, second = flat(loader), flat(loader)
+    assert first != second  # a new epoch draws anew
+    with DataLoader(make(1), batch_size=3, num_workers=4) as loader:
+        assert flat(loader) == first
+    with DataLoader(make(2), batch_size=3, num_workers=2) as loader:
+        assert flat(loader) != first
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_stream_mixture_resumes_exactly_with_workers(workers):
+    for make in mixtures():
+        with DataLoader(make(), batch_size=3, num_workers=workers) as loader:
+            whole = [batch.tolist() for batch in loader]
+        for stop in (1, len(whole) // 2, len(whole) - 1):
+            with DataLoader(make(), batch_size=3, num_workers=workers) as loader:
+                iterator = iter(loader)
+                head = [next(iterator).tolist() for _ in range(stop)]
+                state = json.loads(json.dumps(loader.state_dict()))
+            with DataLoader(make(), batch_size=3, num_workers=workers) as loader:
+                loader.load_state_dict(state)
+                assert head + [batch.tolist() for batch in loader] == whole, (workers, stop)
+
+
+def test_out_of_order_delivery_keeps_the_examples():
+    make = next(mixtures())
+    expected = list(make())
+    with DataLoader(make(), batch_size=4, num_workers=3, in_order=False) as loader:
+        assert sorted(flat(loader)) == sorted(expected)

@@ -124,6 +124,66 @@ def test_batches_arrive_in_arrival_order():
         assert [b.tolist() for b in it] == [[0, 1], [2, 3], [4, 5]]
 
 
+class Uneven(IterableDataset):
+    """Worker w streams 2 * (w + 1) items (w + 1 batches of 2), resumably; ordered by turn."""
+
+    ordered_streams = True
+
+    def __init__(self, hold=None):
+        self.hold = hold
+
+    def __iter__(self):
+        info = get_worker_info()
+        if info.id == 0 and self.hold is not None:
+            self.hold.wait(30)
+        return Resumable(range(info.id * 100, info.id * 100 + 2 * (info.id + 1)))
+
+
+class Resumable:
+    def __init__(self, items):
+        self.items, self.next = list(items), 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.next >= len(self.items):
+            raise StopIteration
+        self.next += 1
+        return self.items[self.next - 1]
+
+    def state_dict(self):
+        return {"next": self.next}
+
+    def load_state_dict(self, state):
+        self.next = state["next"]
+
+
+BY_TURN = [[0, 1], [100, 101], [200, 201], [102, 103], [202, 203], [204, 205]]
+
+
+def test_ordered_streams_are_delivered_by_turn():
+    hold = threading.Event()
+    # Workers 1 and 2 are ready long before worker 0: their batches still wait for its turn.
+    threading.Timer(0.2, hold.set).start()
+    with DataLoader(Uneven(hold), batch_size=2, num_workers=3) as loader:
+        assert [b.tolist() for b in loader] == BY_TURN
+    with DataLoader(Uneven(), batch_size=2, num_workers=3, in_order=False) as loader:
+        assert sorted(b.tolist() for b in loader) == sorted(BY_TURN)
+
+
+@pytest.mark.parametrize("stop", range(1, 6))
+def test_ordered_streams_resume_their_turns(stop):
+    # After stop 4 worker 0 has ended: the turns go on among the others.
+    with DataLoader(Uneven(), batch_size=2, num_workers=3) as loader:
+        iterator = iter(loader)
+        head = [next(iterator).tolist() for _ in range(stop)]
+        state = loader.state_dict()
+    with DataLoader(Uneven(), batch_size=2, num_workers=3) as loader:
+        loader.load_state_dict(state)
+        assert head + [b.tolist() for b in loader] == BY_TURN
+
+
 def test_len_follows_torchs_rule():
     assert len(DataLoader(Range(10), batch_size=3)) == 4
     assert len(DataLoader(Range(10), batch_size=3, drop_last=True)) == 3

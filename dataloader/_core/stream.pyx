@@ -1,4 +1,4 @@
-"""The streaming engine: worker threads iterating streams, batches in arrival order.
+"""The streaming engine: worker threads iterating streams, batches in arrival order or by turn.
 
 Data flow (see ``docs/architecture.md``, "The streaming epoch"):
 
@@ -10,6 +10,13 @@ Data flow (see ``docs/architecture.md``, "The streaming epoch"):
   the consumer.
 * The consumer takes entries in arrival order, waiting as every engine
   does (``consumer.Consumer``).
+  With the plan's ``in_order`` it takes them by turn instead, as torch
+  does: batch ``j`` of every stream before batch ``j + 1`` of any, streams
+  in index order, an ended stream leaving the rotation; each stream then
+  has its own share of the window, so that the stream whose turn it is
+  always has room. The order is a function of the streams' batches alone,
+  and a resumed epoch continues it from the batches each stream had
+  delivered (the plan's ``delivered_by_stream``).
 * The epoch ends when every producer has finished and every entry has
   been taken.
 
@@ -17,12 +24,14 @@ Locking rule (as in ``epoch.pyx``): ``mutex`` guards the counters below;
 it is held for a few instructions, and no thread waits to attach to the
 interpreter while holding it. ``results`` is a deque touched only with the
 interpreter attached: a producer appends before it counts the entry ready,
-so the consumer always finds as many entries as ``ready_count`` says.
+so the consumer always finds as many entries as ``ready_count`` says. By
+turn, ``queues[s]`` plays that part for stream ``s`` and ``queued[s]``
+counts its ready entries.
 """
 from collections import deque
 
 from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
 
 from dataloader._core._sync cimport (
     dl_cond_init_monotonic, pthread_cond_broadcast, pthread_cond_destroy, pthread_cond_t,
@@ -64,9 +73,11 @@ cdef class Stream(Consumer):
     plan : StreamPlan
         ``timeout`` (seconds to wait for one batch before ``TimeoutError``;
         0 is forever), ``worker_setup`` (called as
-        ``worker_setup(thread_index)`` before a stream opens) and ``stats``
+        ``worker_setup(thread_index)`` before a stream opens), ``stats``
         (the loader's counters; a producer adds to its own thread's row
-        only).
+        only), ``in_order`` (deliver by turn, see the module docstring) and
+        ``delivered_by_stream`` (each stream's batches delivered before a
+        resume, where its turns continue).
     """
 
     cdef pthread_cond_t room
@@ -76,9 +87,21 @@ cdef class Stream(Consumer):
     cdef Recipe recipe
     cdef list cursors
     cdef object results, worker_setup, stats
+    # By turn: per stream (index s), guarded by mutex except queues (the
+    # interpreter): entries ready, room held (reserved or ready), batches
+    # taken, and whether its producer has finished. ``turn`` is written by
+    # the consumer's ready() and read by its take().
+    cdef bint in_order
+    cdef Py_ssize_t n_streams, stream_window, turn
+    cdef list queues
+    cdef Py_ssize_t* queued
+    cdef Py_ssize_t* held
+    cdef Py_ssize_t* took
+    cdef bint* done
 
     def __cinit__(self, Pool pool not None, list cursors not None, Recipe recipe not None,
                   Py_ssize_t window, plan):
+        cdef Py_ssize_t s, n = len(cursors)
         dl_cond_init_monotonic(&self.room)
         self.pool = pool
         self.cursors = cursors
@@ -89,11 +112,29 @@ cdef class Stream(Consumer):
         self.stats = plan.stats
         self.consumer_row = plan.stats.rows[0]
         self.results = deque()
+        self.in_order = plan.in_order
+        self.n_streams = n
+        self.stream_window = max(self.window // max(n, 1), 1)
+        self.queues = [deque() for _ in range(n)]
+        self.queued = <Py_ssize_t*> calloc(max(n, 1), sizeof(Py_ssize_t))
+        self.held = <Py_ssize_t*> calloc(max(n, 1), sizeof(Py_ssize_t))
+        self.took = <Py_ssize_t*> calloc(max(n, 1), sizeof(Py_ssize_t))
+        self.done = <bint*> calloc(max(n, 1), sizeof(bint))
+        if not (self.queued and self.held and self.took and self.done):
+            raise MemoryError()
+        if self.in_order:
+            delivered = plan.delivered_by_stream
+            for s in range(n):
+                self.took[s] = delivered[s]
 
     def __dealloc__(self):
         # After fork() the condition may be held by a thread that is gone.
         if self.sync_ready and self.generation == fork_generation():
             pthread_cond_destroy(&self.room)
+        free(self.queued)
+        free(self.held)
+        free(self.took)
+        free(self.done)
 
     def start(self):
         """Submit one producer task per stream."""
@@ -135,12 +176,16 @@ cdef class Stream(Consumer):
             self.finished = True
             raise StopIteration
         self.delivered += 1
+        if self.in_order:
+            return self.queues[self.turn].popleft()
         return self.results.popleft()
 
     cdef Py_ssize_t ready(self) noexcept nogil:
         """1 when an entry was taken, 0 at the end, -1 to keep waiting (mutex held)."""
         if self.finished:
             return 0
+        if self.in_order:
+            return self._ready_by_turn()
         if self.ready_count > 0:
             self.ready_count -= 1
             self.reserved -= 1
@@ -148,17 +193,45 @@ cdef class Stream(Consumer):
             return 1
         return 0 if self.live == 0 else -1
 
+    cdef Py_ssize_t _ready_by_turn(self) noexcept nogil:
+        """``ready()`` by turn (mutex held): the stream with the fewest batches taken
+        (the lowest index of those) that may still give one has the next batch."""
+        cdef Py_ssize_t s, turn = -1
+        for s in range(self.n_streams):
+            if self.done[s] and self.queued[s] == 0:
+                continue
+            if turn < 0 or self.took[s] < self.took[turn]:
+                turn = s
+        if turn < 0:
+            return 0
+        if self.queued[turn] == 0:
+            return -1
+        self.queued[turn] -= 1
+        self.held[turn] -= 1
+        self.took[turn] += 1
+        self.ready_count -= 1
+        self.reserved -= 1
+        self.turn = turn
+        pthread_cond_broadcast(&self.room)
+        return 1
+
     # -- the producers' side ------------------------------------------------
 
-    cdef bint _reserve(self) noexcept nogil:
-        """Wait for room in the window and take it; False once the epoch is cancelled."""
+    cdef bint _reserve(self, Py_ssize_t stream) noexcept nogil:
+        """Wait for room in the window (by turn: the stream's share) and take it;
+        False once the epoch is cancelled."""
         cdef bint ok
         pthread_mutex_lock(&self.mutex)
-        while self.reserved >= self.window and not self.cancelled:
-            pthread_cond_wait(&self.room, &self.mutex)
+        if self.in_order:
+            while self.held[stream] >= self.stream_window and not self.cancelled:
+                pthread_cond_wait(&self.room, &self.mutex)
+        else:
+            while self.reserved >= self.window and not self.cancelled:
+                pthread_cond_wait(&self.room, &self.mutex)
         ok = not self.cancelled
         if ok:
             self.reserved += 1
+            self.held[stream] += 1
         pthread_mutex_unlock(&self.mutex)
         return ok
 
@@ -175,8 +248,9 @@ cdef class Stream(Consumer):
             # The error takes room like a batch (beyond the window: it is one entry).
             pthread_mutex_lock(&self.mutex)
             self.reserved += 1
+            self.held[stream] += 1
             pthread_mutex_unlock(&self.mutex)
-            self._publish((exc, True, stream, _KEEP), True)
+            self._publish(stream, (exc, True, stream, _KEEP), True)
             return False
         return True
 
@@ -200,20 +274,25 @@ cdef class Stream(Consumer):
         except BaseException as exc:
             entry = (exc, True, stream, _KEEP)
             ended = True
-        self._publish(entry, entry is not None)
+        self._publish(stream, entry, entry is not None)
         return not ended
 
-    cdef void _publish(self, entry, bint has_entry) noexcept:
+    cdef void _publish(self, Py_ssize_t stream, entry, bint has_entry) noexcept:
         """Hand an entry to the consumer, or give back the room reserved for it."""
         if has_entry and not self._is_cancelled():
-            self.results.append(entry)
+            if self.in_order:
+                self.queues[stream].append(entry)
+            else:
+                self.results.append(entry)
             pthread_mutex_lock(&self.mutex)
             self.ready_count += 1
+            self.queued[stream] += 1
             pthread_cond_broadcast(&self.ready_cond)
             pthread_mutex_unlock(&self.mutex)
             return
         pthread_mutex_lock(&self.mutex)
         self.reserved -= 1
+        self.held[stream] -= 1
         pthread_cond_broadcast(&self.room)
         pthread_mutex_unlock(&self.mutex)
 
@@ -224,6 +303,7 @@ cdef class Stream(Consumer):
             pass
         pthread_mutex_lock(&self.mutex)
         self.live -= 1
+        self.done[stream] = True
         pthread_cond_broadcast(&self.ready_cond)
         pthread_mutex_unlock(&self.mutex)
 
@@ -236,7 +316,7 @@ cdef void _run_producer(void* arg, int pool_cancelled) noexcept nogil:
         running = (<Stream> task.engine)._open(task.stream, pool_cancelled)
     while running:
         # Waiting for room needs no interpreter; each batch attaches once.
-        if not (<Stream> task.engine)._reserve():
+        if not (<Stream> task.engine)._reserve(task.stream):
             break
         with gil:
             running = (<Stream> task.engine)._produce(task.stream)

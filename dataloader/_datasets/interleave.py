@@ -16,23 +16,32 @@ Stopping (``stopping_strategy``):
 
 All map-style sources give a map-style dataset whose index list is
 computed up front, so the mixture is the same whatever the loader's
-workers and samplers, and resumes as any map-style dataset does. When one
-source is a stream, the result is a stream: on a loader worker each source
-yields its worker's share (a map-style source every ``num_workers``-th
-index) and the worker mixes them with a generator seeded by ``(seed,
-epoch, worker)``; its iterator saves the sources' states and the
-generator's, so an epoch resumes exactly.
+workers and samplers, and resumes as any map-style dataset does.
+
+When one source is a stream, the result is a stream, and still one
+mixture whatever the worker count: its draws are seeded by ``(seed,
+epoch)`` only, and every worker walks the whole mixture, keeping example
+``p`` when its batch ``p // batch_size`` is the worker's turn (``(p //
+batch_size) % num_workers``). The loader delivers the workers' batches by
+turn (``ordered_streams``, with ``in_order=True``), so they arrive in the
+mixture's order, as with ``num_workers=0``. A map-style source fetches
+only the examples a worker keeps; a streaming source is read whole by
+every worker (each as the only worker of the source), so its reading,
+not its transforms, is repeated per worker. An iterator saves the
+position, the draws' generator and each source's state, so an epoch
+resumes exactly.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from dataloader._datasets.dataset import Dataset, IterableDataset, is_iterable_style, is_map_style
+from dataloader._loading.worker import WorkerInfo, get_worker_info, set_stream_worker
 
 __all__ = ["interleave"]
 
@@ -210,6 +219,10 @@ class InterleavedDataset(Dataset):
 class InterleavedStream(IterableDataset):
     """Sources interleaved as a stream (see :func:`interleave`); ``set_epoch`` reseeds."""
 
+    # The workers split one mixture by batch: the loader delivers their
+    # batches by turn (``in_order``), which puts the mixture back in order.
+    ordered_streams = True
+
     def __init__(self, datasets: list[Any], cumulative: np.ndarray | None, seed: int,
                  strategy: str) -> None:
         self.datasets = datasets
@@ -231,27 +244,23 @@ class InterleavedStream(IterableDataset):
         return self._counts.snapshot()
 
     def __iter__(self) -> _StreamIterator:
-        from dataloader._loading.worker import get_worker_info
-
         info = get_worker_info()
-        worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
-        return _StreamIterator(self, worker, workers)
+        if info is None:
+            return _StreamIterator(self, 0, 1, 1)
+        return _StreamIterator(self, info.id, info.num_workers, info.batch_size or 1)
 
 
-class _MapShare:
-    """A map-style source read as a stream: this worker's every ``workers``-th index."""
+class _MapCursor:
+    """A map-style source read in index order; only the examples kept are fetched."""
 
-    def __init__(self, dataset: Any, worker: int, workers: int) -> None:
-        self._dataset, self._indices, self._next = dataset, range(worker, len(dataset), workers), 0
+    def __init__(self, dataset: Any) -> None:
+        self._dataset, self._next = dataset, 0
 
-    def __iter__(self) -> Iterator[Any]:
-        return self
-
-    def __next__(self) -> Any:
-        if self._next >= len(self._indices):
+    def advance(self, keep: bool) -> Any:
+        if self._next >= len(self._dataset):
             raise StopIteration
         self._next += 1
-        return self._dataset[self._indices[self._next - 1]]
+        return self._dataset[self._next - 1] if keep else None
 
     def state_dict(self) -> dict[str, int]:
         return {"next": self._next}
@@ -260,20 +269,59 @@ class _MapShare:
         self._next = int(state["next"])
 
 
+class _WholeStream:
+    """A streaming source read whole on a loader worker.
+
+    The source is iterated as the only worker of a one-worker loader would
+    iterate it (``get_worker_info()`` says so while it runs), so every
+    worker sees the same examples in the same order; each keeps its share.
+    """
+
+    def __init__(self, dataset: Any) -> None:
+        info = get_worker_info()
+        self._view = None if info is None else WorkerInfo(0, 1, info.seed, dataset,
+                                                          info.batch_size)
+        self._dataset = dataset
+        self._iterator = self._as_one_worker(iter, dataset)
+
+    def _as_one_worker(self, call: Callable[[Any], Any], argument: Any) -> Any:
+        if self._view is None:
+            return call(argument)
+        worker = get_worker_info()
+        set_stream_worker(self._view)
+        try:
+            return call(argument)
+        finally:
+            set_stream_worker(worker)
+
+    def advance(self, keep: bool) -> Any:
+        item = self._as_one_worker(next, self._iterator)
+        return item if keep else None
+
+    def state_dict(self) -> Any:
+        save = getattr(self._iterator, "state_dict", None)
+        return save() if save is not None else None
+
+    def load_state_dict(self, state: Any) -> None:
+        self._iterator.load_state_dict(state)
+
+
 class _StreamIterator:
-    def __init__(self, owner: InterleavedStream, worker: int, workers: int) -> None:
-        self._owner, self._worker, self._workers = owner, worker, workers
+    """One worker's share of the stream's mixture (see the module docstring)."""
+
+    def __init__(self, owner: InterleavedStream, worker: int, workers: int, block: int) -> None:
+        self._owner, self._worker, self._workers, self._block = owner, worker, workers, block
         n = len(owner.datasets)
-        self._choices = _Choices(owner.cumulative, n, (owner.seed, owner.epoch, worker))
+        # Seeded by the epoch alone: every worker draws the same mixture.
+        self._choices = _Choices(owner.cumulative, n, (owner.seed, owner.epoch))
         self._sources = [self._open(i) for i in range(n)]
         self._exhausted = [False] * n
         self._ended = False
+        self._position = 0  # examples of the mixture drawn so far, by every worker
 
     def _open(self, source: int) -> Any:
         dataset = self._owner.datasets[source]
-        if is_map_style(dataset):
-            return _MapShare(dataset, self._worker, self._workers)
-        return iter(dataset)
+        return _MapCursor(dataset) if is_map_style(dataset) else _WholeStream(dataset)
 
     def __iter__(self) -> _StreamIterator:
         return self
@@ -282,8 +330,11 @@ class _StreamIterator:
         first = self._owner.stopping_strategy == "first_exhausted"
         while not self._ended:
             source = self._choices.next()
+            # Example p of the mixture is in batch p // block, which the
+            # loader delivers from worker (p // block) % workers.
+            mine = (self._position // self._block) % self._workers == self._worker
             try:
-                item = next(self._sources[source])
+                item = self._sources[source].advance(mine)
             except StopIteration:
                 self._exhausted[source] = True
                 if first or all(self._exhausted):
@@ -291,20 +342,20 @@ class _StreamIterator:
                     break
                 self._sources[source] = self._open(source)  # oversample: start it again
                 try:
-                    item = next(self._sources[source])
+                    item = self._sources[source].advance(mine)
                 except StopIteration:
                     continue  # an empty source: draw again
-            self._owner._counts.add(source)
-            return item
+            self._position += 1
+            if mine:
+                self._owner._counts.add(source)
+                return item
         raise StopIteration
 
     def state_dict(self) -> dict[str, Any]:
-        states = []
-        for source in self._sources:
-            save = getattr(source, "state_dict", None)
-            states.append(save() if save is not None else None)
-        return {"choices": self._choices.state(), "sources": states,
-                "exhausted": list(self._exhausted), "ended": self._ended}
+        return {"choices": self._choices.state(),
+                "sources": [source.state_dict() for source in self._sources],
+                "exhausted": list(self._exhausted), "ended": self._ended,
+                "position": self._position}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for i, saved in enumerate(state["sources"]):
@@ -318,3 +369,4 @@ class _StreamIterator:
         self._choices.load(state["choices"])
         self._exhausted = [bool(x) for x in state["exhausted"]]
         self._ended = bool(state["ended"])
+        self._position = int(state["position"])

@@ -132,8 +132,9 @@ class DataLoader(Generic[T_co]):
         ``generator`` when given), readable as ``loader.seed``.
     equal_batches : bool, default False
         Streaming datasets only: stop every rank of a distributed job at
-        the same number of batches, the smallest rank's (see
-        ``docs/distributed.md``, "Equal batches").
+        the same number of batches, the smallest rank's, all full (partial
+        batches are dropped as with ``drop_last``), so every rank sees the
+        same number of samples (see ``docs/distributed.md``, "Equal batches").
     on_error : {"raise", "skip"}, default "raise"
         Map-style datasets: with ``"skip"``, an item whose fetch or
         ``transform`` raises an ``Exception`` is dropped from its batch and
@@ -535,7 +536,7 @@ class DataLoader(Generic[T_co]):
             num_workers=self.num_workers,
             recipe=recipe,
             batch_size=self.batch_size,
-            drop_last=self.drop_last,
+            drop_last=_streaming.drops_partial(self),
             progress=progress,
             resume=resume,
             limit=limit,
@@ -546,6 +547,7 @@ class DataLoader(Generic[T_co]):
             prefetch_factor=self.prefetch_factor,
             timeout=float(self.timeout),
             rank_group=self._rank_group,
+            in_order=self.in_order and _streaming.ordered_streams(self.dataset),
         )
         epoch = _streaming.start_epoch(self, plan)
         self._streams.add(epoch)

@@ -112,6 +112,10 @@ class StreamPlan:
         Seconds to wait for one batch; 0 waits forever.
     rank_group : RankGroup or None
         The ranks' own process group, with ``limit == AGREE``.
+    in_order : bool
+        Deliver the workers' batches by turn, batch ``j`` of every stream
+        before batch ``j + 1`` of any (the loader's ``in_order`` for a
+        dataset with ``ordered_streams``); else in arrival order.
     """
 
     dataset: Any
@@ -129,8 +133,20 @@ class StreamPlan:
     prefetch_factor: int
     timeout: float
     rank_group: RankGroup | None = None
+    in_order: bool = False
 
     @property
     def streams(self) -> int:
         """The number of streams, ``max(num_workers, 1)``."""
         return max(self.num_workers, 1)
+
+    @property
+    def delivered_by_stream(self) -> list[int]:
+        """Each stream's batches delivered before the saved position (all 0 without one):
+        where a resumed epoch's turns continue."""
+        saved = self.resume.streams if self.resume is not None and self.resume.batches else None
+        states = saved or {}
+        return [
+            int(state["batches"]) if isinstance(state, dict) else 0
+            for state in (states.get(stream) for stream in range(self.streams))
+        ]

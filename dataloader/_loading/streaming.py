@@ -5,7 +5,11 @@ A *stream* is one ``iter(dataset)``. With ``num_workers = n > 0`` there are
 ``get_worker_info()`` describing the stream (``id`` in ``0 .. n - 1``,
 ``num_workers = n``), so that ``__iter__`` can shard by worker as with
 torch; each worker assembles, transforms and collates its own batches, and
-the consumer receives them in arrival order (``dataloader._core.stream``).
+the consumer receives them in arrival order (``dataloader._core.stream``);
+with ``in_order`` and a dataset whose ``ordered_streams`` is true (its
+workers split one order by batch, as ``interleave`` does) by turn
+instead, batch ``j`` of every worker before batch ``j + 1`` of any, as
+torch delivers them, which puts that order back together.
 With ``num_workers = 0`` there is one stream, iterated on the consumer
 thread; with ``item_concurrency > 1`` its batches are transformed and
 collated on the pool (by the map-style engine, ``dataloader._core.epoch``).
@@ -20,9 +24,11 @@ The loader hands a stream epoch a ``StreamPlan`` (``dataloader._loading.plans``)
 everything it needs, resolved when ``iter(loader)`` starts it.
 
 Every delivered batch carries ``(payload, failed, stream, state)``:
-``state`` is the stream iterator's ``state_dict()`` just after the batch's
-last item, recorded when the batch is delivered, so a saved position
-never counts batches that were loaded ahead but not delivered.
+``state`` is ``{"batches": n, "iterator": s}``, the stream's batch count
+and its iterator's ``state_dict()`` just after the batch's last item,
+recorded when the batch is delivered, so a saved position never counts
+batches that were loaded ahead but not delivered (and a resumed epoch
+continues the turns where they were).
 """
 
 from __future__ import annotations
@@ -46,7 +52,10 @@ if TYPE_CHECKING:
     from dataloader._loading.loader import DataLoader
     from dataloader._sampling.state import EpochProgress
 
-__all__ = ["check_options", "epoch_limit", "loader_length", "start_epoch", "stream_recipe"]
+__all__ = [
+    "check_options", "drops_partial", "epoch_limit", "loader_length", "ordered_streams",
+    "start_epoch", "stream_recipe",
+]
 
 # The state of a batch from an iterator without ``state_dict``; and of an
 # error that is no batch (it leaves the stream's saved state as it was).
@@ -79,6 +88,13 @@ def _batches_of(items: int, batch_size: int | None, drop_last: bool) -> int:
     return items // batch_size if drop_last else -(-items // batch_size)
 
 
+def drops_partial(loader: DataLoader) -> bool:
+    """``drop_last``, or ``equal_batches``: every rank then delivers the same number of
+    full batches, so the same number of samples (a worker's partial last batch would
+    come at a different place, or not at all, on another rank)."""
+    return loader.drop_last or (loader.equal_batches and loader.batch_size is not None)
+
+
 def num_streams(loader: DataLoader) -> int:
     return max(loader.num_workers, 1)
 
@@ -99,7 +115,7 @@ def _known_limit(loader: DataLoader) -> int | None:
         return sum(
             _batches_of(
                 len(range(rank + world * w, n, world * streams)), loader.batch_size,
-                loader.drop_last,
+                drops_partial(loader),
             )
             for w in range(streams)
         )
@@ -113,7 +129,7 @@ def loader_length(loader: DataLoader) -> int:
         limit = _known_limit(loader)
         if limit is not None:
             return limit
-    return _batches_of(len(loader.dataset), loader.batch_size, loader.drop_last)
+    return _batches_of(len(loader.dataset), loader.batch_size, drops_partial(loader))
 
 
 def check_resumable_state(state: dict[str, Any]) -> None:
@@ -138,7 +154,7 @@ class _Cursor:
     """One stream: its iterator, position and worker identity."""
 
     __slots__ = ("dataset", "stream", "info", "state", "iterator", "position", "ended",
-                 "batch_size", "drop_last")
+                 "batch_size", "drop_last", "batches")
 
     def __init__(self, plan: StreamPlan, stream: int, info: WorkerInfo | None,
                  state: Any) -> None:
@@ -151,6 +167,7 @@ class _Cursor:
         self.iterator: Iterator[Any] | None = None
         self.position = 0
         self.ended = False
+        self.batches = 0 if state is None else int(state["batches"])
 
     def open(self) -> None:
         """Start the stream, on the thread that iterates it."""
@@ -159,7 +176,7 @@ class _Cursor:
             set_stream_worker(self.info)
         self.iterator = iter(self.dataset)
         if self.state is not None:
-            self.iterator.load_state_dict(self.state)  # type: ignore[attr-defined]
+            self.iterator.load_state_dict(self.state["iterator"])  # type: ignore[attr-defined]
 
     def close(self) -> None:
         self.iterator = None
@@ -186,8 +203,9 @@ class _Cursor:
                 return None
         start = self.position
         self.position += len(items)
+        self.batches += 1
         save = getattr(self.iterator, "state_dict", None)
-        state = save() if save is not None else _NO_STATE
+        state = {"batches": self.batches, "iterator": save()} if save is not None else _NO_STATE
         if self.batch_size is None:
             return Fetched(self.stream, start, items[0], state)
         return Fetched(self.stream, list(range(start, start + len(items))), items, state)
@@ -306,13 +324,21 @@ def _engine(plan: StreamPlan, states: dict[int, Any]) -> Any:
         return engine
     streams = plan.streams
     cursors = [
-        _Cursor(plan, stream, WorkerInfo(stream, streams, plan.base_seed + stream, plan.dataset),
+        _Cursor(plan, stream,
+                WorkerInfo(stream, streams, plan.base_seed + stream, plan.dataset,
+                           plan.batch_size),
                 states.get(stream))
         for stream in range(streams)
     ]
     engine = Stream(plan.pool, cursors, recipe, streams * plan.prefetch_factor, plan)
     engine.start()
     return engine
+
+
+def ordered_streams(dataset: Any) -> bool:
+    """Whether the dataset's workers split one order by batch (``ordered_streams``):
+    then, with ``in_order``, their batches are delivered by turn, which restores that order."""
+    return bool(getattr(dataset, "ordered_streams", False))
 
 
 class StreamEpoch:

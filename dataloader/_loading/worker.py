@@ -34,6 +34,11 @@ class WorkerInfo:
         The worker's seed: the loader's base seed plus ``id``.
     dataset : object
         The loader's dataset (the same object, not a copy: workers are threads).
+    batch_size : int or None
+        The loader's ``batch_size`` when the worker iterates a stream
+        (``None`` otherwise). With ``in_order`` the loader delivers batch
+        ``k`` of worker ``w`` as its batch ``k * num_workers + w``, so a
+        stream can split one order among workers by batch.
 
     Examples
     --------
@@ -47,6 +52,7 @@ class WorkerInfo:
     num_workers: int
     seed: int
     dataset: Any
+    batch_size: int | None = None
 
 
 def get_worker_info() -> WorkerInfo | None:

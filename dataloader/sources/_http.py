@@ -14,10 +14,11 @@ Errors (each message names the URL without its credentials or query)::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import string
 import threading
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -28,6 +29,8 @@ from dataloader.sources._retry import Retry
 __all__ = ["HttpDataset"]
 
 _CHUNK_BYTES = 64 * 1024
+# The most bytes one read of a streamed body takes from aiohttp's buffer.
+_STREAM_BYTES = 1 << 20
 
 
 class _Retryable(Exception):
@@ -153,10 +156,14 @@ class HttpDataset(AsyncDataset[bytes]):
     async def __getitem__(self, index: int) -> bytes:
         url = self.urls[item_index(index, len(self.urls), type(self).__name__)]
         session = self._session()
+        return await self._retrying(lambda attempt: self._attempt(session, url, attempt))
+
+    async def _retrying(self, attempt: Callable[[int], Awaitable[Any]]) -> Any:
+        """``attempt(n)`` for n = 1, 2, ... until it returns, within ``self.retry``."""
         retries = 0
         while True:
             try:
-                return await self._attempt(session, url, retries + 1)
+                return await attempt(retries + 1)
             except _Retryable as failure:
                 if retries >= self.retry.max_retries:
                     raise failure.final from None
@@ -196,31 +203,61 @@ class HttpDataset(AsyncDataset[bytes]):
 
     async def _attempt(self, session: Any, url: str, attempt: int) -> bytes:
         """One GET; raises ``_Retryable`` for what ``self.retry`` retries."""
+        shown = f"GET {redact_url(url)}"
+        with self._failures(shown, attempt):
+            async with session.get(url) as response:
+                self._check_status(response, shown, attempt)
+                return await self._read_body(response, shown)
+
+    async def _open(self, session: Any, url: str, offset: int, attempt: int) -> Any:
+        """One GET of the body from byte ``offset``, unread: for a streamed read.
+
+        The timeout bounds connecting and each wait for bytes, not the whole
+        body, which may be a shard of gigabytes.
+        """
         aiohttp = self._aiohttp
         shown = f"GET {redact_url(url)}"
-        attempts = f"after {attempt} attempt{'s' if attempt > 1 else ''}"
+        headers = {"Range": f"bytes={offset}-"} if offset else None
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.timeout,
+                                        sock_read=self.timeout)
+        with self._failures(shown, attempt):
+            response = await session.get(url, headers=headers, timeout=timeout)
+            try:
+                self._check_status(response, shown, attempt)
+                if offset and response.status != 206:
+                    raise OSError(f"{shown}: the server ignored a Range request")
+            except BaseException:
+                response.release()
+                raise
+            return response
+
+    def _check_status(self, response: Any, shown: str, attempt: int) -> None:
+        status = response.status
+        if status == 404:
+            raise FileNotFoundError(f"{shown}: HTTP 404 {response.reason or 'Not Found'}")
+        if status >= 400:
+            error = OSError(f"{shown}: HTTP {status} {response.reason or ''} {_attempts(attempt)}")
+            if self.retry.retries_status(status):
+                raise _Retryable(error, response.headers.get("Retry-After"))
+            raise error
+
+    @contextlib.contextmanager
+    def _failures(self, shown: str, attempt: int) -> Iterator[None]:
+        """Timeouts, bodies cut short and connection failures as ``_Retryable``."""
+        aiohttp = self._aiohttp
         try:
-            async with session.get(url) as response:
-                status = response.status
-                if status == 404:
-                    raise FileNotFoundError(f"{shown}: HTTP 404 {response.reason or 'Not Found'}")
-                if status >= 400:
-                    error = OSError(f"{shown}: HTTP {status} {response.reason or ''} {attempts}")
-                    if self.retry.retries_status(status):
-                        raise _Retryable(error, response.headers.get("Retry-After"))
-                    raise error
-                return await self._read_body(response, shown)
+            yield
         except TimeoutError:
             raise _Retryable(
-                TimeoutError(f"{shown}: timed out after {self.timeout} s {attempts}")
+                TimeoutError(f"{shown}: timed out after {self.timeout} s {_attempts(attempt)}")
             ) from None
         except aiohttp.ClientPayloadError as exc:
             raise _Retryable(
-                OSError(f"{shown}: body cut short ({type(exc).__name__}) {attempts}")
+                OSError(f"{shown}: body cut short ({type(exc).__name__}) {_attempts(attempt)}")
             ) from None
         except aiohttp.ClientConnectionError as exc:
             raise _Retryable(
-                OSError(f"{shown}: connection failed ({type(exc).__name__}) {attempts}")
+                OSError(f"{shown}: connection failed ({type(exc).__name__}) {_attempts(attempt)}")
             ) from None
 
     async def _read_body(self, response: Any, shown: str) -> bytes:
@@ -240,6 +277,92 @@ class HttpDataset(AsyncDataset[bytes]):
                 response.close()  # stop the transfer: the rest is never read
                 raise ValueError(f"{shown}: body exceeds max_bytes={limit}")
         return bytes(body)
+
+
+def _attempts(attempt: int) -> str:
+    return f"after {attempt} attempt{'s' if attempt > 1 else ''}"
+
+
+class HttpBody:
+    """The body of one HTTP GET read synchronously, chunk by chunk (a shard stream).
+
+    Each read runs a private event loop on the calling thread until bytes
+    arrive, over the client's aiohttp session for that loop (so, one
+    connection per body). Memory is aiohttp's flow-controlled read buffer
+    plus the chunk being handed out, whatever the body's size. A body cut
+    short, or a read that times out, is requested again from the byte
+    where it stopped (``Range``) within the client's ``retry``. ``read(n)``
+    returns ``n`` bytes, fewer only at the end; ``close()`` ends the
+    request and the loop.
+    """
+
+    def __init__(self, client: HttpDataset, url: str, offset: int = 0) -> None:
+        self._client = client
+        self._url = url
+        self._offset = offset  # of the next byte not yet received
+        self._buffer = memoryview(b"")
+        self._response: Any = None
+        self._loop = asyncio.new_event_loop()
+        try:
+            self._response = self._run(self._reopen())
+        except BaseException:
+            self.close()
+            raise
+
+    def _run(self, awaitable: Awaitable[Any]) -> Any:
+        return self._loop.run_until_complete(awaitable)
+
+    async def _reopen(self) -> Any:
+        client, url = self._client, self._url
+        session = client._session()
+        return await client._retrying(
+            lambda attempt: client._open(session, url, self._offset, attempt))
+
+    async def _chunk(self) -> bytes:
+        """The next bytes of the body (``b""`` at its end), reopening it after a failure."""
+        client = self._client
+        shown = f"GET {redact_url(self._url)}"
+        retries = 0
+        while True:
+            try:
+                with client._failures(shown, retries + 1):
+                    return await self._response.content.read(_STREAM_BYTES)
+            except _Retryable as failure:
+                self._response.release()
+                if retries >= client.retry.max_retries:
+                    raise failure.final from None
+                retries += 1
+                await asyncio.sleep(client.retry.backoff(retries, None))
+                self._response = await self._reopen()
+
+    def read(self, size: int) -> bytes:
+        parts = []
+        have = 0
+        while True:
+            take = self._buffer[:size - have]
+            if take:
+                parts.append(bytes(take))
+                have += len(take)
+                self._buffer = self._buffer[len(take):]
+            if have >= size or self._response is None:
+                break
+            chunk = self._run(self._chunk())
+            if not chunk:
+                self._response.release()
+                self._response = None
+                break
+            self._offset += len(chunk)
+            self._buffer = memoryview(chunk)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def close(self) -> None:
+        response, self._response = self._response, None
+        if response is not None:
+            response.close()
+        if not self._loop.is_closed():
+            self._run(self._client.aclose())
+            self._loop.close()
+        self._buffer = memoryview(b"")
 
 
 class _TemplateUrls(Sequence[str]):

@@ -4,17 +4,15 @@ A shard is a local path, an ``http(s)://`` URL or an object-store URL
 (``s3://``, ``gs://``, ``az://``, ``file://``, ``memory://``). ``open_shard``
 returns a stream positioned at a byte offset, so that a reader resumes a
 shard where it stopped (HTTP ``Range``, object-store ranged GET, a seek).
-Local files are read through large buffered reads; ``FileIO.readinto`` and
-socket reads release the GIL while they wait.
+HTTP bodies are streamed by the HTTP client of ``HttpDataset`` (aiohttp).
+Local files are parsed natively from their descriptor (``dataloader._core.tar``,
+large reads without the GIL); socket reads release the GIL while they wait.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -26,7 +24,7 @@ __all__ = ["expand_shards", "open_shard", "shard_name"]
 _BRACES = re.compile(r"\{([^{}]*)\}")
 _RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)$")
 _OBJECT_STORES = ("s3", "gs", "gcs", "az", "azure", "abfs", "abfss", "file", "memory")
-_READ_BYTES = 1 << 20  # one local read: large enough that syscalls cost nothing
+_READ_BYTES = 1 << 20  # one object-store chunk: large enough that requests cost nothing
 
 
 def expand_shards(shards: str | os.PathLike[str] | Iterable[Any]) -> list[str]:
@@ -94,7 +92,8 @@ def open_shard(location: str, offset: int, options: ShardOptions) -> Any:
         return _ObjectStream(location, offset, options)
     if scheme:
         raise ValueError(f"shards: unsupported URL scheme {scheme!r} in {shard_name(location)}")
-    stream = open(location, "rb", buffering=_READ_BYTES)  # noqa: SIM115 -- the caller closes
+    # Unbuffered: the native reader reads the descriptor in its own blocks.
+    stream = open(location, "rb", buffering=0)  # noqa: SIM115 -- the caller closes
     if offset:
         stream.seek(offset)
     return stream
@@ -103,7 +102,7 @@ def open_shard(location: str, offset: int, options: ShardOptions) -> Any:
 class ShardOptions:
     """How remote shards are reached: HTTP headers and timeout, store options, retries."""
 
-    __slots__ = ("headers", "retry", "store_options", "timeout")
+    __slots__ = ("_http", "headers", "retry", "store_options", "timeout")
 
     def __init__(self, headers: Mapping[str, str] | None, timeout: float, retry: Retry,
                  store_options: Mapping[str, Any] | None) -> None:
@@ -115,40 +114,23 @@ class ShardOptions:
         self.timeout = float(timeout)
         self.retry = retry
         self.store_options = dict(store_options or {})
+        self._http: Any = None
+
+    def http_client(self) -> Any:
+        """The ``HttpDataset`` whose requests, retries and errors shards' GETs use."""
+        if self._http is None:
+            from dataloader.sources._http import HttpDataset
+
+            # Racing threads may each make one: they are equivalent and hold no connection.
+            self._http = HttpDataset((), headers=self.headers, timeout=self.timeout,
+                                     retry=self.retry)
+        return self._http
 
 
 def _open_http(url: str, offset: int, options: ShardOptions) -> Any:
-    headers = dict(options.headers)
-    if offset:
-        headers["Range"] = f"bytes={offset}-"
-    request = urllib.request.Request(url, headers=headers)
-    attempt = 0
-    while True:
-        attempt += 1
-        try:
-            response = urllib.request.urlopen(request, timeout=options.timeout)
-        except urllib.error.HTTPError as exc:
-            exc.close()
-            if exc.code == 404:
-                raise FileNotFoundError(f"{shard_name(url)}: HTTP 404") from None
-            if exc.code not in options.retry.statuses or attempt > options.retry.max_retries:
-                raise OSError(
-                    f"{shard_name(url)}: HTTP {exc.code} after {attempt} attempt(s)") from None
-            retry_after = exc.headers.get("Retry-After") if exc.headers else None
-            time.sleep(options.retry.backoff(attempt, retry_after))
-            continue
-        except (urllib.error.URLError, OSError) as exc:
-            if attempt > options.retry.max_retries:
-                reason = getattr(exc, "reason", exc)
-                raise OSError(
-                    f"{shard_name(url)}: {type(reason).__name__} after {attempt} attempt(s)"
-                ) from None
-            time.sleep(options.retry.backoff(attempt, None))
-            continue
-        if offset and response.status != 206:
-            response.close()
-            raise OSError(f"{shard_name(url)}: the server ignored a Range request")
-        return response
+    from dataloader.sources._http import HttpBody
+
+    return HttpBody(options.http_client(), url, offset)
 
 
 class _ObjectStream:

@@ -18,37 +18,25 @@ Errors::
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Callable, Iterator
+from typing import Any
 
+from dataloader._core.tar import META_NAME, TarReader, split_name
 from dataloader._errors import ShardError
 
-__all__ = ["ShardError", "group_samples", "split_name", "tar_members"]
+__all__ = ["ShardError", "group_samples", "shard_samples", "split_name", "tar_members"]
 
 BLOCK = 512
 _ZEROS = bytes(BLOCK)
 _REGULAR = (b"0", b"\0", b"7")
-_META = re.compile(r"__[^/]*__($|/)")
-# webdataset's rule: the key is everything up to the first dot of the
-# basename (directories included), the extension everything after it.
-_KEY_EXTENSION = re.compile(r"^((?:.*/|)[^.]+)[.]([^/]*)$")
-
-
-def split_name(name: str) -> tuple[str | None, str | None]:
-    """A member name's ``(key, extension)`` by webdataset's rule, or ``(None, None)``.
-
-    Examples
-    --------
-    >>> from dataloader.sources._tar import split_name
-    >>> split_name("train/000123.seg.png")
-    ('train/000123', 'seg.png')
-    >>> split_name("README")
-    (None, None)
-    """
-    match = _KEY_EXTENSION.match(name)
-    if match is None:
-        return None, None
-    return match.group(1), match.group(2)
+# Numbers are plain digits, and fit an int64 (the native reader's limits).
+_OCTAL = re.compile(rb"[0-7]+")
+_DIGITS = re.compile(rb"[0-9]{1,18}")
+_LIMIT = 1 << 63
+# The largest pax or GNU long-name header accepted, in bytes.
+MAX_META = 16 << 20
 
 
 def _octal(field: bytes, url: str, offset: int, what: str) -> int:
@@ -56,14 +44,15 @@ def _octal(field: bytes, url: str, offset: int, what: str) -> int:
         value = int.from_bytes(field[1:], "big")
         if field[0] & 0x40:
             raise ShardError(url, offset, f"negative {what} in header")
+        if value >= _LIMIT:
+            raise ShardError(url, offset, f"{what} too large in header")
         return value
     text = field.split(b"\0", 1)[0].strip(b" ")
     if not text:
         return 0
-    try:
-        return int(text, 8)
-    except ValueError:
-        raise ShardError(url, offset, f"malformed {what} {text!r} in header") from None
+    if _OCTAL.fullmatch(text) is None:
+        raise ShardError(url, offset, f"malformed {what} field in header")
+    return int(text, 8)
 
 
 def _checksum_ok(header: bytes, url: str, offset: int) -> bool:
@@ -88,16 +77,16 @@ def _pax(data: bytes, url: str, offset: int) -> dict[str, str]:
     position = 0
     while position < len(data) and data[position:position + 1] != b"\0":
         space = data.find(b" ", position)
-        try:
-            length = int(data[position:space])
-        except ValueError:
-            raise ShardError(url, offset, "malformed pax record") from None
-        record = data[space + 1:position + length]
-        if length <= 0 or not record.endswith(b"\n") or b"=" not in record:
+        length = data[position:space] if space >= 0 else b""
+        if _DIGITS.fullmatch(length) is None or not 0 < int(length) <= len(data) - position:
+            raise ShardError(url, offset, "malformed pax record")
+        end = position + int(length)
+        record = data[space + 1:end]
+        if space + 1 >= end or not record.endswith(b"\n") or b"=" not in record:
             raise ShardError(url, offset, "malformed pax record")
         key, value = record[:-1].split(b"=", 1)
         records[key.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
-        position += length
+        position = end
     return records
 
 
@@ -136,11 +125,13 @@ def tar_members(
             raise ShardError(url, offset, "bad header checksum")
         size = _octal(header[124:136], url, offset, "size")
         if "size" in pax:
-            try:
-                size = int(pax["size"])
-            except ValueError:
-                raise ShardError(url, offset, "malformed pax size") from None
+            if _DIGITS.fullmatch(pax["size"].encode("utf-8", "surrogateescape")) is None:
+                raise ShardError(url, offset, "malformed pax size")
+            size = int(pax["size"])
         kind = header[156:157]
+        if kind in (b"L", b"x", b"g") and size > MAX_META:
+            raise ShardError(url, offset, f"a {kind.decode()} header of {size} bytes, "
+                             f"more than {MAX_META}")
         padded = -(-size // BLOCK) * BLOCK
         data = _read(read, size, url, offset) if size else b""
         pad = padded - size
@@ -179,7 +170,7 @@ def group_samples(
     sample: dict[str, object] | None = None
     start = 0
     for name, data, offset in members:
-        if _META.match(name):
+        if META_NAME.match(name):
             continue
         key, extension = split_name(name)
         if key is None:
@@ -194,3 +185,16 @@ def group_samples(
         sample[extension] = data
     if sample is not None and len(sample) > 2:
         yield sample, start, None
+
+
+def shard_samples(
+    stream: Any, url: str, offset: int = 0
+) -> Iterator[tuple[dict[str, object], int, int | None]]:
+    """The samples of ``stream`` (positioned at shard offset ``offset``), as ``group_samples``.
+
+    A local file is parsed natively (``dataloader._core.tar``: large reads
+    without the GIL); any other stream, through its ``read(n)``, here.
+    """
+    if isinstance(stream, io.FileIO):
+        return TarReader(stream.fileno(), url, offset)
+    return group_samples(tar_members(stream.read, url, offset), url)

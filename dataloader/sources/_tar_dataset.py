@@ -31,7 +31,7 @@ from dataloader._datasets.dataset import IterableDataset
 from dataloader._errors import ShardError
 from dataloader.sources._retry import Retry
 from dataloader.sources._shards import ShardOptions, expand_shards, open_shard, shard_name
-from dataloader.sources._tar import group_samples, tar_members
+from dataloader.sources._tar import shard_samples
 
 __all__ = ["TarDataset"]
 
@@ -291,12 +291,13 @@ class _TarIterator:
         return self
 
     def __next__(self) -> dict:
-        capacity = self._dataset.shuffle_buffer
+        dataset = self._dataset
+        capacity = dataset.shuffle_buffer
         if capacity == 0:
             sample = self._read()
             if sample is None:
                 raise StopIteration
-            self._dataset._counts.add("samples")
+            dataset._counts.add("samples")
             return self._emit(sample[0])
         buffer = self._buffer
         while len(buffer) < capacity:
@@ -320,9 +321,10 @@ class _TarIterator:
         while self._position < len(self._shards):
             position = self._position
             try:
-                if self._samples is None:
-                    self._open(position, self._offset)
-                found = next(self._samples, None)
+                samples = self._samples
+                if samples is None:
+                    samples = self._open(position, self._offset)
+                found = next(samples, None)
             except (ShardError, OSError):
                 self._close()
                 if self._dataset.on_error == "raise":
@@ -345,11 +347,12 @@ class _TarIterator:
             return sample, position, start
         return None
 
-    def _open(self, position: int, offset: int) -> None:
+    def _open(self, position: int, offset: int) -> Any:
         location = self._shards[position]
         name = shard_name(location)
         self._stream = open_shard(location, offset, self._dataset._options)
-        self._samples = group_samples(tar_members(self._stream.read, name, offset), name)
+        self._samples = shard_samples(self._stream, name, offset)
+        return self._samples
 
     def _next_shard(self) -> None:
         self._position += 1
@@ -380,7 +383,7 @@ class _TarIterator:
             name = shard_name(location)
             stream = open_shard(location, start, self._dataset._options)
             try:
-                sample, _, _ = next(group_samples(tar_members(stream.read, name, start), name))
+                sample, _, _ = next(shard_samples(stream, name, start))
             finally:
                 stream.close()
             buffer.append((sample, position, start))

@@ -1,0 +1,258 @@
+"""Tar shards read natively: members and webdataset's samples from a file descriptor.
+
+``TarReader(fd, url, offset)`` parses the stream of ``fd`` from its current
+position (shard offset ``offset``, a header boundary) with ``src/dl_tar.c``:
+large reads into one buffer, and members larger than it read straight into
+their ``bytes``, without the GIL. Headers already buffered are parsed
+without releasing it (``may_read = 0``), so that small members cost no
+thread switch. The formats, the grouping of members into samples and every
+error (type, message and offset) are those of ``dataloader.sources._tar``,
+the parser of remote streams; the tests compare the two on corrupted shards.
+
+A reader is used by one thread at a time (as an iterator is); a second
+thread calling it at once gets a ``RuntimeError``, never a corrupt state.
+"""
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.string cimport memchr
+
+cdef extern from "<string.h>" nogil:
+    void* memrchr(const void* s, int c, size_t n)
+
+from dataloader._core._sync cimport (
+    pthread_mutex_destroy, pthread_mutex_init, pthread_mutex_t, pthread_mutex_unlock,
+)
+from dataloader._core._typedefs cimport int64_t
+
+import os
+import re
+
+from dataloader._errors import ShardError
+
+cdef extern from "<pthread.h>" nogil:
+    int pthread_mutex_trylock(pthread_mutex_t* mutex)
+
+# One read: large enough that syscalls cost nothing, small enough to stay in cache.
+BLOCK_BYTES = 256 * 1024
+
+# Members larger than this are checked against the file's size before memory is allocated.
+cdef int64_t CHECKED_BYTES = 16 << 20
+# webdataset's naming rules, declared here for both parsers (``dataloader.sources._tar``
+# parses remote streams with them): a ``__meta__`` member belongs to no sample; the key
+# is everything up to the first dot of the basename (directories included), the
+# extension everything after it.
+META_NAME = re.compile(r"__[^/]*__($|/)")
+_KEY_EXTENSION = re.compile(r"^((?:.*/|)[^.]+)[.]([^/]*)$")
+
+
+def split_name(name):
+    """A member name's ``(key, extension)`` by webdataset's rule, or ``(None, None)``.
+
+    Examples
+    --------
+    >>> from dataloader.sources._tar import split_name
+    >>> split_name("train/000123.seg.png")
+    ('train/000123', 'seg.png')
+    >>> split_name("README")
+    (None, None)
+    """
+    match = _KEY_EXTENSION.match(name)
+    if match is None:
+        return None, None
+    return match.group(1), match.group(2)
+
+
+cdef class TarReader:
+    """The members of a tar stream read from a file descriptor, and their samples."""
+
+    cdef dl_tar_t state
+    cdef bint ready
+    cdef pthread_mutex_t busy
+    cdef str url
+    # The sample being assembled, and a member read ahead that starts the next.
+    cdef dict sample
+    cdef int64_t sample_start
+    cdef object ahead
+    # The member read last (no tuple per member: samples are what is returned).
+    cdef bytes data
+    cdef int64_t member_start
+
+    def __cinit__(self, int fd, str url not None, int64_t offset=0,
+                  Py_ssize_t block=BLOCK_BYTES):
+        if fd < 0 or offset < 0 or block <= 0:
+            raise ValueError(f"fd, offset and block should be non-negative, got {fd}, "
+                             f"{offset}, {block}")
+        if dl_tar_init(&self.state, fd, offset, <size_t> block) != 0:
+            raise MemoryError()
+        pthread_mutex_init(&self.busy, NULL)
+        self.ready = True
+        self.url = url
+
+    def __dealloc__(self):
+        if self.ready:
+            dl_tar_free(&self.state)
+            pthread_mutex_destroy(&self.busy)
+
+    @property
+    def offset(self):
+        """The shard offset the reader has consumed up to."""
+        return self.state.offset
+
+    def next_member(self):
+        """``(name, data, start)`` of the next regular member (``start``: its first header), or ``None``."""
+        self._enter()
+        try:
+            return self._member()
+        finally:
+            pthread_mutex_unlock(&self.busy)
+
+    def next_sample(self):
+        """``(sample, start, resume)`` of the next sample (see ``group_samples``), or ``None``."""
+        self._enter()
+        try:
+            return self._sample()
+        finally:
+            pthread_mutex_unlock(&self.busy)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        """The next sample, as ``next_sample``; ``StopIteration`` at the end."""
+        self._enter()
+        try:
+            found = self._sample()
+        finally:
+            pthread_mutex_unlock(&self.busy)
+        if found is None:
+            raise StopIteration
+        return found
+
+    cdef int _enter(self) except -1:
+        if pthread_mutex_trylock(&self.busy) != 0:
+            raise RuntimeError(f"{self.url}: a TarReader is read by one thread at a time")
+        return 0
+
+    cdef object _sample(self):
+        cdef dict sample
+        cdef str name
+        cdef object key, extension
+        cdef int64_t offset
+        while True:
+            if self.ahead is not None:
+                # Its data and offset are still the member read last.
+                key, extension, name = self.ahead
+                self.ahead = None
+            elif not self._read_member():
+                sample, self.sample = self.sample, None
+                if sample is not None and len(sample) > 2:
+                    return sample, self.sample_start, None
+                return None
+            else:
+                name = None
+                key, extension = self._key_extension()
+                if key is None:
+                    name = self.name
+                    if name[:2] == "__" and META_NAME.match(name):
+                        continue
+                    key, extension = split_name(name)
+                    if key is None:
+                        continue
+                    extension = extension.lower()
+            offset = self.member_start
+            sample = self.sample
+            if sample is None or sample["__key__"] != key:
+                if sample is not None and len(sample) > 2:
+                    # The member starts the next sample, assembled on the next call.
+                    self.sample, self.ahead = None, (key, extension, name)
+                    return sample, self.sample_start, offset
+                sample = {"__key__": key, "__url__": self.url}
+                self.sample, self.sample_start = sample, offset
+            if extension in sample:
+                name = self.name if name is None else name
+                raise self._error(offset, f"duplicate member {name!r} in sample {key!r}")
+            sample[extension] = self.data
+
+    cdef tuple _key_extension(self):
+        """``(key, extension)`` of the member read last, found in its bytes; ``(None, None)``
+        when the name needs ``split_name`` (a ``__meta__`` name, a newline, no dot)."""
+        cdef const char* name = self.state.name
+        cdef size_t length = self.state.name_len, base, dot, i
+        cdef const char* found
+        cdef char lowered[32]
+        cdef char c
+        if (length >= 2 and name[0] == b"_" and name[1] == b"_") \
+                or memchr(name, b"\n", length) != NULL:
+            return None, None
+        found = <const char*> memrchr(name, b"/", length)
+        base = 0 if found == NULL else <size_t> (found - name) + 1
+        found = <const char*> memchr(name + base, b".", length - base)
+        if found == NULL or found == name + base:
+            return None, None
+        dot = <size_t> (found - name)
+        key = PyUnicode_DecodeUTF8(name, dot, "surrogateescape")
+        if length - dot - 1 > sizeof(lowered):
+            return key, PyUnicode_DecodeUTF8(
+                name + dot + 1, length - dot - 1, "surrogateescape").lower()
+        for i in range(length - dot - 1):
+            if <unsigned char> name[dot + 1 + i] > 127:
+                return key, PyUnicode_DecodeUTF8(
+                    name + dot + 1, length - dot - 1, "surrogateescape").lower()
+            c = name[dot + 1 + i]
+            lowered[i] = c + 32 if b"A" <= c <= b"Z" else c
+        return key, PyUnicode_DecodeUTF8(lowered, length - dot - 1, NULL)
+
+    cdef object _member(self):
+        if not self._read_member():
+            return None
+        return self.name, self.data, self.member_start
+
+    @property
+    def name(self):
+        """The name of the member read last."""
+        return PyUnicode_DecodeUTF8(self.state.name, self.state.name_len, "surrogateescape")
+
+    cdef bint _read_member(self) except -1:
+        """Read the next member into ``name``, ``data`` and ``member_start``; False at the end."""
+        cdef int status = dl_tar_next(&self.state, 0)
+        cdef int64_t size, remaining
+        cdef bytes data
+        cdef unsigned char* out
+        if status == DL_TAR_AGAIN:
+            with nogil:
+                status = dl_tar_next(&self.state, 1)
+        if status == DL_TAR_END:
+            return False
+        if status != DL_TAR_MEMBER:
+            self._raise(status)
+        self.member_start = self.state.start
+        size = self.state.size
+        if size - dl_tar_buffered(&self.state) > CHECKED_BYTES:
+            remaining = dl_tar_remaining(&self.state)
+            if 0 <= remaining < size:
+                # Known to be cut short (a corrupt size, say): no memory is allocated for it.
+                raise self._error(self.state.header_offset,
+                                  f"truncated: {remaining} of {size} bytes")
+        data = PyBytes_FromStringAndSize(NULL, size)
+        out = <unsigned char*> PyBytes_AS_STRING(data)
+        if dl_tar_buffered(&self.state) == size:
+            status = dl_tar_data(&self.state, out)
+        else:
+            with nogil:
+                status = dl_tar_data(&self.state, out)
+        if status != 0:
+            self._raise(status)
+        self.data = data
+        return True
+
+    cdef int _raise(self, int status) except -1:
+        if status == DL_TAR_ERROR:
+            raise self._error(self.state.error_offset,
+                              self.state.reason.decode("utf-8", "replace"))
+        if status == DL_TAR_IO:
+            errno = self.state.errno_value
+            raise OSError(errno, os.strerror(errno), self.url)
+        raise MemoryError()
+
+    cdef object _error(self, int64_t offset, str reason):
+        return ShardError(self.url, offset, reason)
