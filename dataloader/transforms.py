@@ -145,13 +145,14 @@ class Decode(Transform):
 
     Examples
     --------
+    >>> from dataloader.transforms import Compose, Decode, Resize
+    >>> chain = Compose([Decode("L"), Resize((2, 4))])
     >>> import io
     >>> from PIL import Image as PILImage
-    >>> from dataloader.transforms import Decode
-    >>> buffer = io.BytesIO()
-    >>> PILImage.new("RGB", (4, 2), (10, 20, 30)).save(buffer, "PNG")
-    >>> Decode()(buffer.getvalue()).shape
-    (2, 4, 3)
+    >>> png = io.BytesIO()
+    >>> PILImage.new("RGB", (8, 4), (10, 20, 30)).save(png, "PNG")
+    >>> chain(png.getvalue()).shape
+    (2, 4, 1)
     """
 
     mode: str | None = None

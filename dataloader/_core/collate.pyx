@@ -95,34 +95,27 @@ def collate_numbers(list batch, type kind):
     cdef cnp.int64_t[::1] ints
     cdef double[::1] floats
     cdef cnp.npy_bool[::1] bools
+    if kind is not int and kind is not float and kind is not bool:
+        raise TypeError(f"collate_numbers takes int, float or bool, not {kind.__name__}")
+    for item in batch:
+        if type(item) is not kind:
+            return None
     if kind is int:
         out = np.empty(n, dtype=np.int64)
         ints = out
-        for i in range(n):
-            item = batch[i]
-            if type(item) is not int:
-                return None
-            try:
-                ints[i] = item
-            except OverflowError:
-                return None
-        return out
-    if kind is float:
+        try:
+            for i in range(n):
+                ints[i] = batch[i]
+        except OverflowError:
+            return None
+    elif kind is float:
         out = np.empty(n, dtype=np.float64)
         floats = out
         for i in range(n):
-            item = batch[i]
-            if type(item) is not float:
-                return None
-            floats[i] = item
-        return out
-    if kind is bool:
+            floats[i] = batch[i]
+    else:
         out = np.empty(n, dtype=np.bool_)
         bools = out.view(np.uint8)
         for i in range(n):
-            item = batch[i]
-            if type(item) is not bool:
-                return None
-            bools[i] = item is True
-        return out
-    raise TypeError(f"collate_numbers takes int, float or bool, not {kind.__name__}")
+            bools[i] = batch[i] is True
+    return out

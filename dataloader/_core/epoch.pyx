@@ -180,8 +180,7 @@ cdef class Epoch(Consumer):
         """The slot to deliver next if its batch is done, else -1 (mutex held)."""
         cdef Py_ssize_t slot
         if self.in_order:
-            slot = self.delivered % self.window
-            return slot if self.slots[slot].state == SLOT_DONE else -1
+            return self._ring_slot(self.delivered, SLOT_DONE)
         if self.completed_count == 0:
             return -1
         slot = self.completed[self.completed_head]
@@ -189,12 +188,17 @@ cdef class Epoch(Consumer):
         self.completed_count -= 1
         return slot
 
+    cdef Py_ssize_t _ring_slot(self, Py_ssize_t position, int state) noexcept nogil:
+        """In order, batch ``position`` lives in slot ``position % window``: that slot if
+        it is in ``state``, else -1 (mutex held)."""
+        cdef Py_ssize_t slot = position % self.window
+        return slot if self.slots[slot].state == state else -1
+
     cdef Py_ssize_t _free_slot(self) noexcept nogil:
         """A slot for the next batch, or -1 when the window is full (mutex held)."""
         cdef Py_ssize_t slot
         if self.in_order:
-            slot = self.submitted % self.window
-            return slot if self.slots[slot].state == SLOT_FREE else -1
+            return self._ring_slot(self.submitted, SLOT_FREE)
         for slot in range(self.window):
             if self.slots[slot].state == SLOT_FREE:
                 return slot

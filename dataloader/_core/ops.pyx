@@ -38,6 +38,16 @@ cdef inline bint _empty(const sample_t[:, :, ::1] view) noexcept nogil:
     return view.shape[0] == 0 or view.shape[1] == 0 or view.shape[2] == 0
 
 
+cdef inline bint _describe(const sample_t[:, :, ::1] src, const sample_t[:, :, ::1] out,
+                           dl_image_t* source, dl_image_t* target) noexcept nogil:
+    """Describe ``src`` and ``out`` to C; ``False`` (nothing to write) when ``out`` is empty."""
+    if _empty(out):
+        return False
+    source[0] = _image(src)
+    target[0] = _image(out)
+    return True
+
+
 def crop_into(const sample_t[:, :, ::1] src,  # IN
               sample_t[:, :, ::1] out,        # OUT
               intp_t top, intp_t left):
@@ -58,12 +68,10 @@ def pad_into(const sample_t[:, :, ::1] src,  # IN
     cdef sample_t pixel[4]
     cdef dl_image_t source, target
     cdef int status, k
-    if _empty(out):
+    if not _describe(src, out, &source, &target):
         return
     for k in range(src.shape[2]):
         pixel[k] = <sample_t> <double> fill[k]
-    source = _image(src)
-    target = _image(out)
     with nogil:
         status = dl_pad(&source, &target, top, left, mode, <uint8_t*> pixel)
     if status != 0:
@@ -75,12 +83,9 @@ def flip_into(const sample_t[:, :, ::1] src,  # IN
               bint horizontal):
     """Mirror ``src`` left-right (``horizontal``) or top-bottom into ``out``."""
     cdef dl_image_t source, target
-    if _empty(out):
-        return
-    source = _image(src)
-    target = _image(out)
-    with nogil:
-        dl_flip(&source, &target, horizontal)
+    if _describe(src, out, &source, &target):
+        with nogil:
+            dl_flip(&source, &target, horizontal)
 
 
 def rotate90_into(const sample_t[:, :, ::1] src,  # IN
@@ -88,12 +93,9 @@ def rotate90_into(const sample_t[:, :, ::1] src,  # IN
                   int k):
     """Rotate ``src`` by ``k`` (1, 2 or 3) counter-clockwise quarter turns into ``out``."""
     cdef dl_image_t source, target
-    if _empty(out):
-        return
-    source = _image(src)
-    target = _image(out)
-    with nogil:
-        dl_rotate90(&source, &target, k)
+    if _describe(src, out, &source, &target):
+        with nogil:
+            dl_rotate90(&source, &target, k)
 
 
 def hwc_to_chw_into(const sample_t[:, :, ::1] src,  # IN: (H, W, C)
