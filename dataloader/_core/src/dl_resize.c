@@ -25,6 +25,17 @@
 
 #define DL_PRECISION_BITS (32 - 8 - 2)
 
+/* Hand-vectorised passes for x86-64 with AVX2 (dl_*_avx2 below), compiled
+ * for that target alone and chosen at run time; every other machine, and
+ * shapes they do not cover, run the portable loops. */
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define DL_HAVE_AVX2 1
+#define DL_AVX2 __attribute__((target("avx2")))
+#else
+#define DL_HAVE_AVX2 0
+#endif
+
 /* The filtering loop is compiled for AVX2 as well and chosen at load time
  * where the compiler and C library support it (GCC ifunc). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
@@ -247,6 +258,310 @@ static void dl_filter_columns_direct(const uint8_t *src, ptrdiff_t src_stride, i
     }
 }
 
+/* Whether the AVX2 passes run: -1 until the first call decides from the CPU,
+ * then 0 or 1 (dl_resize_vectorised may force 0, for tests).  Races on it
+ * are benign: every writer stores a value that is correct for this CPU. */
+static int dl_vectorised = -1;
+
+static int dl_cpu_has_avx2(void)
+{
+#if DL_HAVE_AVX2
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+#else
+    return 0;
+#endif
+}
+
+int dl_resize_vectorised(int request)
+{
+    int v;
+    if (request >= 0) {
+        v = request ? dl_cpu_has_avx2() : 0;
+        __atomic_store_n(&dl_vectorised, v, __ATOMIC_RELAXED);
+        return v;
+    }
+    v = __atomic_load_n(&dl_vectorised, __ATOMIC_RELAXED);
+    if (v < 0) {
+        v = dl_cpu_has_avx2();
+        __atomic_store_n(&dl_vectorised, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+#if DL_HAVE_AVX2
+/* The AVX2 passes compute exactly what the portable ones do: the same 32-bit
+ * products (vpmulld) summed in 32-bit lanes, so both give the same bytes. */
+
+/* Eight samples at p, widened to 32 bits and multiplied by the weight w. */
+DL_AVX2 static inline __m256i dl_mul8_avx2(const uint8_t *p, __m256i w)
+{
+    return _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)), w);
+}
+
+/* Four vectors of eight sums to 32 bytes, shifted and clipped as dl_clip8
+ * does: the saturating packs clip below 0 and above 255. */
+DL_AVX2 static inline __m256i dl_pack32_avx2(__m256i a0, __m256i a1, __m256i a2, __m256i a3)
+{
+    __m256i lo = _mm256_packs_epi32(_mm256_srai_epi32(a0, DL_PRECISION_BITS),
+                                    _mm256_srai_epi32(a1, DL_PRECISION_BITS));
+    __m256i hi = _mm256_packs_epi32(_mm256_srai_epi32(a2, DL_PRECISION_BITS),
+                                    _mm256_srai_epi32(a3, DL_PRECISION_BITS));
+    /* The packs work within 128-bit lanes: restore the order of the dwords. */
+    return _mm256_permutevar8x32_epi32(_mm256_packus_epi16(lo, hi),
+                                       _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* dl_filter_rows for row_len >= 32: 32 samples at a time with their sums in
+ * registers across all taps; the last block overlaps the one before it
+ * rather than running a scalar tail. */
+DL_AVX2 static void dl_filter_rows_avx2(const uint8_t *src, ptrdiff_t src_stride,
+                                        ptrdiff_t row_len, uint8_t *dst, ptrdiff_t dst_stride,
+                                        int out_h, int ksize, const int *bounds,
+                                        const int32_t *weights)
+{
+    const __m256i half = _mm256_set1_epi32(1 << (DL_PRECISION_BITS - 1));
+    for (int yy = 0; yy < out_h; yy++) {
+        const int32_t *k = weights + (ptrdiff_t)yy * ksize;
+        const uint8_t *in = src + (ptrdiff_t)bounds[2 * yy] * src_stride;
+        uint8_t *out = dst + yy * dst_stride;
+        int n = bounds[2 * yy + 1];
+        for (ptrdiff_t i = 0;; i += 32) {
+            __m256i a0 = half, a1 = half, a2 = half, a3 = half;
+            const uint8_t *p;
+            if (i + 32 > row_len)
+                i = row_len - 32;
+            p = in + i;
+            for (int y = 0; y < n; y++, p += src_stride) {
+                __m256i w = _mm256_set1_epi32(k[y]);
+                a0 = _mm256_add_epi32(a0, dl_mul8_avx2(p, w));
+                a1 = _mm256_add_epi32(a1, dl_mul8_avx2(p + 8, w));
+                a2 = _mm256_add_epi32(a2, dl_mul8_avx2(p + 16, w));
+                a3 = _mm256_add_epi32(a3, dl_mul8_avx2(p + 24, w));
+            }
+            _mm256_storeu_si256((__m256i *)(out + i), dl_pack32_avx2(a0, a1, a2, a3));
+            if (i + 32 >= row_len)
+                break;
+        }
+    }
+}
+
+/* The horizontal pass for 3 or 4 channels works on 16-bit lanes: vpmaddwd
+ * multiplies pairs of taps and adds them, eight pairs per instruction.  A
+ * 22-bit weight does not fit 16 bits, so each is split as
+ * w = hi * 2^15 + lo with 0 <= lo < 2^15: the sums of products with hi and
+ * with lo are kept apart and joined as (hi_sum << 15) + lo_sum, which is the
+ * portable loop's 32-bit sum exactly (all of it is arithmetic modulo 2^32). */
+#define DL_SPLIT_BITS 15
+
+/* Per output pixel and group of 4 taps, two vectors of 16 weights (lo, then
+ * hi): in 128-bit lane 0 the weights of taps 0 and 1 alternate, four times,
+ * in lane 1 those of taps 2 and 3, matching dl_pairs_avx2. */
+typedef struct {
+    __m256i lo, hi;
+} dl_taps4_t;
+
+/* The 16 bytes at p broadcast, then pixels 0,1 (lane 0) and 2,3 (lane 1)
+ * as 16-bit values: channel c of the two pixels side by side. */
+DL_AVX2 static inline __m256i dl_pairs_avx2(const uint8_t *p, __m256i mask)
+{
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p)),
+                               mask);
+}
+
+/* The 32-bit sums of one output pixel in rows a and b (at the same offset
+ * p in both), one channel per 32-bit lane, rounding term included, before
+ * the shift: a in lane 0, b in lane 1.  The weights are loaded once for both
+ * rows. */
+DL_AVX2 static inline __attribute__((always_inline)) __m256i
+dl_horizontal_pixel_avx2(const uint8_t *a, const uint8_t *b, int channels, int groups,
+                         const dl_taps4_t *k, __m256i mask, __m256i half)
+{
+    __m256i lo_a = half, hi_a = _mm256_setzero_si256(), lo_b = half, hi_b = hi_a;
+    for (int g = 0; g < groups; g++, a += 4 * channels, b += 4 * channels) {
+        __m256i va = dl_pairs_avx2(a, mask), vb = dl_pairs_avx2(b, mask);
+        __m256i wlo = _mm256_load_si256(&k[g].lo), whi = _mm256_load_si256(&k[g].hi);
+        lo_a = _mm256_add_epi32(lo_a, _mm256_madd_epi16(va, wlo));
+        hi_a = _mm256_add_epi32(hi_a, _mm256_madd_epi16(va, whi));
+        lo_b = _mm256_add_epi32(lo_b, _mm256_madd_epi16(vb, wlo));
+        hi_b = _mm256_add_epi32(hi_b, _mm256_madd_epi16(vb, whi));
+    }
+    lo_a = _mm256_add_epi32(_mm256_slli_epi32(hi_a, DL_SPLIT_BITS), lo_a);
+    lo_b = _mm256_add_epi32(_mm256_slli_epi32(hi_b, DL_SPLIT_BITS), lo_b);
+    /* Lane sums: taps 0,1 of each group are in lane 0, taps 2,3 in lane 1. */
+    return _mm256_add_epi32(_mm256_permute2x128_si256(lo_a, lo_b, 0x20),
+                            _mm256_permute2x128_si256(lo_a, lo_b, 0x31));
+}
+
+/* Two rows (b may equal a): four output pixels at a time share the shift
+ * and the packing. */
+DL_AVX2 static inline __attribute__((always_inline)) void
+dl_horizontal_row_avx2(const uint8_t *in_a, const uint8_t *in_b, uint8_t *out_a, uint8_t *out_b,
+                       int out_w, int channels, int groups, const int *start,
+                       const dl_taps4_t *k)
+{
+    /* Only lane 0 carries the rounding term: the lanes are added at the end. */
+    const __m256i half = _mm256_setr_epi32(1 << (DL_PRECISION_BITS - 1),
+                                           1 << (DL_PRECISION_BITS - 1),
+                                           1 << (DL_PRECISION_BITS - 1),
+                                           1 << (DL_PRECISION_BITS - 1), 0, 0, 0, 0);
+    const __m256i mask = channels == 3
+        ? _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,
+                           6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1)
+        : _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1,
+                           8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
+    /* After the packs below each lane holds one row's pixels in the order
+     * 0, 2, 1, 3 (4 bytes each): put them in order, 3 bytes each for 3
+     * channels. */
+    const __m256i squeeze = channels == 3
+        ? _mm256_setr_epi8(0, 1, 2, 8, 9, 10, 4, 5, 6, 12, 13, 14, -1, -1, -1, -1,
+                           0, 1, 2, 8, 9, 10, 4, 5, 6, 12, 13, 14, -1, -1, -1, -1)
+        : _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15,
+                           0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
+    int xx = 0;
+    for (; xx + 4 <= out_w; xx += 4) {
+        __m256i s[4], packed;
+        for (int i = 0; i < 4; i++) {
+            ptrdiff_t at = (ptrdiff_t)start[xx + i] * channels;
+            s[i] = _mm256_srai_epi32(dl_horizontal_pixel_avx2(in_a + at, in_b + at, channels,
+                                                              groups, k + (ptrdiff_t)(xx + i) *
+                                                              groups, mask, half),
+                                     DL_PRECISION_BITS);
+        }
+        /* Row a's pixels in lane 0, row b's in lane 1. */
+        packed = _mm256_packus_epi16(_mm256_packs_epi32(s[0], s[2]),
+                                     _mm256_packs_epi32(s[1], s[3]));
+        packed = _mm256_shuffle_epi8(packed, squeeze);
+        if (channels == 4) {
+            _mm_storeu_si128((__m128i *)(out_a + (ptrdiff_t)xx * 4),
+                             _mm256_castsi256_si128(packed));
+            _mm_storeu_si128((__m128i *)(out_b + (ptrdiff_t)xx * 4),
+                             _mm256_extracti128_si256(packed, 1));
+        } else {
+            __m128i pa = _mm256_castsi256_si128(packed), pb = _mm256_extracti128_si256(packed, 1);
+            int32_t ta = _mm_extract_epi32(pa, 2), tb = _mm_extract_epi32(pb, 2);
+            _mm_storel_epi64((__m128i *)(out_a + (ptrdiff_t)xx * 3), pa);
+            memcpy(out_a + (ptrdiff_t)xx * 3 + 8, &ta, 4);
+            _mm_storel_epi64((__m128i *)(out_b + (ptrdiff_t)xx * 3), pb);
+            memcpy(out_b + (ptrdiff_t)xx * 3 + 8, &tb, 4);
+        }
+    }
+    for (; xx < out_w; xx++) {
+        ptrdiff_t at = (ptrdiff_t)start[xx] * channels;
+        __m256i v = _mm256_srai_epi32(dl_horizontal_pixel_avx2(in_a + at, in_b + at, channels,
+                                                               groups, k + (ptrdiff_t)xx * groups,
+                                                               mask, half),
+                                      DL_PRECISION_BITS);
+        int32_t bytes_a, bytes_b;
+        v = _mm256_packus_epi16(_mm256_packs_epi32(v, v), v);
+        bytes_a = _mm256_extract_epi32(v, 0);
+        bytes_b = _mm256_extract_epi32(v, 4);
+        memcpy(out_a + (ptrdiff_t)xx * channels, &bytes_a, (size_t)channels);
+        memcpy(out_b + (ptrdiff_t)xx * channels, &bytes_b, (size_t)channels);
+    }
+}
+
+/* Rows of the horizontal pass, two at a time; the common channel and group
+ * counts get copies of the row loop with those constant, so that its loops
+ * unroll. */
+DL_AVX2 static void dl_horizontal_rows_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows,
+                                            int channels, uint8_t *dst, ptrdiff_t dst_stride,
+                                            int out_w, int groups, const int *start,
+                                            const dl_taps4_t *k)
+{
+#define DL_ROWS(c, g)                                                                       \
+    for (int y = 0; y < rows; y += 2) {                                                   \
+        int b = y + 1 < rows ? y + 1 : y;                                                 \
+        dl_horizontal_row_avx2(src + y * src_stride, src + b * src_stride,                \
+                               dst + y * dst_stride, dst + b * dst_stride, out_w, c, g, start, \
+                               k);                                                          \
+    }                                                                                     \
+    return
+    switch (channels * 8 + (groups < 4 ? groups : 0)) {
+    case 3 * 8 + 1: DL_ROWS(3, 1);
+    case 3 * 8 + 2: DL_ROWS(3, 2);
+    case 3 * 8 + 3: DL_ROWS(3, 3);
+    case 3 * 8: DL_ROWS(3, groups);
+    case 4 * 8 + 1: DL_ROWS(4, 1);
+    case 4 * 8 + 2: DL_ROWS(4, 2);
+    case 4 * 8 + 3: DL_ROWS(4, 3);
+    default: DL_ROWS(4, groups);
+    }
+#undef DL_ROWS
+}
+
+/* The horizontal pass for 3 or 4 channels, where in_w >= 4 * groups.  Each
+ * output pixel reads 4 * groups input pixels, its window moved left where
+ * needed to end inside the row (zero weights pad it); each 16-byte load
+ * covers 4 pixels, and for 3 channels reads 4 bytes past them, which past
+ * the end of a row are the next row's: the last row is read from a padded
+ * copy.  Returns 0, or -1 when memory runs out. */
+static int dl_filter_columns_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows, int in_w,
+                                  int channels, uint8_t *dst, ptrdiff_t dst_stride, int out_w,
+                                  int groups, const int *bounds, const int32_t *weights,
+                                  int ksize)
+{
+    int taps = 4 * groups;
+    dl_taps4_t *k = aligned_alloc(32, sizeof(dl_taps4_t) * (size_t)groups * (size_t)out_w);
+    int *start = malloc(sizeof(int) * (size_t)out_w);
+    uint8_t *last = malloc((size_t)in_w * channels + 16);
+    int status = -1;
+    if (k != NULL && start != NULL && last != NULL) {
+        for (int xx = 0; xx < out_w; xx++) {
+            int xmin = bounds[2 * xx], n = bounds[2 * xx + 1];
+            int s = xmin < in_w - taps ? xmin : in_w - taps;
+            int16_t *lo = (int16_t *)(k + (ptrdiff_t)xx * groups), *hi;
+            start[xx] = s;
+            for (int t = 0; t < taps; t++) {
+                int j = t - (xmin - s);
+                int32_t w = j >= 0 && j < n ? weights[(ptrdiff_t)xx * ksize + j] : 0;
+                /* Tap t: group t / 4, lane (t % 4) / 2, position t % 2 of each pair. */
+                int at = (t / 4) * 32 + ((t % 4) / 2) * 8 + t % 2;
+                lo = (int16_t *)(k + (ptrdiff_t)xx * groups + t / 4);
+                hi = lo + 16;
+                for (int pair = 0; pair < 4; pair++) {
+                    lo[at % 32 + 2 * pair] = (int16_t)(w & ((1 << DL_SPLIT_BITS) - 1));
+                    hi[at % 32 + 2 * pair] = (int16_t)(w >> DL_SPLIT_BITS);
+                }
+            }
+        }
+        if (rows > 1)
+            dl_horizontal_rows_avx2(src, src_stride, rows - 1, channels, dst, dst_stride, out_w,
+                                    groups, start, k);
+        memcpy(last, src + (ptrdiff_t)(rows - 1) * src_stride, (size_t)in_w * channels);
+        memset(last + (size_t)in_w * channels, 0, 16);
+        dl_horizontal_rows_avx2(last, 0, 1, channels, dst + (ptrdiff_t)(rows - 1) * dst_stride,
+                                dst_stride, out_w, groups, start, k);
+        status = 0;
+    }
+    free(k);
+    free(start);
+    free(last);
+    return status;
+}
+#endif
+
+/* One pass along the first axis, vectorised where the CPU allows. */
+static int dl_filter_rows_any(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_t row_len,
+                              uint8_t *dst, ptrdiff_t dst_stride, int out_h, int ksize,
+                              const int *bounds, const int32_t *weights)
+{
+    int32_t *acc;
+#if DL_HAVE_AVX2
+    if (row_len >= 32 && dl_resize_vectorised(-1)) {
+        dl_filter_rows_avx2(src, src_stride, row_len, dst, dst_stride, out_h, ksize, bounds,
+                            weights);
+        return 0;
+    }
+#endif
+    acc = malloc(sizeof(int32_t) * (size_t)row_len);
+    if (acc == NULL)
+        return -1;
+    dl_filter_rows(src, src_stride, row_len, dst, dst_stride, out_h, ksize, bounds, weights, acc);
+    free(acc);
+    return 0;
+}
+
 /* The horizontal pass: transpose the rows x in_w block, filter along its
  * first axis with dl_filter_rows, transpose the rows x out_w result back
  * (directly, without transposing, for the 2-tap bilinear upscale). */
@@ -256,8 +571,18 @@ static int dl_filter_columns(const uint8_t *src, ptrdiff_t src_stride, int rows,
 {
     ptrdiff_t line = (ptrdiff_t)rows * channels;
     uint8_t *t_in, *t_out;
-    int32_t *acc;
     int status = -1;
+#if DL_HAVE_AVX2
+    if ((channels == 3 || channels == 4) && dl_resize_vectorised(-1)) {
+        /* Groups of 4 taps: enough for the widest window, not the padded ksize. */
+        int n = 1, xx;
+        for (xx = 0; xx < out_w; xx++)
+            n = bounds[2 * xx + 1] > n ? bounds[2 * xx + 1] : n;
+        if (in_w >= 4 * ((n + 3) / 4))
+            return dl_filter_columns_avx2(src, src_stride, rows, in_w, channels, dst, dst_stride,
+                                          out_w, (n + 3) / 4, bounds, weights, ksize);
+    }
+#endif
     if (ksize <= 3) {
         dl_filter_columns_direct(src, src_stride, rows, channels, dst, dst_stride, out_w, ksize,
                                  bounds, weights);
@@ -265,16 +590,14 @@ static int dl_filter_columns(const uint8_t *src, ptrdiff_t src_stride, int rows,
     }
     t_in = malloc((size_t)in_w * line);
     t_out = malloc((size_t)out_w * line);
-    acc = malloc(sizeof(int32_t) * (size_t)line);
-    if (t_in != NULL && t_out != NULL && acc != NULL) {
+    if (t_in != NULL && t_out != NULL) {
         dl_transpose(src, src_stride, rows, in_w, channels, t_in, line);
-        dl_filter_rows(t_in, line, line, t_out, line, out_w, ksize, bounds, weights, acc);
-        dl_transpose(t_out, line, out_w, rows, channels, dst, dst_stride);
-        status = 0;
+        status = dl_filter_rows_any(t_in, line, line, t_out, line, out_w, ksize, bounds, weights);
+        if (status == 0)
+            dl_transpose(t_out, line, out_w, rows, channels, dst, dst_stride);
     }
     free(t_in);
     free(t_out);
-    free(acc);
     return status;
 }
 
@@ -313,7 +636,7 @@ int dl_resize(const uint8_t *src, ptrdiff_t src_stride, int in_h, int in_w, int 
               int antialias)
 {
     int *hb = NULL, *vb = NULL;
-    int32_t *hw = NULL, *vw = NULL, *acc = NULL;
+    int32_t *hw = NULL, *vw = NULL;
     uint8_t *tmp = NULL;
     int hk = 0, vk = 0, status = -1, y, first, last;
     int need_h = out_w != in_w, need_v = out_h != in_h;
@@ -335,21 +658,18 @@ int dl_resize(const uint8_t *src, ptrdiff_t src_stride, int in_h, int in_w, int 
     }
     if ((vk = dl_coefficients(in_h, out_h, filter, antialias, &vb, &vw)) < 0)
         goto done;
-    acc = malloc(sizeof(int32_t) * (size_t)(out_w > in_w ? out_w : in_w) * channels);
-    if (acc == NULL)
-        goto done;
     if (!need_h) {
-        dl_filter_rows(src, src_stride, (ptrdiff_t)out_w * channels, dst, dst_stride, out_h, vk,
-                       vb, vw, acc);
-        status = 0;
+        status = dl_filter_rows_any(src, src_stride, (ptrdiff_t)out_w * channels, dst, dst_stride,
+                                    out_h, vk, vb, vw);
         goto done;
     }
     if (out_h < in_h && out_w > in_w) {
         tmp = malloc((size_t)out_h * in_w * channels);
         if (tmp == NULL)
             goto done;
-        dl_filter_rows(src, src_stride, (ptrdiff_t)in_w * channels, tmp,
-                       (ptrdiff_t)in_w * channels, out_h, vk, vb, vw, acc);
+        if (dl_filter_rows_any(src, src_stride, (ptrdiff_t)in_w * channels, tmp,
+                               (ptrdiff_t)in_w * channels, out_h, vk, vb, vw) != 0)
+            goto done;
         status = dl_filter_columns(tmp, (ptrdiff_t)in_w * channels, out_h, in_w, channels, dst,
                                    dst_stride, out_w, hk, hb, hw);
         goto done;
@@ -365,15 +685,13 @@ int dl_resize(const uint8_t *src, ptrdiff_t src_stride, int in_h, int in_w, int 
     if (dl_filter_columns(src + first * src_stride, src_stride, last - first, in_w, channels, tmp,
                           (ptrdiff_t)out_w * channels, out_w, hk, hb, hw) != 0)
         goto done;
-    dl_filter_rows(tmp, (ptrdiff_t)out_w * channels, (ptrdiff_t)out_w * channels, dst, dst_stride,
-                   out_h, vk, vb, vw, acc);
-    status = 0;
+    status = dl_filter_rows_any(tmp, (ptrdiff_t)out_w * channels, (ptrdiff_t)out_w * channels, dst,
+                                dst_stride, out_h, vk, vb, vw);
 done:
     free(hb);
     free(hw);
     free(vb);
     free(vw);
-    free(acc);
     free(tmp);
     return status;
 }
