@@ -13,6 +13,7 @@ cdef extern from "src/dl_resize.h" nogil:
     int dl_resize(const uint8_t* src, ptrdiff_t src_stride, int in_h, int in_w, int channels,
                   uint8_t* dst, ptrdiff_t dst_stride, int out_h, int out_w, int filter,
                   int antialias)
+    int dl_resize_vectorised(int request)
 
 
 # Indexed by dl_filter_t.
@@ -35,3 +36,14 @@ def resize_into(const uint8_t[:, :, ::1] src,  # IN
                            &out[0, 0, 0], out_w * channels, out_h, out_w, filter, antialias)
     if status != 0:
         raise MemoryError("resize: cannot allocate scratch memory")
+
+
+def vectorised(request=None):
+    """Whether the vectorised (AVX2) passes run: True, or False for the portable loops.
+
+    ``request`` False forces the portable loops and True restores the
+    vectorised ones where the CPU has them; both give the same bytes, which
+    the tests check by running each.  Process-wide; not for use while other
+    threads resize.
+    """
+    return bool(dl_resize_vectorised(-1 if request is None else (1 if request else 0)))

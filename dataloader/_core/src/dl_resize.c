@@ -346,69 +346,75 @@ DL_AVX2 static void dl_filter_rows_avx2(const uint8_t *src, ptrdiff_t src_stride
     }
 }
 
-/* The horizontal pass for 3 or 4 channels works on 16-bit lanes: vpmaddwd
- * multiplies pairs of taps and adds them, eight pairs per instruction.  A
- * 22-bit weight does not fit 16 bits, so each is split as
- * w = hi * 2^15 + lo with 0 <= lo < 2^15: the sums of products with hi and
- * with lo are kept apart and joined as (hi_sum << 15) + lo_sum, which is the
- * portable loop's 32-bit sum exactly (all of it is arithmetic modulo 2^32). */
+/* The horizontal pass for 3 or 4 channels works on 16-bit lanes, two rows
+ * at a time (row a in the low 128-bit lane, row b in the high one):
+ * vpmaddwd multiplies a pair of taps by their weights and adds the two
+ * products, for every channel of both rows in one instruction.  A 22-bit
+ * weight does not fit 16 bits, so each is split as w = hi * 2^15 + lo with
+ * 0 <= lo < 2^15: the sums of products with hi and with lo are kept apart
+ * and joined as (hi_sum << 15) + lo_sum, which is the portable loop's 32-bit
+ * sum exactly (all of it is arithmetic modulo 2^32). */
 #define DL_SPLIT_BITS 15
 
-/* Per output pixel and group of 4 taps, two vectors of 16 weights (lo, then
- * hi): in 128-bit lane 0 the weights of taps 0 and 1 alternate, four times,
- * in lane 1 those of taps 2 and 3, matching dl_pairs_avx2. */
+/* The weights of one pair of taps, lo and hi parts, each as 16 lanes
+ * [w0 w1] x 4 repeated in both 128-bit lanes. */
 typedef struct {
     __m256i lo, hi;
-} dl_taps4_t;
+} dl_pair_weights_t;
 
-/* The 16 bytes at p broadcast, then pixels 0,1 (lane 0) and 2,3 (lane 1)
- * as 16-bit values: channel c of the two pixels side by side. */
-DL_AVX2 static inline __m256i dl_pairs_avx2(const uint8_t *p, __m256i mask)
+/* 16 bytes of row a and of row b at the same offset. */
+DL_AVX2 static inline __m256i dl_load_rows_avx2(const uint8_t *a, const uint8_t *b)
 {
-    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p)),
-                               mask);
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+                                   _mm_loadu_si128((const __m128i *)b), 1);
 }
 
-/* The 32-bit sums of one output pixel in rows a and b (at the same offset
- * p in both), one channel per 32-bit lane, rounding term included, before
- * the shift: a in lane 0, b in lane 1.  The weights are loaded once for both
- * rows. */
-DL_AVX2 static inline __attribute__((always_inline)) __m256i
-dl_horizontal_pixel_avx2(const uint8_t *a, const uint8_t *b, int channels, int groups,
-                         const dl_taps4_t *k, __m256i mask, __m256i half)
+DL_AVX2 static inline __m256i dl_madd_pair_avx2(__m256i pixels, const dl_pair_weights_t *w,
+                                                __m256i *hi)
 {
-    __m256i lo_a = half, hi_a = _mm256_setzero_si256(), lo_b = half, hi_b = hi_a;
-    for (int g = 0; g < groups; g++, a += 4 * channels, b += 4 * channels) {
-        __m256i va = dl_pairs_avx2(a, mask), vb = dl_pairs_avx2(b, mask);
-        __m256i wlo = _mm256_load_si256(&k[g].lo), whi = _mm256_load_si256(&k[g].hi);
-        lo_a = _mm256_add_epi32(lo_a, _mm256_madd_epi16(va, wlo));
-        hi_a = _mm256_add_epi32(hi_a, _mm256_madd_epi16(va, whi));
-        lo_b = _mm256_add_epi32(lo_b, _mm256_madd_epi16(vb, wlo));
-        hi_b = _mm256_add_epi32(hi_b, _mm256_madd_epi16(vb, whi));
+    *hi = _mm256_add_epi32(*hi, _mm256_madd_epi16(pixels, _mm256_load_si256(&w->hi)));
+    return _mm256_madd_epi16(pixels, _mm256_load_si256(&w->lo));
+}
+
+/* The 32-bit sums of one output pixel whose 2 * pairs taps start at offset
+ * p of rows a and b: one channel per 32-bit lane, row a's in the low 128
+ * bits, rounding term included, before the shift.  Each load covers 4 taps
+ * (two pairs); m01 and m23 pick pixels 0, 1 and 2, 3 of it as 16-bit
+ * values, each channel of the two pixels side by side. */
+DL_AVX2 static inline __attribute__((always_inline)) __m256i
+dl_horizontal_pixel_avx2(const uint8_t *a, const uint8_t *b, int channels, int pairs,
+                         const dl_pair_weights_t *w, __m256i m01, __m256i m23)
+{
+    __m256i lo = _mm256_set1_epi32(1 << (DL_PRECISION_BITS - 1)), hi = _mm256_setzero_si256();
+    int q = 0;
+    for (; q + 2 <= pairs; q += 2) {
+        __m256i v = dl_load_rows_avx2(a + q * 2 * channels, b + q * 2 * channels);
+        lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, m01), w + q, &hi));
+        lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, m23), w + q + 1, &hi));
     }
-    lo_a = _mm256_add_epi32(_mm256_slli_epi32(hi_a, DL_SPLIT_BITS), lo_a);
-    lo_b = _mm256_add_epi32(_mm256_slli_epi32(hi_b, DL_SPLIT_BITS), lo_b);
-    /* Lane sums: taps 0,1 of each group are in lane 0, taps 2,3 in lane 1. */
-    return _mm256_add_epi32(_mm256_permute2x128_si256(lo_a, lo_b, 0x20),
-                            _mm256_permute2x128_si256(lo_a, lo_b, 0x31));
+    if (q < pairs) {
+        __m256i v = dl_load_rows_avx2(a + q * 2 * channels, b + q * 2 * channels);
+        lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, m01), w + q, &hi));
+    }
+    return _mm256_add_epi32(_mm256_slli_epi32(hi, DL_SPLIT_BITS), lo);
 }
 
 /* Two rows (b may equal a): four output pixels at a time share the shift
  * and the packing. */
 DL_AVX2 static inline __attribute__((always_inline)) void
 dl_horizontal_row_avx2(const uint8_t *in_a, const uint8_t *in_b, uint8_t *out_a, uint8_t *out_b,
-                       int out_w, int channels, int groups, const int *start,
-                       const dl_taps4_t *k)
+                       int out_w, int channels, int pairs, const int *start,
+                       const dl_pair_weights_t *w)
 {
-    /* Only lane 0 carries the rounding term: the lanes are added at the end. */
-    const __m256i half = _mm256_setr_epi32(1 << (DL_PRECISION_BITS - 1),
-                                           1 << (DL_PRECISION_BITS - 1),
-                                           1 << (DL_PRECISION_BITS - 1),
-                                           1 << (DL_PRECISION_BITS - 1), 0, 0, 0, 0);
-    const __m256i mask = channels == 3
+    const __m256i m01 = channels == 3
         ? _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,
-                           6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1)
+                           0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1)
         : _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1,
+                           0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1);
+    const __m256i m23 = channels == 3
+        ? _mm256_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1,
+                           6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1)
+        : _mm256_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1,
                            8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
     /* After the packs below each lane holds one row's pixels in the order
      * 0, 2, 1, 3 (4 bytes each): put them in order, 3 bytes each for 3
@@ -423,10 +429,10 @@ dl_horizontal_row_avx2(const uint8_t *in_a, const uint8_t *in_b, uint8_t *out_a,
         __m256i s[4], packed;
         for (int i = 0; i < 4; i++) {
             ptrdiff_t at = (ptrdiff_t)start[xx + i] * channels;
-            s[i] = _mm256_srai_epi32(dl_horizontal_pixel_avx2(in_a + at, in_b + at, channels,
-                                                              groups, k + (ptrdiff_t)(xx + i) *
-                                                              groups, mask, half),
-                                     DL_PRECISION_BITS);
+            s[i] = _mm256_srai_epi32(
+                dl_horizontal_pixel_avx2(in_a + at, in_b + at, channels, pairs,
+                                         w + (ptrdiff_t)(xx + i) * pairs, m01, m23),
+                DL_PRECISION_BITS);
         }
         /* Row a's pixels in lane 0, row b's in lane 1. */
         packed = _mm256_packus_epi16(_mm256_packs_epi32(s[0], s[2]),
@@ -448,10 +454,10 @@ dl_horizontal_row_avx2(const uint8_t *in_a, const uint8_t *in_b, uint8_t *out_a,
     }
     for (; xx < out_w; xx++) {
         ptrdiff_t at = (ptrdiff_t)start[xx] * channels;
-        __m256i v = _mm256_srai_epi32(dl_horizontal_pixel_avx2(in_a + at, in_b + at, channels,
-                                                               groups, k + (ptrdiff_t)xx * groups,
-                                                               mask, half),
-                                      DL_PRECISION_BITS);
+        __m256i v = _mm256_srai_epi32(
+            dl_horizontal_pixel_avx2(in_a + at, in_b + at, channels, pairs,
+                                     w + (ptrdiff_t)xx * pairs, m01, m23),
+            DL_PRECISION_BITS);
         int32_t bytes_a, bytes_b;
         v = _mm256_packus_epi16(_mm256_packs_epi32(v, v), v);
         bytes_a = _mm256_extract_epi32(v, 0);
@@ -461,80 +467,82 @@ dl_horizontal_row_avx2(const uint8_t *in_a, const uint8_t *in_b, uint8_t *out_a,
     }
 }
 
-/* Rows of the horizontal pass, two at a time; the common channel and group
+/* Rows of the horizontal pass, two at a time; the common channel and pair
  * counts get copies of the row loop with those constant, so that its loops
  * unroll. */
 DL_AVX2 static void dl_horizontal_rows_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows,
                                             int channels, uint8_t *dst, ptrdiff_t dst_stride,
-                                            int out_w, int groups, const int *start,
-                                            const dl_taps4_t *k)
+                                            int out_w, int pairs, const int *start,
+                                            const dl_pair_weights_t *w)
 {
-#define DL_ROWS(c, g)                                                                       \
+#define DL_ROWS(c, p)                                                                       \
     for (int y = 0; y < rows; y += 2) {                                                   \
         int b = y + 1 < rows ? y + 1 : y;                                                 \
         dl_horizontal_row_avx2(src + y * src_stride, src + b * src_stride,                \
-                               dst + y * dst_stride, dst + b * dst_stride, out_w, c, g, start, \
-                               k);                                                          \
+                               dst + y * dst_stride, dst + b * dst_stride, out_w, c, p, start, \
+                               w);                                                          \
     }                                                                                     \
     return
-    switch (channels * 8 + (groups < 4 ? groups : 0)) {
+    switch (channels * 8 + (pairs <= 4 ? pairs : 0)) {
     case 3 * 8 + 1: DL_ROWS(3, 1);
     case 3 * 8 + 2: DL_ROWS(3, 2);
     case 3 * 8 + 3: DL_ROWS(3, 3);
-    case 3 * 8: DL_ROWS(3, groups);
+    case 3 * 8 + 4: DL_ROWS(3, 4);
+    case 3 * 8: DL_ROWS(3, pairs);
     case 4 * 8 + 1: DL_ROWS(4, 1);
     case 4 * 8 + 2: DL_ROWS(4, 2);
     case 4 * 8 + 3: DL_ROWS(4, 3);
-    default: DL_ROWS(4, groups);
+    case 4 * 8 + 4: DL_ROWS(4, 4);
+    default: DL_ROWS(4, pairs);
     }
 #undef DL_ROWS
 }
 
-/* The horizontal pass for 3 or 4 channels, where in_w >= 4 * groups.  Each
- * output pixel reads 4 * groups input pixels, its window moved left where
- * needed to end inside the row (zero weights pad it); each 16-byte load
- * covers 4 pixels, and for 3 channels reads 4 bytes past them, which past
- * the end of a row are the next row's: the last row is read from a padded
- * copy.  Returns 0, or -1 when memory runs out. */
+/* The horizontal pass for 3 or 4 channels, where in_w >= max(2 * pairs, 4).
+ * Each output pixel reads 2 * pairs input pixels, its window moved left
+ * where needed to end inside the row (zero weights pad it).  Each 16-byte
+ * load serves 2 pairs, or the last 1, so it reads up to 10 bytes past the
+ * pixels it uses: past the end of a row these are the next row's, and the
+ * last row is read from a padded copy.  Returns 0, or -1 when memory runs
+ * out. */
 static int dl_filter_columns_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows, int in_w,
                                   int channels, uint8_t *dst, ptrdiff_t dst_stride, int out_w,
-                                  int groups, const int *bounds, const int32_t *weights,
+                                  int pairs, const int *bounds, const int32_t *weights,
                                   int ksize)
 {
-    int taps = 4 * groups;
-    dl_taps4_t *k = aligned_alloc(32, sizeof(dl_taps4_t) * (size_t)groups * (size_t)out_w);
+    int taps = 2 * pairs;
+    dl_pair_weights_t *w = aligned_alloc(32, sizeof(dl_pair_weights_t) * (size_t)pairs *
+                                                 (size_t)out_w);
     int *start = malloc(sizeof(int) * (size_t)out_w);
     uint8_t *last = malloc((size_t)in_w * channels + 16);
     int status = -1;
-    if (k != NULL && start != NULL && last != NULL) {
+    if (w != NULL && start != NULL && last != NULL) {
         for (int xx = 0; xx < out_w; xx++) {
             int xmin = bounds[2 * xx], n = bounds[2 * xx + 1];
             int s = xmin < in_w - taps ? xmin : in_w - taps;
-            int16_t *lo = (int16_t *)(k + (ptrdiff_t)xx * groups), *hi;
             start[xx] = s;
             for (int t = 0; t < taps; t++) {
                 int j = t - (xmin - s);
-                int32_t w = j >= 0 && j < n ? weights[(ptrdiff_t)xx * ksize + j] : 0;
-                /* Tap t: group t / 4, lane (t % 4) / 2, position t % 2 of each pair. */
-                int at = (t / 4) * 32 + ((t % 4) / 2) * 8 + t % 2;
-                lo = (int16_t *)(k + (ptrdiff_t)xx * groups + t / 4);
-                hi = lo + 16;
-                for (int pair = 0; pair < 4; pair++) {
-                    lo[at % 32 + 2 * pair] = (int16_t)(w & ((1 << DL_SPLIT_BITS) - 1));
-                    hi[at % 32 + 2 * pair] = (int16_t)(w >> DL_SPLIT_BITS);
+                int32_t k = j >= 0 && j < n ? weights[(ptrdiff_t)xx * ksize + j] : 0;
+                int16_t *lo = (int16_t *)&w[(ptrdiff_t)xx * pairs + t / 2].lo;
+                int16_t *hi = (int16_t *)&w[(ptrdiff_t)xx * pairs + t / 2].hi;
+                /* Tap t is the first or second of each [w0 w1] of its pair. */
+                for (int i = t % 2; i < 16; i += 2) {
+                    lo[i] = (int16_t)(k & ((1 << DL_SPLIT_BITS) - 1));
+                    hi[i] = (int16_t)(k >> DL_SPLIT_BITS);
                 }
             }
         }
         if (rows > 1)
             dl_horizontal_rows_avx2(src, src_stride, rows - 1, channels, dst, dst_stride, out_w,
-                                    groups, start, k);
+                                    pairs, start, w);
         memcpy(last, src + (ptrdiff_t)(rows - 1) * src_stride, (size_t)in_w * channels);
         memset(last + (size_t)in_w * channels, 0, 16);
         dl_horizontal_rows_avx2(last, 0, 1, channels, dst + (ptrdiff_t)(rows - 1) * dst_stride,
-                                dst_stride, out_w, groups, start, k);
+                                dst_stride, out_w, pairs, start, w);
         status = 0;
     }
-    free(k);
+    free(w);
     free(start);
     free(last);
     return status;
@@ -574,13 +582,13 @@ static int dl_filter_columns(const uint8_t *src, ptrdiff_t src_stride, int rows,
     int status = -1;
 #if DL_HAVE_AVX2
     if ((channels == 3 || channels == 4) && dl_resize_vectorised(-1)) {
-        /* Groups of 4 taps: enough for the widest window, not the padded ksize. */
+        /* Pairs of taps: enough for the widest window, not the padded ksize. */
         int n = 1, xx;
         for (xx = 0; xx < out_w; xx++)
             n = bounds[2 * xx + 1] > n ? bounds[2 * xx + 1] : n;
-        if (in_w >= 4 * ((n + 3) / 4))
+        if (in_w >= 4 && in_w >= n + n % 2)
             return dl_filter_columns_avx2(src, src_stride, rows, in_w, channels, dst, dst_stride,
-                                          out_w, (n + 3) / 4, bounds, weights, ksize);
+                                          out_w, (n + 1) / 2, bounds, weights, ksize);
     }
 #endif
     if (ksize <= 3) {
