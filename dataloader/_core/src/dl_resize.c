@@ -14,9 +14,18 @@
  *  - nearest neighbour walks the source with an accumulated double step from
  *    the first sample's centre, as Pillow's affine scaling does.
  *
- * Channels are independent: alpha is not premultiplied.  Both passes are
- * one loop, dl_filter_rows, whose inner loop runs along a whole row; the
- * horizontal pass feeds it a transposed block (dl_filter_columns). */
+ * Channels are independent: alpha is not premultiplied.
+ *
+ * Two implementations compute the same bytes:
+ *  - portable loops: both passes are one loop, dl_filter_rows, whose inner
+ *    loop runs along a whole row (the compiler vectorises it); the
+ *    horizontal pass feeds it a transposed block (dl_filter_columns);
+ *  - on x86-64 CPUs with AVX2, chosen at run time: the vertical pass keeps
+ *    32 sums in registers across all taps (dl_filter_rows_avx2), and the
+ *    horizontal pass for 3 and 4 channels works in place on pairs of taps of
+ *    two rows at a time (dl_filter_columns_avx2), with each 22-bit weight
+ *    split into two 16-bit halves so that the sums stay exact.
+ * dl_resize_vectorised switches between them, for tests. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
