@@ -8,7 +8,8 @@ Pillow, so the two cannot share an interpreter).
 from __future__ import annotations
 
 import io
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from PIL import Image as PILImage
@@ -34,7 +35,7 @@ def crops(pixels: np.ndarray, count: int, seed: int = 0) -> list[np.ndarray]:
     while len(out) < count:
         area = height * width * rng.uniform(0.08, 1.0)
         ratio = np.exp(rng.uniform(np.log(3 / 4), np.log(4 / 3)))
-        w, h = int(round(np.sqrt(area * ratio))), int(round(np.sqrt(area / ratio)))
+        w, h = round(np.sqrt(area * ratio)), round(np.sqrt(area / ratio))
         if 0 < w <= width and 0 < h <= height:
             top, left = rng.integers(0, height - h + 1), rng.integers(0, width - w + 1)
             out.append(np.ascontiguousarray(pixels[top:top + h, left:left + w]))
