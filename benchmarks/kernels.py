@@ -106,17 +106,28 @@ def candidates(jpeg, png, pixels, crop_list):
     return ops
 
 
-def pillow_simd_results(python, jpeg, png, pixels, count, repeats):
-    """{operation: (ms one thread, ms two threads)} and the version, from the Pillow-SIMD run."""
-    with tempfile.TemporaryDirectory() as folder:
-        inputs = Path(folder) / "inputs.npz"
+class PillowSimd:
+    """The Pillow-SIMD process: ``measure(operation, repeats)`` times one operation there."""
+
+    def __init__(self, python, jpeg, png, pixels, count):
+        self.folder = tempfile.TemporaryDirectory()
+        inputs = Path(self.folder.name) / "inputs.npz"
         np.savez(inputs, jpeg=np.frombuffer(jpeg, np.uint8), png=np.frombuffer(png, np.uint8),
                  pixels=pixels)
-        output = subprocess.run(
-            [python, str(Path(__file__).parent / "_pillow_simd.py"), str(inputs), str(count),
-             str(repeats)], check=True, capture_output=True, text=True).stdout
-    answer = json.loads(output)
-    return answer["results"], answer["version"]
+        self.process = subprocess.Popen(
+            [python, str(Path(__file__).parent / "_pillow_simd.py"), str(inputs), str(count)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.version = json.loads(self.process.stdout.readline())["version"]
+
+    def measure(self, operation, repeats):
+        self.process.stdin.write(f"{repeats}\t{operation}\n")
+        self.process.stdin.flush()
+        return json.loads(self.process.stdout.readline())
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait()
+        self.folder.cleanup()
 
 
 def versions():
@@ -160,11 +171,11 @@ def main():
     parser.add_argument("--pillow-simd", metavar="PYTHON",
                         help="the interpreter of an environment with Pillow-SIMD installed")
     parser.add_argument("--rounds", type=int, default=None,
-                        help="measure every library this many times, keep the best "
-                             "(default 3, 1 with --quick)")
+                        help="measure every library this many times, 5 runs each time, and "
+                             "keep the best (default 5, 1 with --quick)")
     args = parser.parse_args()
-    count, repeats = (16, 5) if args.quick else (24, 25)
-    args.rounds = args.rounds or (1 if args.quick else 3)
+    count, repeats = (16, 5) if args.quick else (24, 5)
+    args.rounds = args.rounds or (1 if args.quick else 5)
     if cv2 is not None:
         cv2.setNumThreads(1)   # one thread per call: the pool provides the parallelism
 
@@ -176,24 +187,29 @@ def main():
     crop_list = crops(pixels, count)
     found = versions()
     python = pillow_simd_python(args.pillow_simd)
-    # {(operation, library): [ms one thread, ms two threads]}, the best over rounds: each
-    # round measures every library, Pillow-SIMD's process included, so that a burst of
-    # load on a shared machine does not fall on one library alone.
+    # {(operation, library): [ms one thread, ms two threads]}, the best over rounds. In
+    # each round every library, Pillow-SIMD's process included, measures one operation
+    # in turn, so that load on a shared machine falls on all of them alike.
+    simd = PillowSimd(python, jpeg, png, pixels, count) if python is not None else None
+    if simd is not None:
+        found["Pillow-SIMD"] = simd.version
     best = {}
-    for _ in range(args.rounds):
-        measured = {}
-        for operation, libraries in candidates(jpeg, png, pixels, crop_list).items():
-            for library, (function, items) in libraries.items():
-                one, two = per_image_seconds(function, (items * count)[:max(count, len(items))],
-                                             repeats)
-                measured[(operation, library)] = [one * 1e3, two * 1e3]
-        if python is not None:
-            simd, found["Pillow-SIMD"] = pillow_simd_results(python, jpeg, png, pixels, count,
-                                                             repeats)
-            for operation, times in simd.items():
-                measured[(operation, "Pillow-SIMD")] = times
-        for key, times in measured.items():
-            best[key] = [min(a, b) for a, b in zip(best.get(key, times), times)]
+    try:
+        for _ in range(args.rounds):
+            for operation, libraries in candidates(jpeg, png, pixels, crop_list).items():
+                measured = {}
+                for library, (function, items) in libraries.items():
+                    one, two = per_image_seconds(
+                        function, (items * count)[:max(count, len(items))], repeats)
+                    measured[library] = [one * 1e3, two * 1e3]
+                if simd is not None:
+                    measured["Pillow-SIMD"] = simd.measure(operation, repeats)
+                for library, times in measured.items():
+                    key = (operation, library)
+                    best[key] = [min(a, b) for a, b in zip(best.get(key, times), times)]
+    finally:
+        if simd is not None:
+            simd.close()
     order = list(dict.fromkeys(operation for operation, _ in best))
     results = [{"operation": operation, "library": library, "ms_per_image_1_thread": one,
                 "ms_per_image_2_threads": two}
