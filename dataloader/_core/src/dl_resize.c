@@ -299,8 +299,10 @@ int dl_resize_vectorised(int request)
 }
 
 #if DL_HAVE_AVX2
-/* The AVX2 passes compute exactly what the portable ones do: the same 32-bit
- * products (vpmulld) summed in 32-bit lanes, so both give the same bytes. */
+/* The AVX2 passes compute exactly what the portable ones do, so both give
+ * the same bytes: the vertical pass the same 32-bit products (vpmulld)
+ * summed in 32-bit lanes, the horizontal one the same sums from 16-bit
+ * halves of the weights (see DL_SPLIT_BITS). */
 
 /* Eight samples at p, widened to 32 bits and multiplied by the weight w. */
 DL_AVX2 static inline __m256i dl_mul8_avx2(const uint8_t *p, __m256i w)
@@ -591,11 +593,16 @@ static int dl_filter_columns(const uint8_t *src, ptrdiff_t src_stride, int rows,
     int status = -1;
 #if DL_HAVE_AVX2
     if ((channels == 3 || channels == 4) && dl_resize_vectorised(-1)) {
-        /* Pairs of taps: enough for the widest window, not the padded ksize. */
-        int n = 1, xx;
+        /* Pairs of taps: enough for the widest window, not the padded ksize.
+         * The high halves of the weights must fit 16 bits, which holds for
+         * weights below 256 in magnitude: normalised weights are near 1. */
+        int n = 1, xx, fits = 1;
         for (xx = 0; xx < out_w; xx++)
             n = bounds[2 * xx + 1] > n ? bounds[2 * xx + 1] : n;
-        if (in_w >= 4 && in_w >= n + n % 2)
+        for (xx = 0; xx < out_w * ksize; xx++)
+            fits &= weights[xx] >> DL_SPLIT_BITS >= INT16_MIN &&
+                    weights[xx] >> DL_SPLIT_BITS <= INT16_MAX;
+        if (fits && in_w >= 4 && in_w >= n + n % 2)
             return dl_filter_columns_avx2(src, src_stride, rows, in_w, channels, dst, dst_stride,
                                           out_w, (n + 1) / 2, bounds, weights, ksize);
     }
