@@ -39,7 +39,7 @@ SANITIZER_ENV = LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-fi
 LSAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: demo test bench docs soak mutate fuzz test-asan test-ft asan-install ft-install fuzz-install fuzz-deps sysdeps clean
+.PHONY: demo test bench docs soak mutate fuzz test-asan test-ft asan-install ft-install fuzz-install fuzz-deps sysdeps pillow-simd clean
 
 demo: $(VENV)/.installed-demo
 	$(BIN)/python examples/demo.py
@@ -186,6 +186,26 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/shuffle.py
 	$(BIN)/python benchmarks/shards.py
 
+# Pillow-SIMD, the peer of benchmarks/kernels.py, in its own venv (it
+# replaces Pillow): built from source with AVX2 enabled, against the system
+# libjpeg and zlib. kernels.py finds .venv-pillow-simd/bin/python by itself.
+PILLOW_SIMD_VENV := .venv-pillow-simd
+PILLOW_SIMD_APT_PACKAGES := libjpeg-dev zlib1g-dev
+pillow-simd: $(PILLOW_SIMD_VENV)/.installed
+
+$(PILLOW_SIMD_VENV)/.installed:
+	@if pkg-config --exists libjpeg zlib 2>/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PILLOW_SIMD_APT_PACKAGES); \
+	else \
+		echo "Pillow-SIMD needs the JPEG and zlib headers: sudo apt-get install $(PILLOW_SIMD_APT_PACKAGES)"; exit 1; \
+	fi
+	$(PYTHON) -m venv $(PILLOW_SIMD_VENV)
+	$(PILLOW_SIMD_VENV)/bin/python -m pip install -q --upgrade pip
+	$(PILLOW_SIMD_VENV)/bin/python -m pip install -q numpy
+	CC="cc -mavx2" $(PILLOW_SIMD_VENV)/bin/python -m pip install -q --no-cache-dir --no-binary :all: pillow-simd
+	touch $@
+
 # The documentation, into site/. `make test` builds it too (tests/test_docs.py).
 docs: $(VENV)/.installed-docs
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
@@ -226,5 +246,5 @@ $(VENV)/.installed-docs: $(VENV)/.installed
 	touch $@
 
 clean:
-	rm -rf build $(VENV) $(ASAN_VENV) $(FT_VENV) $(FUZZ_VENV) fuzz/corpus fuzz/artifacts .pytest_cache \
+	rm -rf build $(VENV) $(ASAN_VENV) $(FT_VENV) $(FUZZ_VENV) $(PILLOW_SIMD_VENV) fuzz/corpus fuzz/artifacts .pytest_cache \
 		site docs/images/transforms docs/images/kernels_chart.svg

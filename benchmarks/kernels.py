@@ -1,13 +1,20 @@
 """Image kernel benchmark: decode, resize and decode+resize, ours against others.
 
-Measures the time per image of ``dataloader.kernels`` against Pillow (and
-simplejpeg and OpenCV when installed) for a 500x375 quality-90 JPEG, a
-1024x768 PNG and a resize to 224x224, with one thread and with two threads
-(a ThreadPoolExecutor over many images; the scaling ratio is the two-thread
-throughput over the one-thread throughput).  Prints a table and writes
-``benchmarks/results/kernels.json``.
+Measures the time per image of ``dataloader.kernels`` against Pillow,
+Pillow-SIMD (in its own environment), simplejpeg and OpenCV (when installed)
+for a 500x375 quality-90 JPEG, a 1024x768 PNG, a resize to 224x224 of the
+whole 500x375 photograph and of crops drawn as RandomResizedCrop draws them,
+with one thread and with two threads (a ThreadPoolExecutor over many images;
+the scaling ratio is the two-thread throughput over the one-thread
+throughput).  Prints a table, our speed against Pillow-SIMD and simplejpeg,
+and writes ``benchmarks/results/kernels.json``.
 
-Run: ``.venv/bin/python benchmarks/kernels.py [--quick]``
+Pillow-SIMD replaces Pillow, so it runs in a subprocess of the interpreter
+given by ``--pillow-simd`` (default: ``$PILLOW_SIMD_PYTHON``, else
+``.venv-pillow-simd/bin/python``, which ``make pillow-simd`` creates); it is
+left out, with a notice, when there is none.
+
+Run: ``.venv/bin/python benchmarks/kernels.py [--quick] [--rounds N] [--pillow-simd PYTHON]``
 """
 
 import argparse
@@ -15,11 +22,23 @@ import io
 import json
 import os
 import platform
-import time
-from concurrent.futures import ThreadPoolExecutor
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
+from _common import load_average, per_image_seconds
+from _pillow_ops import (
+    DECODE_JPEG,
+    DECODE_PNG,
+    DECODE_RESIZE,
+    RESIZE,
+    RESIZE_CROPS,
+    SIZE,
+    crops,
+    pillow_candidates,
+)
 from PIL import Image as PILImage
 
 import dataloader
@@ -36,7 +55,7 @@ except ImportError:
     cv2 = None
 
 RESULTS = Path(__file__).parent / "results" / "kernels.json"
-SIZE = (224, 224)
+PILLOW_SIMD_VENV = Path(__file__).resolve().parent.parent / ".venv-pillow-simd" / "bin" / "python"
 
 
 def photo(height, width):
@@ -56,73 +75,57 @@ def encoded(array, fmt, **options):
     return buffer.getvalue()
 
 
-def candidates(jpeg, png, pixels):
-    """{operation: {library: (function, argument)}}; every function takes one argument."""
-    pil_pixels = PILImage.fromarray(pixels)
-
-    def pil_decode(data):
-        with PILImage.open(io.BytesIO(data)) as image:
-            return np.asarray(image.convert("RGB"))
-
-    def pil_decode_resize(data):
-        with PILImage.open(io.BytesIO(data)) as image:
-            return np.asarray(image.convert("RGB").resize(SIZE[::-1], PILImage.Resampling.BILINEAR))
-
-    ops = {
-        "decode JPEG 500x375": {
-            "dataloader": (kernels.decode, jpeg),
-            "Pillow": (pil_decode, jpeg),
-        },
-        "decode PNG 1024x768": {
-            "dataloader": (kernels.decode, png),
-            "Pillow": (pil_decode, png),
-        },
-        "resize 500x375 -> 224x224 (bilinear, antialiased)": {
-            "dataloader": (lambda a: kernels.resize(a, SIZE), pixels),
-            "Pillow": (lambda im: im.resize(SIZE[::-1], PILImage.Resampling.BILINEAR), pil_pixels),
-        },
-        "decode JPEG + resize to 224x224": {
-            "dataloader": (lambda d: kernels.resize(kernels.decode(d), SIZE), jpeg),
-            "Pillow": (pil_decode_resize, jpeg),
-        },
-    }
+def candidates(jpeg, png, pixels, crop_list):
+    """{operation: {library: (function, items)}}; every function takes one item."""
+    ops = {operation: {"dataloader": None, "Pillow": entry}
+           for operation, entry in pillow_candidates(jpeg, png, pixels, crop_list).items()}
+    ops[DECODE_JPEG]["dataloader"] = (kernels.decode, [jpeg])
+    ops[DECODE_PNG]["dataloader"] = (kernels.decode, [png])
+    ops[RESIZE]["dataloader"] = (lambda a: kernels.resize(a, SIZE), [pixels])
+    ops[RESIZE_CROPS]["dataloader"] = (lambda a: kernels.resize(a, SIZE), crop_list)
+    ops[DECODE_RESIZE]["dataloader"] = (lambda d: kernels.resize(kernels.decode(d), SIZE), [jpeg])
     if simplejpeg is not None:
-        ops["decode JPEG 500x375"]["simplejpeg"] = (simplejpeg.decode_jpeg, jpeg)
-        ops["decode JPEG + resize to 224x224"]["simplejpeg + Pillow"] = (
+        ops[DECODE_JPEG]["simplejpeg"] = (simplejpeg.decode_jpeg, [jpeg])
+        ops[DECODE_RESIZE]["simplejpeg + Pillow"] = (
             lambda d: np.asarray(PILImage.fromarray(simplejpeg.decode_jpeg(d)).resize(
-                SIZE[::-1], PILImage.Resampling.BILINEAR)), jpeg)
+                SIZE[::-1], PILImage.Resampling.BILINEAR)), [jpeg])
     if cv2 is not None:
         def cv_decode(data):
             return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
 
-        ops["decode JPEG 500x375"]["OpenCV"] = (cv_decode, jpeg)
-        ops["decode PNG 1024x768"]["OpenCV"] = (cv_decode, png)
-        ops["resize 500x375 -> 224x224 (bilinear, antialiased)"]["OpenCV (INTER_AREA)"] = (
-            lambda a: cv2.resize(a, SIZE[::-1], interpolation=cv2.INTER_AREA), pixels)
-        ops["decode JPEG + resize to 224x224"]["OpenCV (INTER_AREA)"] = (
-            lambda d: cv2.resize(cv_decode(d), SIZE[::-1], interpolation=cv2.INTER_AREA), jpeg)
+        def cv_resize(array):
+            return cv2.resize(array, SIZE[::-1], interpolation=cv2.INTER_AREA)
+
+        ops[DECODE_JPEG]["OpenCV"] = (cv_decode, [jpeg])
+        ops[DECODE_PNG]["OpenCV"] = (cv_decode, [png])
+        ops[RESIZE]["OpenCV (INTER_AREA)"] = (cv_resize, [pixels])
+        ops[RESIZE_CROPS]["OpenCV (INTER_AREA)"] = (cv_resize, crop_list)
+        ops[DECODE_RESIZE]["OpenCV (INTER_AREA)"] = (lambda d: cv_resize(cv_decode(d)), [jpeg])
     return ops
 
 
-def per_image_seconds(function, argument, count, repeats):
-    """Seconds per image on one thread and on two, each the best of ``repeats`` runs.
+class PillowSimd:
+    """The Pillow-SIMD process: ``measure(operation, repeats)`` times one operation there."""
 
-    The two are measured alternately, in short runs, so that both see the same
-    conditions on a shared machine and the best runs are the least disturbed.
-    """
-    items = [argument] * count
-    best = {1: float("inf"), 2: float("inf")}
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        list(pool.map(function, items[:4]))   # warm up both threads
-        for _ in range(repeats):
-            start = time.perf_counter()
-            for item in items:
-                function(item)
-            best[1] = min(best[1], (time.perf_counter() - start) / count)
-            start = time.perf_counter()
-            list(pool.map(function, items, chunksize=count // 2))
-            best[2] = min(best[2], (time.perf_counter() - start) / count)
-    return best[1], best[2]
+    def __init__(self, python, jpeg, png, pixels, count):
+        self.folder = tempfile.TemporaryDirectory()
+        inputs = Path(self.folder.name) / "inputs.npz"
+        np.savez(inputs, jpeg=np.frombuffer(jpeg, np.uint8), png=np.frombuffer(png, np.uint8),
+                 pixels=pixels)
+        self.process = subprocess.Popen(
+            [python, str(Path(__file__).parent / "_pillow_simd.py"), str(inputs), str(count)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.version = json.loads(self.process.stdout.readline())["version"]
+
+    def measure(self, operation, repeats):
+        self.process.stdin.write(f"{repeats}\t{operation}\n")
+        self.process.stdin.flush()
+        return json.loads(self.process.stdout.readline())
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait()
+        self.folder.cleanup()
 
 
 def versions():
@@ -135,43 +138,108 @@ def versions():
     return found
 
 
+def pillow_simd_python(option):
+    """The interpreter of the Pillow-SIMD environment, or None (with a notice)."""
+    python = option or os.environ.get("PILLOW_SIMD_PYTHON") or (
+        str(PILLOW_SIMD_VENV) if PILLOW_SIMD_VENV.exists() else None)
+    if python is None:
+        print("Pillow-SIMD: no environment (make pillow-simd, or --pillow-simd PYTHON); "
+              "left out", file=sys.stderr)
+    return python
+
+
+def ratio_lines(results):
+    """Our one-thread speed over each peer's the targets name: Pillow-SIMD, simplejpeg."""
+    times = {(r["operation"], r["library"]): r["ms_per_image_1_thread"] for r in results}
+    lines = []
+    for operation, peer in [(RESIZE_CROPS, "Pillow-SIMD"), (RESIZE, "Pillow-SIMD"),
+                            (DECODE_JPEG, "simplejpeg"), (DECODE_JPEG, "Pillow-SIMD"),
+                            (DECODE_RESIZE, "Pillow-SIMD")]:
+        if (operation, peer) in times:
+            ours = times[(operation, "dataloader")]
+            lines.append({"operation": operation, "peer": peer, "ours_ms": ours,
+                          "peer_ms": times[(operation, peer)],
+                          "speed_vs_peer": times[(operation, peer)] / ours})
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
+    parser.add_argument("--pillow-simd", metavar="PYTHON",
+                        help="the interpreter of an environment with Pillow-SIMD installed")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="measure every library this many times, 5 runs each time, and "
+                             "keep the best (default 5, 1 with --quick)")
     args = parser.parse_args()
-    count, repeats = (16, 5) if args.quick else (24, 25)
+    count, repeats = (16, 5) if args.quick else (24, 5)
+    args.rounds = args.rounds or (1 if args.quick else 5)
     if cv2 is not None:
         cv2.setNumThreads(1)   # one thread per call: the pool provides the parallelism
 
+    load_before = load_average()
     pixels, source = photo(375, 500)
     jpeg = encoded(pixels, "JPEG", quality=90)
     png_pixels, _ = photo(768, 1024)
     png = encoded(png_pixels, "PNG")
-    results = []
-    for operation, libraries in candidates(jpeg, png, pixels).items():
-        for library, (function, argument) in libraries.items():
-            one, two = per_image_seconds(function, argument, count, repeats)
-            results.append({"operation": operation, "library": library,
-                            "ms_per_image_1_thread": one * 1e3,
-                            "ms_per_image_2_threads": two * 1e3,
-                            "thread_scaling": one / two})
+    crop_list = crops(pixels, count)
+    found = versions()
+    python = pillow_simd_python(args.pillow_simd)
+    # {(operation, library): [ms one thread, ms two threads]}, the best over rounds. In
+    # each round every library, Pillow-SIMD's process included, measures one operation
+    # in turn, so that load on a shared machine falls on all of them alike.
+    simd = PillowSimd(python, jpeg, png, pixels, count) if python is not None else None
+    if simd is not None:
+        found["Pillow-SIMD"] = simd.version
+    best = {}
+    try:
+        for _ in range(args.rounds):
+            for operation, libraries in candidates(jpeg, png, pixels, crop_list).items():
+                measured = {}
+                for library, (function, items) in libraries.items():
+                    one, two = per_image_seconds(
+                        function, (items * count)[:max(count, len(items))], repeats)
+                    measured[library] = [one * 1e3, two * 1e3]
+                if simd is not None:
+                    measured["Pillow-SIMD"] = simd.measure(operation, repeats)
+                for library, times in measured.items():
+                    key = (operation, library)
+                    earlier = best.get(key, times)
+                    best[key] = [min(a, b) for a, b in zip(earlier, times, strict=True)]
+    finally:
+        if simd is not None:
+            simd.close()
+    order = list(dict.fromkeys(operation for operation, _ in best))
+    results = [{"operation": operation, "library": library, "ms_per_image_1_thread": one,
+                "ms_per_image_2_threads": two}
+               for (operation, library), (one, two) in sorted(
+                   best.items(), key=lambda item: order.index(item[0][0]))]
     for row in results:
         pillow = next(r for r in results
                       if r["operation"] == row["operation"] and r["library"] == "Pillow")
+        row["thread_scaling"] = row["ms_per_image_1_thread"] / row["ms_per_image_2_threads"]
         row["speedup_vs_pillow"] = pillow["ms_per_image_1_thread"] / row["ms_per_image_1_thread"]
 
-    info = {"versions": versions(), "cpus": os.cpu_count(), "image_source": source,
-            "jpeg_bytes": len(jpeg), "png_bytes": len(png), "results": results}
+    info = {"versions": found, "cpus": os.cpu_count(), "image_source": source,
+            "jpeg_bytes": len(jpeg), "png_bytes": len(png), "crops": len(crop_list),
+            "rounds": args.rounds,
+            "load_average": [load_before, load_average()], "results": results,
+            "ratios": ratio_lines(results)}
     print(" ".join(f"{k} {v}" for k, v in info["versions"].items()),
-          f"| {info['cpus']} CPUs | {source} image")
-    header = f"{'operation':52} {'library':22} {'1 thread':>10} {'2 threads':>10} " \
+          f"| {info['cpus']} CPUs | {source} image | load average {load_before} -> "
+          f"{info['load_average'][1]}")
+    header = f"{'operation':68} {'library':22} {'1 thread':>10} {'2 threads':>10} " \
              f"{'scaling':>8} {'vs Pillow':>9}"
     print(header)
     print("-" * len(header))
     for row in results:
-        print(f"{row['operation']:52} {row['library']:22} "
+        print(f"{row['operation']:68} {row['library']:22} "
               f"{row['ms_per_image_1_thread']:8.3f}ms {row['ms_per_image_2_threads']:8.3f}ms "
               f"{row['thread_scaling']:7.2f}x {row['speedup_vs_pillow']:8.2f}x")
+    print()
+    for line in info["ratios"]:
+        print(f"{line['operation']}: dataloader {line['ours_ms']:.3f} ms, {line['peer']} "
+              f"{line['peer_ms']:.3f} ms: {line['speed_vs_peer']:.2f}x {line['peer']}'s speed")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(info, indent=2))
     print(f"written {RESULTS}")

@@ -119,7 +119,9 @@ def resize(img: ImageLike, size: int | Sequence[int], *, interpolation: str = "b
     vertical pass first for some sizes where both sides shrink (bicubic and
     lanczos can then differ by a few levels at sharp edges; bilinear stays
     within 1).  Channels are resampled independently (Pillow premultiplies
-    RGBA by alpha).
+    RGBA by alpha).  On x86-64 CPUs with AVX2 both passes run as
+    vectorised code chosen at run time, with the same results as the
+    portable code other CPUs run.
 
     Examples
     --------

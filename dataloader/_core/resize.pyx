@@ -30,3 +30,14 @@ def resize_into(const uint8_t[:, :, ::1] src,  # IN
                            &out[0, 0, 0], out_w * channels, out_h, out_w, filter, antialias)
     if status != 0:
         raise MemoryError("resize: cannot allocate scratch memory")
+
+
+def vectorised(request=None):
+    """Whether the vectorised (AVX2) passes run: True, or False for the portable loops.
+
+    ``request`` False forces the portable loops and True restores the
+    vectorised ones where the CPU has them; both give the same bytes, which
+    the tests check by running each.  Process-wide; not for use while other
+    threads resize.
+    """
+    return bool(dl_resize_vectorised(-1 if request is None else (1 if request else 0)))

@@ -61,6 +61,8 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 def check_int(name: str, value: Any, minimum: int = 0, maximum: int = MAX_SIDE) -> int:
     """``value`` as an int in [minimum, maximum]; numpy integers count, bools do not."""
+    if type(value) is int and minimum <= value <= maximum:
+        return value    # the common case, without the slower abstract-class checks
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     value = operator.index(value)
@@ -125,6 +127,8 @@ def check_size(name: str, value: Any, allow_int: bool = True) -> tuple[int, int]
     """``(height, width)`` from an int (square) or a pair, each 1..MAX_SIDE."""
     if allow_int and isinstance(value, numbers.Integral) and not isinstance(value, bool):
         value = (value, value)
+    if type(value) is tuple and len(value) == 2:
+        return (check_int(f"{name}[0]", value[0], 1), check_int(f"{name}[1]", value[1], 1))
     kinds = "an int or a (height, width) pair" if allow_int else "a (height, width) pair"
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise TypeError(f"{name} must be {kinds} of ints, got {value!r}")

@@ -14,16 +14,25 @@
  *  - nearest neighbour walks the source with an accumulated double step from
  *    the first sample's centre, as Pillow's affine scaling does.
  *
- * Channels are independent: alpha is not premultiplied.  Both passes are
- * one loop, dl_filter_rows, whose inner loop runs along a whole row; the
- * horizontal pass feeds it a transposed block (dl_filter_columns). */
+ * Channels are independent: alpha is not premultiplied.
+ *
+ * Two implementations compute the same bytes:
+ *  - portable loops: both passes are one loop, dl_filter_rows, whose inner
+ *    loop runs along a whole row (the compiler vectorises it); the
+ *    horizontal pass feeds it a transposed block (dl_filter_columns);
+ *  - on x86-64 CPUs with AVX2, chosen at run time: the vertical pass keeps
+ *    32 sums in registers across all taps (dl_filter_rows_avx2), and the
+ *    horizontal pass for 3 and 4 channels works in place on pairs of taps of
+ *    two rows at a time (dl_filter_columns_avx2), with each 22-bit weight
+ *    split into two 16-bit halves so that the sums stay exact.
+ * dl_resize_vectorised switches between them, for tests. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dl_resize.h"
 
-#define DL_PRECISION_BITS (32 - 8 - 2)
+#include "dl_resize_avx2.h"
 
 /* The filtering loop is compiled for AVX2 as well and chosen at load time
  * where the compiler and C library support it (GCC ifunc). */
@@ -247,6 +256,59 @@ static void dl_filter_columns_direct(const uint8_t *src, ptrdiff_t src_stride, i
     }
 }
 
+/* Whether the AVX2 passes run: -1 until the first call decides from the CPU,
+ * then 0 or 1 (dl_resize_vectorised may force 0, for tests).  Races on it
+ * are benign: every writer stores a value that is correct for this CPU. */
+static int dl_vectorised = -1;
+
+static int dl_cpu_has_avx2(void)
+{
+#if DL_HAVE_AVX2
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+#else
+    return 0;
+#endif
+}
+
+int dl_resize_vectorised(int request)
+{
+    int v;
+    if (request >= 0) {
+        v = request ? dl_cpu_has_avx2() : 0;
+        __atomic_store_n(&dl_vectorised, v, __ATOMIC_RELAXED);
+        return v;
+    }
+    v = __atomic_load_n(&dl_vectorised, __ATOMIC_RELAXED);
+    if (v < 0) {
+        v = dl_cpu_has_avx2();
+        __atomic_store_n(&dl_vectorised, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+
+/* One pass along the first axis, vectorised where the CPU allows. */
+static int dl_filter_rows_any(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_t row_len,
+                              uint8_t *dst, ptrdiff_t dst_stride, int out_h, int ksize,
+                              const int *bounds, const int32_t *weights)
+{
+    int32_t *acc;
+#if DL_HAVE_AVX2
+    if (row_len >= 32 && dl_resize_vectorised(-1)) {
+        dl_filter_rows_avx2(src, src_stride, row_len, dst, dst_stride, out_h, ksize, bounds,
+                            weights);
+        return 0;
+    }
+#endif
+    acc = malloc(sizeof(int32_t) * (size_t)row_len);
+    if (acc == NULL)
+        return -1;
+    dl_filter_rows(src, src_stride, row_len, dst, dst_stride, out_h, ksize, bounds, weights, acc);
+    free(acc);
+    return 0;
+}
+
 /* The horizontal pass: transpose the rows x in_w block, filter along its
  * first axis with dl_filter_rows, transpose the rows x out_w result back
  * (directly, without transposing, for the 2-tap bilinear upscale). */
@@ -256,8 +318,23 @@ static int dl_filter_columns(const uint8_t *src, ptrdiff_t src_stride, int rows,
 {
     ptrdiff_t line = (ptrdiff_t)rows * channels;
     uint8_t *t_in, *t_out;
-    int32_t *acc;
     int status = -1;
+#if DL_HAVE_AVX2
+    if ((channels == 3 || channels == 4) && dl_resize_vectorised(-1)) {
+        /* Pairs of taps: enough for the widest window, not the padded ksize.
+         * The high halves of the weights must fit 16 bits, which holds for
+         * weights below 256 in magnitude: normalised weights are near 1. */
+        int n = 1, xx, fits = 1;
+        for (xx = 0; xx < out_w; xx++)
+            n = bounds[2 * xx + 1] > n ? bounds[2 * xx + 1] : n;
+        for (xx = 0; xx < out_w * ksize; xx++)
+            fits &= weights[xx] >> DL_SPLIT_BITS >= INT16_MIN &&
+                    weights[xx] >> DL_SPLIT_BITS <= INT16_MAX;
+        if (fits && in_w >= 4 && in_w >= n + n % 2)
+            return dl_filter_columns_avx2(src, src_stride, rows, in_w, channels, dst, dst_stride,
+                                          out_w, (n + 1) / 2, bounds, weights, ksize);
+    }
+#endif
     if (ksize <= 3) {
         dl_filter_columns_direct(src, src_stride, rows, channels, dst, dst_stride, out_w, ksize,
                                  bounds, weights);
@@ -265,16 +342,14 @@ static int dl_filter_columns(const uint8_t *src, ptrdiff_t src_stride, int rows,
     }
     t_in = malloc((size_t)in_w * line);
     t_out = malloc((size_t)out_w * line);
-    acc = malloc(sizeof(int32_t) * (size_t)line);
-    if (t_in != NULL && t_out != NULL && acc != NULL) {
+    if (t_in != NULL && t_out != NULL) {
         dl_transpose(src, src_stride, rows, in_w, channels, t_in, line);
-        dl_filter_rows(t_in, line, line, t_out, line, out_w, ksize, bounds, weights, acc);
-        dl_transpose(t_out, line, out_w, rows, channels, dst, dst_stride);
-        status = 0;
+        status = dl_filter_rows_any(t_in, line, line, t_out, line, out_w, ksize, bounds, weights);
+        if (status == 0)
+            dl_transpose(t_out, line, out_w, rows, channels, dst, dst_stride);
     }
     free(t_in);
     free(t_out);
-    free(acc);
     return status;
 }
 
@@ -313,7 +388,7 @@ int dl_resize(const uint8_t *src, ptrdiff_t src_stride, int in_h, int in_w, int 
               int antialias)
 {
     int *hb = NULL, *vb = NULL;
-    int32_t *hw = NULL, *vw = NULL, *acc = NULL;
+    int32_t *hw = NULL, *vw = NULL;
     uint8_t *tmp = NULL;
     int hk = 0, vk = 0, status = -1, y, first, last;
     int need_h = out_w != in_w, need_v = out_h != in_h;
@@ -335,21 +410,18 @@ int dl_resize(const uint8_t *src, ptrdiff_t src_stride, int in_h, int in_w, int 
     }
     if ((vk = dl_coefficients(in_h, out_h, filter, antialias, &vb, &vw)) < 0)
         goto done;
-    acc = malloc(sizeof(int32_t) * (size_t)(out_w > in_w ? out_w : in_w) * channels);
-    if (acc == NULL)
-        goto done;
     if (!need_h) {
-        dl_filter_rows(src, src_stride, (ptrdiff_t)out_w * channels, dst, dst_stride, out_h, vk,
-                       vb, vw, acc);
-        status = 0;
+        status = dl_filter_rows_any(src, src_stride, (ptrdiff_t)out_w * channels, dst, dst_stride,
+                                    out_h, vk, vb, vw);
         goto done;
     }
     if (out_h < in_h && out_w > in_w) {
         tmp = malloc((size_t)out_h * in_w * channels);
         if (tmp == NULL)
             goto done;
-        dl_filter_rows(src, src_stride, (ptrdiff_t)in_w * channels, tmp,
-                       (ptrdiff_t)in_w * channels, out_h, vk, vb, vw, acc);
+        if (dl_filter_rows_any(src, src_stride, (ptrdiff_t)in_w * channels, tmp,
+                               (ptrdiff_t)in_w * channels, out_h, vk, vb, vw) != 0)
+            goto done;
         status = dl_filter_columns(tmp, (ptrdiff_t)in_w * channels, out_h, in_w, channels, dst,
                                    dst_stride, out_w, hk, hb, hw);
         goto done;
@@ -365,15 +437,13 @@ int dl_resize(const uint8_t *src, ptrdiff_t src_stride, int in_h, int in_w, int 
     if (dl_filter_columns(src + first * src_stride, src_stride, last - first, in_w, channels, tmp,
                           (ptrdiff_t)out_w * channels, out_w, hk, hb, hw) != 0)
         goto done;
-    dl_filter_rows(tmp, (ptrdiff_t)out_w * channels, (ptrdiff_t)out_w * channels, dst, dst_stride,
-                   out_h, vk, vb, vw, acc);
-    status = 0;
+    status = dl_filter_rows_any(tmp, (ptrdiff_t)out_w * channels, (ptrdiff_t)out_w * channels, dst,
+                                dst_stride, out_h, vk, vb, vw);
 done:
     free(hb);
     free(hw);
     free(vb);
     free(vw);
-    free(acc);
     free(tmp);
     return status;
 }

@@ -15,4 +15,10 @@ int dl_resize(const uint8_t *src, ptrdiff_t src_stride, int in_h, int in_w, int 
               uint8_t *dst, ptrdiff_t dst_stride, int out_h, int out_w, int filter,
               int antialias);
 
+/* Whether dl_resize runs its vectorised (AVX2) passes, which give the same
+ * bytes as the portable ones: request 0 forces the portable passes, 1 uses
+ * the vectorised ones where the CPU has them, -1 only asks.  Returns 1 when
+ * the vectorised passes are in use.  For tests and benchmarks. */
+int dl_resize_vectorised(int request);
+
 #endif

@@ -1,0 +1,271 @@
+/* The AVX2 passes of dl_resize.c, compiled for that target alone (a
+ * function attribute, so the file builds on any x86-64) and chosen at run
+ * time by dl_resize.c; see dl_resize_avx2.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dl_resize_avx2.h"
+
+#if DL_HAVE_AVX2
+#include <immintrin.h>
+
+#define DL_AVX2 __attribute__((target("avx2")))
+
+/* The AVX2 passes compute exactly what the portable ones do, so both give
+ * the same bytes: the vertical pass the same 32-bit products (vpmulld)
+ * summed in 32-bit lanes, the horizontal one the same sums from 16-bit
+ * halves of the weights (see DL_SPLIT_BITS). */
+
+/* Eight samples at p, widened to 32 bits and multiplied by the weight w. */
+DL_AVX2 static inline __m256i dl_mul8_avx2(const uint8_t *p, __m256i w)
+{
+    return _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)), w);
+}
+
+/* Four vectors of eight sums to 32 bytes, shifted and clipped as dl_clip8
+ * does: the saturating packs clip below 0 and above 255. */
+DL_AVX2 static inline __m256i dl_pack32_avx2(__m256i a0, __m256i a1, __m256i a2, __m256i a3)
+{
+    __m256i lo = _mm256_packs_epi32(_mm256_srai_epi32(a0, DL_PRECISION_BITS),
+                                    _mm256_srai_epi32(a1, DL_PRECISION_BITS));
+    __m256i hi = _mm256_packs_epi32(_mm256_srai_epi32(a2, DL_PRECISION_BITS),
+                                    _mm256_srai_epi32(a3, DL_PRECISION_BITS));
+    /* The packs work within 128-bit lanes: restore the order of the dwords. */
+    return _mm256_permutevar8x32_epi32(_mm256_packus_epi16(lo, hi),
+                                       _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* dl_filter_rows for row_len >= 32: 32 samples at a time with their sums in
+ * registers across all taps; the last block overlaps the one before it
+ * rather than running a scalar tail. */
+DL_AVX2 void dl_filter_rows_avx2(const uint8_t *src, ptrdiff_t src_stride,
+                                 ptrdiff_t row_len, uint8_t *dst, ptrdiff_t dst_stride,
+                                 int out_h, int ksize, const int *bounds,
+                                 const int32_t *weights)
+{
+    const __m256i half = _mm256_set1_epi32(1 << (DL_PRECISION_BITS - 1));
+    for (int yy = 0; yy < out_h; yy++) {
+        const int32_t *k = weights + (ptrdiff_t)yy * ksize;
+        const uint8_t *in = src + (ptrdiff_t)bounds[2 * yy] * src_stride;
+        uint8_t *out = dst + yy * dst_stride;
+        int n = bounds[2 * yy + 1];
+        for (ptrdiff_t i = 0;; i += 32) {
+            __m256i a0 = half, a1 = half, a2 = half, a3 = half;
+            const uint8_t *p;
+            if (i + 32 > row_len)
+                i = row_len - 32;
+            p = in + i;
+            for (int y = 0; y < n; y++, p += src_stride) {
+                __m256i w = _mm256_set1_epi32(k[y]);
+                a0 = _mm256_add_epi32(a0, dl_mul8_avx2(p, w));
+                a1 = _mm256_add_epi32(a1, dl_mul8_avx2(p + 8, w));
+                a2 = _mm256_add_epi32(a2, dl_mul8_avx2(p + 16, w));
+                a3 = _mm256_add_epi32(a3, dl_mul8_avx2(p + 24, w));
+            }
+            _mm256_storeu_si256((__m256i *)(out + i), dl_pack32_avx2(a0, a1, a2, a3));
+            if (i + 32 >= row_len)
+                break;
+        }
+    }
+}
+
+/* The horizontal pass for 3 or 4 channels works on 16-bit lanes, two rows
+ * at a time (row a in the low 128-bit lane, row b in the high one):
+ * vpmaddwd multiplies a pair of taps by their weights and adds the two
+ * products, for every channel of both rows in one instruction.  A 22-bit
+ * weight does not fit 16 bits, so each is split as w = hi * 2^15 + lo with
+ * 0 <= lo < 2^15: the sums of products with hi and with lo are kept apart
+ * and joined as (hi_sum << 15) + lo_sum, which is the portable loop's 32-bit
+ * sum exactly (all of it is arithmetic modulo 2^32); DL_SPLIT_BITS is 15. */
+
+/* The weights of one pair of taps, lo and hi parts, each as 16 lanes
+ * [w0 w1] x 4 repeated in both 128-bit lanes. */
+typedef struct {
+    __m256i lo, hi;
+} dl_pair_weights_t;
+
+/* 16 bytes of row a and of row b at the same offset. */
+DL_AVX2 static inline __m256i dl_load_rows_avx2(const uint8_t *a, const uint8_t *b)
+{
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+                                   _mm_loadu_si128((const __m128i *)b), 1);
+}
+
+DL_AVX2 static inline __m256i dl_madd_pair_avx2(__m256i pixels, const dl_pair_weights_t *w,
+                                                __m256i *hi)
+{
+    *hi = _mm256_add_epi32(*hi, _mm256_madd_epi16(pixels, _mm256_load_si256(&w->hi)));
+    return _mm256_madd_epi16(pixels, _mm256_load_si256(&w->lo));
+}
+
+/* The 32-bit sums of one output pixel whose 2 * pairs taps start at offset
+ * p of rows a and b: one channel per 32-bit lane, row a's in the low 128
+ * bits, rounding term included, before the shift.  Each load covers 4 taps
+ * (two pairs); m01 and m23 pick pixels 0, 1 and 2, 3 of it as 16-bit
+ * values, each channel of the two pixels side by side. */
+DL_AVX2 static inline __attribute__((always_inline)) __m256i
+dl_horizontal_pixel_avx2(const uint8_t *a, const uint8_t *b, int channels, int pairs,
+                         const dl_pair_weights_t *w, __m256i m01, __m256i m23)
+{
+    __m256i lo = _mm256_set1_epi32(1 << (DL_PRECISION_BITS - 1)), hi = _mm256_setzero_si256();
+    int q = 0;
+    for (; q + 2 <= pairs; q += 2) {
+        __m256i v = dl_load_rows_avx2(a + q * 2 * channels, b + q * 2 * channels);
+        lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, m01), w + q, &hi));
+        lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, m23), w + q + 1, &hi));
+    }
+    if (q < pairs) {
+        __m256i v = dl_load_rows_avx2(a + q * 2 * channels, b + q * 2 * channels);
+        lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, m01), w + q, &hi));
+    }
+    return _mm256_add_epi32(_mm256_slli_epi32(hi, DL_SPLIT_BITS), lo);
+}
+
+/* Two rows (b may equal a): four output pixels at a time share the shift
+ * and the packing. */
+DL_AVX2 static inline __attribute__((always_inline)) void
+dl_horizontal_row_avx2(const uint8_t *in_a, const uint8_t *in_b, uint8_t *out_a, uint8_t *out_b,
+                       int out_w, int channels, int pairs, const int *start,
+                       const dl_pair_weights_t *w)
+{
+    const __m256i m01 = channels == 3
+        ? _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,
+                           0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1)
+        : _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1,
+                           0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1);
+    const __m256i m23 = channels == 3
+        ? _mm256_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1,
+                           6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1)
+        : _mm256_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1,
+                           8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
+    /* After the packs below each lane holds one row's pixels in the order
+     * 0, 2, 1, 3 (4 bytes each): put them in order, 3 bytes each for 3
+     * channels. */
+    const __m256i squeeze = channels == 3
+        ? _mm256_setr_epi8(0, 1, 2, 8, 9, 10, 4, 5, 6, 12, 13, 14, -1, -1, -1, -1,
+                           0, 1, 2, 8, 9, 10, 4, 5, 6, 12, 13, 14, -1, -1, -1, -1)
+        : _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15,
+                           0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
+    int xx = 0;
+    for (; xx + 4 <= out_w; xx += 4) {
+        __m256i s[4], packed;
+        for (int i = 0; i < 4; i++) {
+            ptrdiff_t at = (ptrdiff_t)start[xx + i] * channels;
+            s[i] = _mm256_srai_epi32(
+                dl_horizontal_pixel_avx2(in_a + at, in_b + at, channels, pairs,
+                                         w + (ptrdiff_t)(xx + i) * pairs, m01, m23),
+                DL_PRECISION_BITS);
+        }
+        /* Row a's pixels in lane 0, row b's in lane 1. */
+        packed = _mm256_packus_epi16(_mm256_packs_epi32(s[0], s[2]),
+                                     _mm256_packs_epi32(s[1], s[3]));
+        packed = _mm256_shuffle_epi8(packed, squeeze);
+        if (channels == 4) {
+            _mm_storeu_si128((__m128i *)(out_a + (ptrdiff_t)xx * 4),
+                             _mm256_castsi256_si128(packed));
+            _mm_storeu_si128((__m128i *)(out_b + (ptrdiff_t)xx * 4),
+                             _mm256_extracti128_si256(packed, 1));
+        } else {
+            __m128i pa = _mm256_castsi256_si128(packed), pb = _mm256_extracti128_si256(packed, 1);
+            int32_t ta = _mm_extract_epi32(pa, 2), tb = _mm_extract_epi32(pb, 2);
+            _mm_storel_epi64((__m128i *)(out_a + (ptrdiff_t)xx * 3), pa);
+            memcpy(out_a + (ptrdiff_t)xx * 3 + 8, &ta, 4);
+            _mm_storel_epi64((__m128i *)(out_b + (ptrdiff_t)xx * 3), pb);
+            memcpy(out_b + (ptrdiff_t)xx * 3 + 8, &tb, 4);
+        }
+    }
+    for (; xx < out_w; xx++) {
+        ptrdiff_t at = (ptrdiff_t)start[xx] * channels;
+        __m256i v = _mm256_srai_epi32(
+            dl_horizontal_pixel_avx2(in_a + at, in_b + at, channels, pairs,
+                                     w + (ptrdiff_t)xx * pairs, m01, m23),
+            DL_PRECISION_BITS);
+        int32_t bytes_a, bytes_b;
+        v = _mm256_packus_epi16(_mm256_packs_epi32(v, v), v);
+        bytes_a = _mm256_extract_epi32(v, 0);
+        bytes_b = _mm256_extract_epi32(v, 4);
+        memcpy(out_a + (ptrdiff_t)xx * channels, &bytes_a, (size_t)channels);
+        memcpy(out_b + (ptrdiff_t)xx * channels, &bytes_b, (size_t)channels);
+    }
+}
+
+/* Rows of the horizontal pass, two at a time; the common channel and pair
+ * counts get copies of the row loop with those constant, so that its loops
+ * unroll. */
+DL_AVX2 static void dl_horizontal_rows_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows,
+                                            int channels, uint8_t *dst, ptrdiff_t dst_stride,
+                                            int out_w, int pairs, const int *start,
+                                            const dl_pair_weights_t *w)
+{
+#define DL_ROWS(c, p)                                                                       \
+    for (int y = 0; y < rows; y += 2) {                                                   \
+        int b = y + 1 < rows ? y + 1 : y;                                                 \
+        dl_horizontal_row_avx2(src + y * src_stride, src + b * src_stride,                \
+                               dst + y * dst_stride, dst + b * dst_stride, out_w, c, p, start, \
+                               w);                                                          \
+    }                                                                                     \
+    return
+    switch (channels * 8 + (pairs <= 4 ? pairs : 0)) {
+    case 3 * 8 + 1: DL_ROWS(3, 1);
+    case 3 * 8 + 2: DL_ROWS(3, 2);
+    case 3 * 8 + 3: DL_ROWS(3, 3);
+    case 3 * 8 + 4: DL_ROWS(3, 4);
+    case 3 * 8: DL_ROWS(3, pairs);
+    case 4 * 8 + 1: DL_ROWS(4, 1);
+    case 4 * 8 + 2: DL_ROWS(4, 2);
+    case 4 * 8 + 3: DL_ROWS(4, 3);
+    case 4 * 8 + 4: DL_ROWS(4, 4);
+    default: DL_ROWS(4, pairs);
+    }
+#undef DL_ROWS
+}
+
+/* The horizontal pass for 3 or 4 channels, where in_w >= max(2 * pairs, 4).
+ * Each output pixel reads 2 * pairs input pixels, its window moved left
+ * where needed to end inside the row (zero weights pad it).  Each 16-byte
+ * load serves 2 pairs, or the last 1, so it reads up to 10 bytes past the
+ * pixels it uses: past the end of a row these are the next row's, and the
+ * last row is read from a padded copy.  Returns 0, or -1 when memory runs
+ * out. */
+int dl_filter_columns_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows, int in_w,
+                           int channels, uint8_t *dst, ptrdiff_t dst_stride, int out_w,
+                           int pairs, const int *bounds, const int32_t *weights, int ksize)
+{
+    int taps = 2 * pairs;
+    dl_pair_weights_t *w = aligned_alloc(32, sizeof(dl_pair_weights_t) * (size_t)pairs *
+                                                 (size_t)out_w);
+    int *start = malloc(sizeof(int) * (size_t)out_w);
+    uint8_t *last = malloc((size_t)in_w * channels + 16);
+    int status = -1;
+    if (w != NULL && start != NULL && last != NULL) {
+        for (int xx = 0; xx < out_w; xx++) {
+            int xmin = bounds[2 * xx], n = bounds[2 * xx + 1];
+            int s = xmin < in_w - taps ? xmin : in_w - taps;
+            start[xx] = s;
+            for (int t = 0; t < taps; t++) {
+                int j = t - (xmin - s);
+                int32_t k = j >= 0 && j < n ? weights[(ptrdiff_t)xx * ksize + j] : 0;
+                int16_t *lo = (int16_t *)&w[(ptrdiff_t)xx * pairs + t / 2].lo;
+                int16_t *hi = (int16_t *)&w[(ptrdiff_t)xx * pairs + t / 2].hi;
+                /* Tap t is the first or second of each [w0 w1] of its pair. */
+                for (int i = t % 2; i < 16; i += 2) {
+                    lo[i] = (int16_t)(k & ((1 << DL_SPLIT_BITS) - 1));
+                    hi[i] = (int16_t)(k >> DL_SPLIT_BITS);
+                }
+            }
+        }
+        if (rows > 1)
+            dl_horizontal_rows_avx2(src, src_stride, rows - 1, channels, dst, dst_stride, out_w,
+                                    pairs, start, w);
+        memcpy(last, src + (ptrdiff_t)(rows - 1) * src_stride, (size_t)in_w * channels);
+        memset(last + (size_t)in_w * channels, 0, 16);
+        dl_horizontal_rows_avx2(last, 0, 1, channels, dst + (ptrdiff_t)(rows - 1) * dst_stride,
+                                dst_stride, out_w, pairs, start, w);
+        status = 0;
+    }
+    free(w);
+    free(start);
+    free(last);
+    return status;
+}
+#endif
