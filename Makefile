@@ -180,6 +180,7 @@ ft-install: $(FT_VENV)/.installed
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/loader_overhead.py
 	$(BIN)/python benchmarks/compare_torch.py
+	$(BIN)/python benchmarks/drop_in.py
 	$(BIN)/python benchmarks/images.py
 	$(BIN)/python benchmarks/kernels.py
 	$(BIN)/python benchmarks/thread_scaling.py

@@ -39,7 +39,10 @@ def main() -> None:
         path = Path(tmp) / "features.npy"
         np.save(path, np.arange(10_000 * 8, dtype=np.float32).reshape(10_000, 8))
         dataset = Rows(path)
-        loader = DataLoader(dataset, batch_size=500, shuffle=True, num_workers=2, seed=0)
+        # numpy reads the rows without the GIL, so threads load in parallel;
+        # they also share the dataset, whose call counter is printed below.
+        loader = DataLoader(dataset, batch_size=500, shuffle=True, num_workers=2, seed=0,
+                            worker_type="thread")
         total = 0.0
         for batch in loader:
             assert batch.shape[1:] == (8,) and np.all(batch[:, 0] % 8 == 0)

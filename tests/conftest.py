@@ -49,6 +49,8 @@ def make_loader(mode):
     def make(dataset, **kwargs):
         kwargs.setdefault("num_workers", num_workers)
         kwargs.setdefault("item_concurrency", item_concurrency)
+        # The modes are the thread engine's (worker processes: test_processes.py).
+        kwargs.setdefault("worker_type", "thread")
         return DataLoader(dataset, **kwargs)
 
     return make

@@ -7,6 +7,7 @@ from test_streaming import Range
 from dataloader import DataLoader
 from dataloader._cli.main import _named_error
 from dataloader._errors import LoadingContext, add_context, context_of
+from dataloader._loading.stats import STAGES
 
 
 def raised(loader, batch):
@@ -179,7 +180,7 @@ def double(index, item):
 def test_every_map_style_path_counts_the_same_stages(options):
     with DataLoader(list(range(10)), batch_size=4, transform=double, **options) as loader:
         assert [batch.tolist() for batch in loader] == [[0, 2, 4, 6], [8, 10, 12, 14], [16, 18]]
-        counts = {stage: figures["count"] for stage, figures in loader.stats().items()}
+        counts = {stage: loader.stats()[stage]["count"] for stage in STAGES}
     del counts["wait"]  # the direct path does not count the next() that ends the epoch
     assert counts == {"fetch": 10, "transform": 10, "collate": 3, "skipped": 0}
 
@@ -192,7 +193,7 @@ def test_every_map_style_path_counts_the_same_stages(options):
 def test_every_stream_path_counts_the_same_stages(options):
     with DataLoader(Range(10), batch_size=5, transform=double, **options) as loader:
         batches = sorted(sorted(batch.tolist()) for batch in loader)
-        counts = {stage: figures["count"] for stage, figures in loader.stats().items()}
+        counts = {stage: loader.stats()[stage]["count"] for stage in STAGES}
     if options.get("num_workers"):
         # Two streams of five items: one batch each.
         assert batches == [[0, 4, 8, 12, 16], [2, 6, 10, 14, 18]]

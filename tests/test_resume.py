@@ -15,6 +15,7 @@ from dataloader import (
     item_seed,
     shard,
 )
+from dataloader._loading.stats import STAGES
 
 
 class Arrays:
@@ -371,7 +372,8 @@ def test_stats_count_every_stage(make_loader, mode):
     assert stats["fetch"]["count"] == stats["transform"]["count"] == 40
     assert stats["collate"]["count"] == 8
     assert stats["wait"]["count"] >= 8
-    assert all(stats[stage]["seconds"] >= 0 for stage in stats)
+    assert all(stats[stage]["seconds"] >= 0 for stage in STAGES)
+    assert stats["workers"] == {"type": "thread", "count": mode[0]}
     assert json.dumps(stats)
 
 

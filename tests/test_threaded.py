@@ -14,13 +14,18 @@ import numpy as np
 import pytest
 from conftest import loader_thread_count as thread_count
 
-from dataloader import DataLoader, Dataset, get_worker_info
+from dataloader import DataLoader as _DataLoader
+from dataloader import Dataset, get_worker_info
 
 # A bound on waits for something that must happen: generous, since the
 # machines are shared; reaching it means a hang, never mere slowness.
 GENEROUS = 30.0
 
 
+def DataLoader(*args, **kwargs):
+    """These tests are the thread engine's (worker processes: test_processes.py)."""
+    kwargs.setdefault("worker_type", "thread")
+    return _DataLoader(*args, **kwargs)
 
 
 class Blocking(Dataset):

@@ -22,6 +22,7 @@ import numpy as np
 
 from dataloader._images.collator import ImageCollator
 from dataloader._loading.loader import DataLoader
+from dataloader._loading.stats import STAGES
 from dataloader.transforms import (
     Compose,
     Decode,
@@ -79,7 +80,7 @@ def run_native(folder: Any, *, batch_size: int, workers: int, size: int, epochs:
                         transform=native_chain(size), collate_fn=ImageCollator(), seed=0)
     with loader:
         images, seconds, first = _time_epochs(loader, epochs, progress)
-        stages = loader.stats()
+        stages = {stage: loader.stats()[stage] for stage in STAGES}
     return BenchResult("dataloader", images, epoch_bytes * epochs, seconds, first, stages)
 
 

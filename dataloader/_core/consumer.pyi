@@ -6,3 +6,6 @@ class Consumer:
     @property
     def delivered(self) -> int: ...
     def next(self) -> Any: ...
+
+def wait_slice(started: float, timeout: float, position: int) -> float:
+    """Seconds to wait next for batch ``position``, or ``TimeoutError`` past ``timeout``."""

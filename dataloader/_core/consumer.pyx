@@ -103,3 +103,10 @@ cdef class Consumer:
                 PyErr_CheckSignals()
                 self.check_same_process()
         return found
+
+
+def wait_slice(double started, double timeout, Py_ssize_t position):
+    """Seconds the consumer of batch ``position`` may wait next (``time.monotonic``'s
+    clock), or ``TimeoutError`` once ``timeout`` has passed since ``started``: the
+    wait rule of every engine, for the worker-process epochs."""
+    return next_wait_slice(started, timeout, position)

@@ -18,6 +18,9 @@ cdef class _Samples:
     cdef Py_ssize_t _shape[4]
     cdef Py_ssize_t _strides[4]
     cdef bytes _format
+    # The object whose memory ``data`` views (an unpickled batch's array), or None
+    # when the block is owned.
+    cdef object owner
     cdef object __weakref__
     cdef _allocate(self, tuple shape, str dtype, str layout)
     cdef Py_ssize_t _describe(self, tuple shape, str dtype, str layout) except -1

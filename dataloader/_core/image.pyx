@@ -85,7 +85,13 @@ cdef class _Samples:
     """An owned C-contiguous block of uint8 or float32 samples (private base)."""
 
     def __dealloc__(self):
-        free(self.data)
+        if self.owner is None:
+            free(self.data)
+
+    def __reduce__(self):
+        # The samples travel as an array (out of band under pickle protocol
+        # 5), and come back viewing it: no copy when it arrives aligned.
+        return _view_of, (type(self), np.asarray(self), self.layout)
 
     cdef _allocate(self, tuple shape, str dtype, str layout):
         cdef Py_ssize_t nbytes = self._describe(shape, dtype, layout)
@@ -229,6 +235,19 @@ cdef class _Samples:
         Py_INCREF(self)
         name = b"dltensor_versioned" if versioned else b"dltensor"
         return PyCapsule_New(block, name, <void (*)(object) noexcept> _capsule_destructor)
+
+
+def _view_of(cls, array, str layout):
+    """An unpickled ``Image`` or ``ImageBatch``: a view of ``array`` when it is
+    C-contiguous and aligned as the library allocates, else a copy."""
+    array = _samples_of(array, layout, _IMAGE_LAYOUTS if cls is Image else _BATCH_LAYOUTS)
+    if not array.flags.c_contiguous or array.ctypes.data % _ALIGNMENT:
+        return cls.from_array(array, layout)
+    cdef _Samples samples = cls.__new__(cls)
+    samples._describe(array.shape, str(array.dtype), layout)
+    samples.data = <void*> <intp_t> array.ctypes.data
+    samples.owner = array
+    return samples
 
 
 cdef object _samples_of(obj, str layout, tuple layouts):

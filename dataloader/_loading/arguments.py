@@ -1,4 +1,4 @@
-"""The checks of ``DataLoader``'s counting arguments, and their limits.
+"""The checks of ``DataLoader``'s arguments, and the limits of its counts.
 
 Each limit is declared once, here or where the resource it protects lives
 (``MAX_THREADS`` with the pool), and every message derives from it. As in
@@ -12,8 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from dataloader._core.pool import MAX_THREADS
+from dataloader._datasets.dataset import is_iterable_style, is_map_style
+from dataloader._sampling.sampler import check_generator, epoch_rng
 
-__all__ = ["MAX_PREFETCH_FACTOR", "MAX_THREADS", "check_counts", "epoch_window", "is_int"]
+__all__ = [
+    "MAX_PREFETCH_FACTOR", "MAX_THREADS", "check_counts", "check_dataset",
+    "check_exclusive_options", "check_randomness", "epoch_window", "is_int", "seed_from",
+]
 
 # Batches loaded ahead per worker. A worker makes its batches one after
 # another, so beyond a few per worker the window only holds memory; the
@@ -77,3 +82,48 @@ def epoch_window(num_workers: int, prefetch_factor: int, total: int | None) -> i
     if total is not None:
         window = min(window, max(total, 1))
     return window
+
+
+def check_dataset(dataset: Any) -> None:
+    if not is_map_style(dataset) and not is_iterable_style(dataset):
+        raise TypeError(
+            "dataset should be map-style (define __getitem__ and __len__) or "
+            f"iterable-style (define __iter__), got {type(dataset).__name__}"
+        )
+
+
+def check_exclusive_options(
+    batch_size: Any, shuffle: Any, sampler: Any, batch_sampler: Any, drop_last: Any
+) -> None:
+    if sampler is not None and shuffle:
+        raise ValueError("sampler option is mutually exclusive with shuffle")
+    if batch_sampler is not None:
+        if batch_size != 1 or shuffle or sampler is not None or drop_last:
+            raise ValueError(
+                "batch_sampler option is mutually exclusive with batch_size, shuffle, "
+                "sampler, and drop_last"
+            )
+    elif batch_size is None and drop_last:
+        raise ValueError(
+            "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
+        )
+
+
+def check_randomness(shuffle: Any, generator: Any, seed: Any, transform: Any) -> None:
+    check_generator(generator)
+    if seed is None:
+        return
+    if not is_int(seed):
+        raise TypeError(f"seed should be an int, but got seed={seed!r}")
+    if not shuffle and transform is None:
+        raise ValueError(
+            "seed makes shuffle=True and random transforms reproducible; "
+            "pass shuffle=True or a transform with seed"
+        )
+    if generator is not None:
+        raise ValueError("pass either seed or generator, not both")
+
+
+def seed_from(generator: Any) -> int:
+    """One draw from the user's generator: the loader's seed, so orders are reproducible."""
+    return int(epoch_rng(generator).integers(2**63))

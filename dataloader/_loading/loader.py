@@ -19,9 +19,16 @@ from dataloader._datasets.asynchronous import (
     check_async_dataset,
     is_async_dataset,
 )
-from dataloader._datasets.dataset import is_iterable_style, is_map_style
+from dataloader._datasets.dataset import is_iterable_style
 from dataloader._loading import streaming as _streaming
-from dataloader._loading.arguments import check_counts, epoch_window, is_int
+from dataloader._loading.arguments import (
+    check_counts,
+    check_dataset,
+    check_exclusive_options,
+    check_randomness,
+    epoch_window,
+    seed_from,
+)
 from dataloader._loading.collate import default_collate, default_convert
 from dataloader._loading.fetch import (
     SkipBudget,
@@ -41,13 +48,15 @@ from dataloader._loading.plans import EpochPlan, StreamPlan
 from dataloader._loading.plugins import bind_epoch
 from dataloader._loading.stats import Stats
 from dataloader._loading.worker import WorkerSetup
+from dataloader._processes.choice import check_worker_type, resolve_worker_type
+from dataloader._processes.epoch import ProcessEpoch
+from dataloader._processes.group import WorkerGroup, start_method
+from dataloader._processes.worker import WorkerSpec
 from dataloader._sampling.distributed import RankGroup
 from dataloader._sampling.sampler import (
     BatchSampler,
     RandomSampler,
     SequentialSampler,
-    check_generator,
-    epoch_rng,
     is_epoch_seeded,
     yields_valid_indices,
 )
@@ -66,7 +75,7 @@ _JOIN_TIMEOUT_SECONDS = 30.0
 
 
 class DataLoader(Generic[T_co]):
-    """Iterate over a dataset in batches, loading them on a pool of threads.
+    """Iterate over a dataset in batches, loading them on worker threads or processes.
 
     Parameters
     ----------
@@ -85,9 +94,10 @@ class DataLoader(Generic[T_co]):
         Yields whole batches of indices; mutually exclusive with
         ``batch_size``, ``shuffle``, ``sampler`` and ``drop_last``.
     num_workers : int, default 0
-        Worker threads loading batches in parallel; 0 loads each batch on
-        the calling thread when ``next()`` asks for it. At most 1024
-        threads in all: ``max(num_workers, 1) * item_concurrency <= 1024``.
+        Workers loading batches in parallel (threads or processes, see
+        ``worker_type``); 0 loads each batch on the calling thread when
+        ``next()`` asks for it. At most 1024 threads in all:
+        ``max(num_workers, 1) * item_concurrency <= 1024``.
     collate_fn : callable, optional
         Turns a list of items into a batch; defaults to :func:`default_collate`.
     pin_memory : bool, default False
@@ -101,17 +111,21 @@ class DataLoader(Generic[T_co]):
         Seconds to wait for one batch from the workers before ``TimeoutError``
         (0 waits forever).
     worker_init_fn : callable, optional
-        Called as ``worker_init_fn(worker_id)`` once on each worker thread.
-    multiprocessing_context : object, optional
-        Accepted for compatibility; it has no effect, workers are threads.
+        Called as ``worker_init_fn(worker_id)`` once on each worker thread,
+        or once in each worker process when it starts.
+    multiprocessing_context : str or multiprocessing context, optional
+        How worker processes start: ``"fork"`` (the default, as torch's on
+        Linux), ``"spawn"`` or ``"forkserver"``, which pickle the dataset,
+        transform, collate function and ``worker_init_fn``.
     generator : numpy.random.Generator or torch.Generator, optional
         Source of the shuffling order.
     prefetch_factor : int, optional
         Batches loaded ahead per worker (default 2, at most 1024); an
         epoch never has more in flight than it has batches.
     persistent_workers : bool, default False
-        Accepted for compatibility; worker threads always live as long as
-        the loader, which is what this option asks of torch's processes.
+        Keep worker processes alive between epochs; without it they end
+        with each epoch, as torch's do. Worker threads always live as long
+        as the loader.
     pin_memory_device : str, default ""
         Accepted as torch accepts it (deprecated there): a non-empty value
         gives torch's deprecation warning, and the current accelerator is
@@ -143,6 +157,13 @@ class DataLoader(Generic[T_co]):
         With ``on_error="skip"``, the most items an epoch may drop (an int,
         or a float fraction of the epoch's items); the next failing item
         raises its error. ``None`` drops any number.
+    worker_type : {"auto", "thread", "process"}, default "auto"
+        What the ``num_workers`` workers are. Threads share the process and
+        run native work in parallel; processes run Python ``__getitem__``
+        code in parallel on a build with the GIL, and hand batches back
+        through shared memory. ``"auto"`` picks processes for a map-style
+        dataset doing Python work and threads otherwise; ``worker_type``
+        reads the choice (see ``docs/from-torch.md``, "Which worker type").
 
     Examples
     --------
@@ -183,13 +204,20 @@ class DataLoader(Generic[T_co]):
         equal_batches: bool = False,
         on_error: str = "raise",
         max_skipped: int | float | None = None,
+        worker_type: str = "auto",
     ) -> None:
-        _check_dataset(dataset)
+        check_dataset(dataset)
         check_async_dataset(dataset)
         check_skip_policy(on_error, max_skipped)
         check_counts(batch_size, num_workers, prefetch_factor, timeout, item_concurrency)
         check_pin_memory_device(pin_memory_device)
+        check_worker_type(worker_type)
         iterable = is_iterable_style(dataset)
+        if worker_type == "process" and (iterable or is_async_dataset(dataset)):
+            raise ValueError(
+                "worker_type='process' runs map-style datasets; an iterable-style or async "
+                "dataset runs on worker threads (worker_type='thread' or 'auto')"
+            )
         if iterable:
             _streaming.check_options(shuffle, sampler, batch_sampler)
             if on_error != "raise":
@@ -199,8 +227,8 @@ class DataLoader(Generic[T_co]):
                 "equal_batches applies to iterable-style datasets; a map-style dataset gets "
                 "equal shares on every rank from DistributedSampler"
             )
-        _check_exclusive_options(batch_size, shuffle, sampler, batch_sampler, drop_last)
-        _check_randomness(shuffle, generator, seed, transform)
+        check_exclusive_options(batch_size, shuffle, sampler, batch_sampler, drop_last)
+        check_randomness(shuffle, generator, seed, transform)
         for name, value in (("sampler", sampler), ("batch_sampler", batch_sampler)):
             if value is not None and not isinstance(value, Iterable):
                 raise TypeError(
@@ -208,7 +236,7 @@ class DataLoader(Generic[T_co]):
                 )
 
         if seed is None:
-            seed = _seed_from(generator) if shuffle and generator is not None else random_seed()
+            seed = seed_from(generator) if shuffle and generator is not None else random_seed()
         if batch_sampler is not None:
             batch_size, drop_last = None, False
         # The loader owns the sampler it builds: its seed follows the loader's.
@@ -243,11 +271,16 @@ class DataLoader(Generic[T_co]):
         self.on_error = on_error
         self.max_skipped = max_skipped
         self._seed = seed
+        self._requested_worker_type = worker_type
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
         self._pool: Pool | None = None
         self._pool_finalizer: weakref.finalize | None = None
+        # Worker processes kept across epochs (persistent_workers=True), and
+        # the process epochs running, stopped by close().
+        self._workers: WorkerGroup | None = None
+        self._process_epochs: weakref.WeakSet[ProcessEpoch] = weakref.WeakSet()
         self._worker_setup: WorkerSetup | None = None
         # An async dataset's coroutines run on an event loop owned by the
         # loader (see dataloader/_datasets/asynchronous.py); the finalizer holds the loop's
@@ -312,8 +345,26 @@ class DataLoader(Generic[T_co]):
         return len(self._index_sampler)  # type: ignore[arg-type]
 
     @property
+    def worker_type(self) -> str:
+        """``"thread"`` or ``"process"``: what the workers are, ``"auto"`` resolved.
+
+        Examples
+        --------
+        >>> from dataloader import DataLoader
+        >>> DataLoader(list(range(4)), num_workers=2).worker_type  # items in memory
+        'thread'
+        """
+        return resolve_worker_type(self._requested_worker_type, self.dataset,
+                                   num_workers=self.num_workers, transform=self.transform,
+                                   collate_fn=self.collate_fn)
+
+    @property
     def _threaded(self) -> bool:
         return self.num_workers > 0 or self.item_concurrency > 1
+
+    @property
+    def _processes(self) -> bool:
+        return self.num_workers > 0 and self.worker_type == "process"
 
     def __iter__(self) -> Any:
         pin = pinning(self.pin_memory, self.pin_memory_device)
@@ -324,6 +375,8 @@ class DataLoader(Generic[T_co]):
             plan = self._plan_epoch()
             if not self._threaded:
                 epoch = DirectEpoch(self, plan)
+            elif self._processes:
+                epoch = self._start_process_epoch(plan)
             else:
                 epoch = ThreadedEpoch(self, plan, self._live_pool())
         if pin is None:
@@ -350,6 +403,33 @@ class DataLoader(Generic[T_co]):
         self._pool_finalizer = weakref.finalize(self, _shutdown, pool, self._streams)
         return pool
 
+    def _start_process_epoch(self, plan: EpochPlan) -> ProcessEpoch:
+        """A map-style epoch on worker processes: the loader's persistent ones, or new ones."""
+        group = self._workers
+        if group is None or group.closed:
+            group = WorkerGroup(self._worker_spec(), start_method(self.multiprocessing_context))
+            if self.persistent_workers:
+                self._workers = group
+                weakref.finalize(self, group.close)
+        epoch = ProcessEpoch(self, plan, group, owns_group=not self.persistent_workers,
+                             seed=self.seed, epoch=self.epoch)
+        self._process_epochs.add(epoch)
+        return epoch
+
+    def _worker_spec(self) -> WorkerSpec:
+        return WorkerSpec(
+            dataset=self.dataset,
+            transform=self.transform,
+            collate_fn=self.collate_fn,
+            batched=self._auto_collation,
+            worker_init_fn=self.worker_init_fn,
+            num_workers=self.num_workers,
+            base_seed=self._base_seed,
+            item_concurrency=self.item_concurrency,
+            report_skipped=self.max_skipped is not None,
+            skipping=self.on_error == "skip",
+        )
+
     def _shutdown_pool(self) -> None:
         if self._pool_finalizer is not None:
             self._pool_finalizer()
@@ -357,7 +437,7 @@ class DataLoader(Generic[T_co]):
         self._pool_finalizer = None
 
     def close(self) -> None:
-        """Stop the worker threads; epochs still running raise on their next batch.
+        """Stop the workers; epochs still running raise on their next batch (or end).
 
         For an async dataset, the coroutines in flight are cancelled, its
         ``aclose()`` is awaited and its event loop stops, before the pool.
@@ -377,6 +457,11 @@ class DataLoader(Generic[T_co]):
         # Then the pinning threads, which take batches from the pool's epochs.
         for pinned in list(self._pinned):
             pinned.close()
+        for epoch in list(self._process_epochs):
+            epoch.cancel()
+        if self._workers is not None:
+            self._workers.close()
+            self._workers = None
         self._shutdown_pool()
 
     def __enter__(self) -> DataLoader[T_co]:
@@ -385,13 +470,15 @@ class DataLoader(Generic[T_co]):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def stats(self) -> dict[str, dict[str, float]]:
-        """Counts and cumulative seconds of each loading stage, in this process.
+    def stats(self) -> dict[str, Any]:
+        """Counts and cumulative seconds of each loading stage, and the worker type.
 
         ``fetch`` and ``transform`` count items, ``collate`` counts batches
-        (their seconds add up over all worker threads), and ``wait`` counts
-        the consumer's ``next()`` calls and the time spent in them: waiting
-        for workers, or (with ``num_workers=0``) loading the batch.
+        (their seconds add up over all workers, worker processes included),
+        and ``wait`` counts the consumer's ``next()`` calls and the time
+        spent in them: waiting for workers, or (with ``num_workers=0``)
+        loading the batch. ``workers`` says what loads: ``{"type":
+        loader.worker_type, "count": num_workers}``.
 
         Examples
         --------
@@ -401,10 +488,11 @@ class DataLoader(Generic[T_co]):
         >>> figures = loader.stats()
         >>> figures["fetch"]["count"], figures["collate"]["count"]
         (10, 2)
-        >>> figures["wait"]["seconds"] >= 0
-        True
+        >>> figures["wait"]["seconds"] >= 0, figures["workers"]
+        (True, {'type': 'thread', 'count': 0})
         """
-        return self._stats.snapshot()
+        workers = {"type": self.worker_type, "count": self.num_workers}
+        return {**self._stats.snapshot(), "workers": workers}
 
     def state_dict(self) -> dict[str, Any]:
         """Where this loader is: a small JSON-serialisable dict for ``load_state_dict``.
@@ -509,7 +597,7 @@ class DataLoader(Generic[T_co]):
         )
         batches = skip_batches(index_sampler, self._auto_collation, skipped)
         # A threaded epoch's pool comes first: its worker set-up belongs to it.
-        pool = self._live_pool() if self._threaded else None
+        pool = self._live_pool() if self._threaded and not self._processes else None
         return EpochPlan(
             batches, total, check, recipe, progress, self._stats, item_lanes, on_cancel,
             window=epoch_window(self.num_workers, self.prefetch_factor, total),
@@ -559,48 +647,3 @@ def _shutdown(pool: Pool, streams: weakref.WeakSet[Any]) -> None:
     for stream in list(streams):
         stream.cancel()
     pool.shutdown(_JOIN_TIMEOUT_SECONDS)
-
-
-def _check_dataset(dataset: Any) -> None:
-    if not is_map_style(dataset) and not is_iterable_style(dataset):
-        raise TypeError(
-            "dataset should be map-style (define __getitem__ and __len__) or "
-            f"iterable-style (define __iter__), got {type(dataset).__name__}"
-        )
-
-
-def _check_exclusive_options(
-    batch_size: Any, shuffle: Any, sampler: Any, batch_sampler: Any, drop_last: Any
-) -> None:
-    if sampler is not None and shuffle:
-        raise ValueError("sampler option is mutually exclusive with shuffle")
-    if batch_sampler is not None:
-        if batch_size != 1 or shuffle or sampler is not None or drop_last:
-            raise ValueError(
-                "batch_sampler option is mutually exclusive with batch_size, shuffle, "
-                "sampler, and drop_last"
-            )
-    elif batch_size is None and drop_last:
-        raise ValueError(
-            "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
-        )
-
-
-def _check_randomness(shuffle: Any, generator: Any, seed: Any, transform: Any) -> None:
-    check_generator(generator)
-    if seed is None:
-        return
-    if not is_int(seed):
-        raise TypeError(f"seed should be an int, but got seed={seed!r}")
-    if not shuffle and transform is None:
-        raise ValueError(
-            "seed makes shuffle=True and random transforms reproducible; "
-            "pass shuffle=True or a transform with seed"
-        )
-    if generator is not None:
-        raise ValueError("pass either seed or generator, not both")
-
-
-def _seed_from(generator: Any) -> int:
-    """One draw from the user's generator: the loader's seed, so orders are reproducible."""
-    return int(epoch_rng(generator).integers(2**63))

@@ -44,10 +44,18 @@ class Stats:
     removed or replaced, so a worker may keep a reference to its row.
     """
 
-    __slots__ = ("rows",)
+    __slots__ = ("remote", "rows")
 
     def __init__(self) -> None:
         self.rows: list[Row] = [Row()]
+        # What worker processes counted, added as their replies arrive.
+        self.remote = Row()
+
+    def add_remote(self, totals: tuple[int, ...]) -> None:
+        """Add a worker process's counters (a row's ``totals()``, as a difference)."""
+        for column in range(0, len(totals), 2):
+            if totals[column] or totals[column + 1]:
+                self.remote.add(column, totals[column], totals[column + 1])
 
     def ensure_threads(self, n_threads: int) -> None:
         """Make sure pool threads ``0 .. n_threads - 1`` have rows."""
@@ -56,7 +64,7 @@ class Stats:
 
     def snapshot(self) -> dict[str, Any]:
         """Totals over every row (see ``DataLoader.stats``)."""
-        rows = [row.totals() for row in list(self.rows)]
+        rows = [row.totals() for row in [*self.rows, self.remote]]
         totals = [sum(column) for column in zip(*rows, strict=True)]
         return {
             stage: {"count": totals[2 * i], "seconds": totals[2 * i + 1] * 1e-9}

@@ -1,7 +1,8 @@
 """Which worker is running this code: ``get_worker_info()``.
 
-Workers are threads, so the information is thread-local: the consumer thread
-(and any thread the loader does not own) sees ``None``. torch's own
+On worker threads the information is thread-local: the consumer thread
+(and any thread the loader does not own) sees ``None``. In a worker process
+(``worker_type="process"``) every thread sees that process's worker. torch's own
 ``torch.utils.data.get_worker_info()`` answers the same on the loader's
 threads (see ``answer_torch_worker_info``), so an unchanged torch dataset
 that splits its stream by worker does so here too.
@@ -33,7 +34,8 @@ class WorkerInfo:
     seed : int
         The worker's seed: the loader's base seed plus ``id``.
     dataset : object
-        The loader's dataset (the same object, not a copy: workers are threads).
+        The loader's dataset: the same object on worker threads, the
+        process's copy in a worker process.
     batch_size : int or None
         The loader's ``batch_size`` when the worker iterates a stream
         (``None`` otherwise). With ``in_order`` the loader delivers batch
@@ -74,8 +76,18 @@ def get_worker_info() -> WorkerInfo | None:
     setup_ref = getattr(_local, "setup", None)
     setup = setup_ref() if setup_ref is not None else None
     if setup is None:
-        return None
+        return _process_info
     return setup.infos.get(_local.id)
+
+
+# A worker process's info, seen by every thread in it (``set_process_worker``).
+_process_info: WorkerInfo | None = None
+
+
+def set_process_worker(info: WorkerInfo) -> None:
+    """Make ``get_worker_info()`` return ``info`` on every thread of this worker process."""
+    global _process_info
+    _process_info = info
 
 
 def answer_torch_worker_info() -> None:

@@ -1,0 +1,201 @@
+"""The drop-in case: the same dataset objects under torch's loader and ours.
+
+A training script changes one import and keeps its dataset. Four datasets,
+each loaded by torch's ``DataLoader`` (2 worker processes) and by ours with
+2 workers of each type -- threads, processes, and ``worker_type="auto"``
+(the default) -- every loader in a fresh interpreter:
+
+* ``pillow``      -- a torchvision-style Pillow pipeline on photographs
+  (open, RandomResizedCrop, flip, to tensor, normalise; ``images.py``'s
+  ``PillowImageFolder``) over a generated ImageNet-like folder;
+* ``pure_python`` -- a tokenizer-like loop over a text: nothing releases
+  the GIL;
+* ``numpy_work``  -- crop, flip and normalise a 128x128 image in numpy;
+* ``in_memory``   -- the item is its index.
+
+For each: items/s over 3 epochs after a warm-up (persistent workers for
+both, torch's best), the first batch of a fresh loader (construction,
+``iter`` and the first ``next``), and the largest summed PSS of the main
+process and its workers, sampled every 20 ms. Ratios are against torch in
+the same run. Run ``python benchmarks/drop_in.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from dataloader._cli.measure import Indices, print_table, write_json
+
+RESULTS = Path(__file__).parent / "results"
+BATCH_SIZE = 64
+NUM_WORKERS = 2
+EPOCHS = 3
+LOADERS = ("torch", "thread", "process", "auto")
+
+WORDS = ("the quick brown fox jumps over a lazy dog while seven wizards "
+         "box nimbly and quartz glyphs vex the jumping judge").split()
+
+
+class PurePython(Indices):
+    """A tokenizer-like loop: split, look up, pad; Python all the way."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(n)
+        self.vocabulary = {word: rank for rank, word in enumerate(sorted(set(WORDS)))}
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        text = " ".join(WORDS[(index + k) % len(WORDS)] for k in range(200))
+        ids = [self.vocabulary.get(token, 0) for token in text.split()]
+        pairs = [a * 31 + b for a, b in itertools.pairwise(ids)]
+        return np.array((pairs + [0] * 256)[:256], dtype=np.int64)
+
+
+def make_dataset(name: str, root: Path):
+    if name == "pillow":
+        from images import PillowImageFolder
+
+        return PillowImageFolder(root, "train")
+    if name == "pure_python":
+        return PurePython(4_000)
+    if name == "numpy_work":
+        from compare_torch import NumpyWork
+
+        return NumpyWork(4_000)
+    return Indices(50_000)
+
+
+def make_loader(loader: str, dataset):
+    if loader == "torch":
+        import torch.utils.data
+
+        return torch.utils.data.DataLoader(dataset, batch_size=BATCH_SIZE, shuffle=True,
+                                           num_workers=NUM_WORKERS, persistent_workers=True)
+    from dataloader import DataLoader
+
+    return DataLoader(dataset, batch_size=BATCH_SIZE, shuffle=True, num_workers=NUM_WORKERS,
+                      persistent_workers=True, worker_type=loader)
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _family(pid: int) -> list[int]:
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    found = [pid]
+    try:
+        for child in children.read_text().split():
+            found += _family(int(child))
+    except OSError:
+        pass
+    return found
+
+
+class PeakPss:
+    """The largest summed PSS of this process and its descendants, sampled on a thread."""
+
+    def __init__(self) -> None:
+        self.peak_kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.02):
+            total = sum(_pss_kib(pid) for pid in _family(os.getpid()))
+            self.peak_kib = max(self.peak_kib, total)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.peak_kib / 1024
+
+
+def run_child(workload: str, loader_name: str, root: Path) -> dict:
+    dataset = make_dataset(workload, root)
+    started = time.perf_counter()
+    loader = make_loader(loader_name, dataset)
+    it = iter(loader)
+    next(it)
+    first_batch = time.perf_counter() - started
+    del it
+    memory = PeakPss()
+    items = sum(len(batch[0] if isinstance(batch, (list, tuple)) else batch)
+                for batch in loader)  # warm-up
+    started = time.perf_counter()
+    for _ in range(EPOCHS):
+        for batch in loader:
+            del batch
+    seconds = time.perf_counter() - started
+    pss_mib = memory.stop()
+    chosen = getattr(loader, "worker_type", "process")
+    close = getattr(loader, "close", None)
+    if close is not None:
+        close()
+    return {"items_per_second": items * EPOCHS / seconds, "first_batch_ms": first_batch * 1e3,
+            "peak_pss_mib": pss_mib, "worker_type": chosen}
+
+
+def run_fresh(workload: str, loader: str, root: Path) -> dict:
+    command = [sys.executable, __file__, "--child", workload, loader, str(root)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{workload} / {loader} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--child", nargs=3, metavar=("WORKLOAD", "LOADER", "ROOT"))
+    parser.add_argument("--workloads", default="pillow,pure_python,numpy_work,in_memory")
+    parser.add_argument("--images", type=int, default=1000)
+    options = parser.parse_args()
+    if options.child:
+        workload, loader, root = options.child
+        print(json.dumps(run_child(workload, loader, Path(root))))
+        return
+    from dataloader._images.samples import sample_image_folder
+
+    root = sample_image_folder(options.images)
+    load = os.getloadavg()[0]
+    rows, results = [], {}
+    for workload in options.workloads.split(","):
+        figures = {loader: run_fresh(workload, loader, root) for loader in LOADERS}
+        results[workload] = figures
+        torch = figures["torch"]
+        for loader in LOADERS:
+            ours = figures[loader]
+            rows.append([
+                workload, loader if loader != "auto" else f"auto ({ours['worker_type']})",
+                f"{ours['items_per_second']:,.0f}",
+                f"{ours['items_per_second'] / torch['items_per_second']:.2f}",
+                f"{ours['first_batch_ms']:.1f}",
+                f"{ours['first_batch_ms'] / torch['first_batch_ms']:.2f}",
+                f"{ours['peak_pss_mib']:.0f}",
+                f"{ours['peak_pss_mib'] / torch['peak_pss_mib']:.2f}",
+            ])
+    print(f"batch size {BATCH_SIZE}, {NUM_WORKERS} workers, load average {load:.1f} "
+          f"at the start, {os.cpu_count()} CPUs")
+    print_table(["dataset", "loader", "items/s", "vs torch", "first batch ms", "vs torch",
+                 "peak PSS MiB", "vs torch"], rows)
+    write_json(RESULTS, "drop_in", {"load_average": load, "results": results})
+
+
+if __name__ == "__main__":
+    main()

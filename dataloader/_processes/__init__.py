@@ -1,0 +1,1 @@
+"""Worker processes: the second kind of worker, for Python work under the GIL."""

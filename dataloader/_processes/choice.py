@@ -1,0 +1,90 @@
+"""Which kind of worker a loader runs: ``worker_type="auto"``'s rule.
+
+Threads share the process: nothing is copied, starting is instant, and
+native work (the library's transforms, collators and sources, which
+release the interpreter) runs in parallel on them. On a build with the
+global interpreter lock, Python code does not: a dataset whose
+``__getitem__`` is Python work runs one item at a time on threads, and
+scales only across processes, as torch's loader runs it. The rule, in
+order:
+
+1. ``num_workers=0`` -- no workers: batches load on the calling thread;
+2. a free-threaded build -- threads (Python code runs in parallel on them);
+3. an iterable-style or async dataset -- threads (worker processes run
+   map-style datasets);
+4. native work -- threads: a native transform chain (the loader's, or the
+   dataset's own ``transform``), or a collate function that assembles
+   batches natively (``ImageCollator``);
+5. items already in memory -- threads: a list, tuple, numpy array or
+   ``TensorDataset`` does microseconds of work per item, less than a
+   process would spend receiving its request and sending the batch back;
+6. anything else -- processes: a map-style dataset doing Python work.
+
+Examples
+--------
+>>> from dataloader._processes.choice import resolve_worker_type
+>>> class Tokens:
+...     def __len__(self): return 4
+...     def __getitem__(self, index): return [index] * 3
+>>> resolve_worker_type("auto", Tokens(), num_workers=2)
+'process'
+>>> resolve_worker_type("auto", [1, 2, 3], num_workers=2)
+'thread'
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from dataloader._datasets.asynchronous import is_async_dataset
+from dataloader._datasets.dataset import is_iterable_style
+from dataloader._datasets.wrappers import TensorDataset
+from dataloader._loading.plugins import BatchAssembling, EpochBound
+
+__all__ = ["WORKER_TYPES", "check_worker_type", "resolve_worker_type"]
+
+WORKER_TYPES = ("auto", "thread", "process")
+
+
+def check_worker_type(worker_type: Any) -> None:
+    """Validate ``DataLoader``'s ``worker_type``."""
+    if worker_type not in WORKER_TYPES:
+        raise ValueError(
+            f"worker_type should be one of {', '.join(map(repr, WORKER_TYPES))}, "
+            f"but got worker_type={worker_type!r}"
+        )
+
+
+def resolve_worker_type(requested: str, dataset: Any, *, num_workers: int,
+                        transform: Any = None, collate_fn: Any = None) -> str:
+    """``"thread"`` or ``"process"``: ``requested``, or what ``"auto"`` chooses (see above)."""
+    if requested != "auto":
+        return requested
+    if num_workers == 0 or free_threaded():
+        return "thread"
+    if is_iterable_style(dataset) or is_async_dataset(dataset):
+        return "thread"
+    if _native_work(dataset, transform, collate_fn) or _in_memory(dataset):
+        return "thread"
+    return "process"
+
+
+def free_threaded() -> bool:
+    """Whether Python code runs in parallel on threads here (no GIL, or the GIL off)."""
+    is_gil_enabled = getattr(sys, "_is_gil_enabled", None)
+    return is_gil_enabled is not None and not is_gil_enabled()
+
+
+def _native_work(dataset: Any, transform: Any, collate_fn: Any) -> bool:
+    return (isinstance(transform, EpochBound) or isinstance(collate_fn, BatchAssembling)
+            or isinstance(getattr(dataset, "transform", None), EpochBound))
+
+
+def _in_memory(dataset: Any) -> bool:
+    if isinstance(dataset, (list, tuple, np.ndarray, TensorDataset)):
+        return True
+    torch_data = sys.modules.get("torch.utils.data")
+    return torch_data is not None and isinstance(dataset, torch_data.TensorDataset)

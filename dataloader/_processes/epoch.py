@@ -1,0 +1,232 @@
+"""An epoch loaded by worker processes: the consumer's side.
+
+The same semantics as every other epoch (``dataloader._loading.iterators``):
+sampler order (or completion order with ``in_order=False``), at most
+``window`` batches in flight or waiting, an error raised from its own
+batch's ``next()``, ``timeout`` per batch, the loader's progress record
+kept for ``state_dict``, and an iterator that stays usable after Ctrl-C.
+What differs is where batches are loaded: each is posted, as its indices,
+to the group's I/O thread, which sends it to the least busy worker process;
+it comes back as views of that worker's shared-memory slot (see
+:mod:`dataloader._processes.transport`).
+
+``on_error="skip"`` budgets are spent here, in delivery order, from the
+skipped items each batch reports, so that ``max_skipped`` means the same
+as on threads.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from dataloader._core.consumer import wait_slice
+from dataloader._core.load import EMPTY_BATCH
+from dataloader._errors import CHECK, LoadingContext, add_context
+from dataloader._loading.stats import WAIT, monotonic_ns
+from dataloader._processes import worker as _worker
+from dataloader._processes.group import END, WorkerDied, WorkerGroup
+
+if TYPE_CHECKING:
+    from dataloader._loading.loader import DataLoader
+    from dataloader._loading.plans import EpochPlan
+
+__all__ = ["ProcessEpoch"]
+
+
+class ProcessEpoch:
+    """An epoch whose batches are loaded by a :class:`WorkerGroup`.
+
+    ``owns_group``: the group serves this epoch only (``persistent_workers``
+    off) and is stopped when the epoch ends or is dropped, as torch's
+    workers are. Dropping the iterator of a persistent group leaves its
+    batches in flight to finish; the next epoch recycles their slots.
+    """
+
+    def __init__(self, loader: DataLoader, plan: EpochPlan, group: WorkerGroup, *,
+                 owns_group: bool, seed: int, epoch: int) -> None:
+        # Holding the loader keeps its dataset alive while the epoch runs.
+        self._loader = loader
+        self._plan = plan
+        self._group = group
+        # Stops the group when the epoch ends or is collected: a finalizer,
+        # not __del__, because collecting a reference cycle may finalize
+        # the group's pipes before the epoch.
+        self._stop_group = weakref.finalize(self, group.close) if owns_group else None
+        self._progress = plan.progress
+        self._skipped = plan.progress.delivered
+        self._budget = plan.recipe.skip
+        self._consumer_row = plan.stats.rows[0]
+        self._posted = 0
+        self._delivered = 0
+        self._sampler_ended = False
+        self._sampler_error: BaseException | None = None
+        self._finished = False
+        # The batch being taken: (position, delivered before), until it is.
+        self._taking: tuple[int, int] | None = None
+        self._channel = group.open_channel(seed, epoch, plan.in_order)
+        self._refill()
+
+    def __iter__(self) -> ProcessEpoch:
+        return self
+
+    def __len__(self) -> int:
+        if self._plan.total is None:
+            raise TypeError("this epoch's length is unknown: its sampler has no __len__")
+        return max(self._plan.total - self._delivered, 0)
+
+    def __next__(self) -> Any:
+        started = monotonic_ns()
+        try:
+            # A batch whose every item was skipped (on_error="skip") is passed over.
+            while (batch := self._next()) is EMPTY_BATCH:
+                pass
+            return batch
+        finally:
+            self._consumer_row.add(WAIT, 1, monotonic_ns() - started)
+            self._progress.delivered = self._skipped + self._delivered
+
+    def _next(self) -> Any:
+        if self._finished:
+            raise StopIteration
+        self._recover()
+        self._refill()
+        position, entry = self._wait()
+        if position < 0:  # the end
+            self._finish()
+            error, self._sampler_error = self._sampler_error, None
+            if error is not None:
+                raise error
+            raise StopIteration
+        self._take(position)
+        self._refill()
+        return self._open(*entry)
+
+    # -- posting ------------------------------------------------------------
+
+    def _refill(self) -> None:
+        """Post batches from the sampler until the window is full or the sampler ends."""
+        plan = self._plan
+        while not self._sampler_ended and self._posted - self._delivered < plan.window:
+            try:
+                indices = next(plan.batches)
+            except StopIteration:
+                self._end_sampler()
+                return
+            except Exception as exc:  # noqa: BLE001 -- raised at its position
+                # Raised at its own position, after the batches before it.
+                self._sampler_error = exc
+                self._end_sampler()
+                return
+            except BaseException:
+                self.cancel()
+                raise
+            self._post(indices)
+
+    def _end_sampler(self) -> None:
+        self._sampler_ended = True
+        self._group.post((END, self._channel))
+
+    def _post(self, indices: Any) -> None:
+        request: tuple[Any, ...]
+        try:
+            if self._plan.check_indices is not None:
+                indices = self._plan.check_indices(indices)
+            request = (_worker.LOAD, self._channel, indices)
+        except Exception as exc:  # noqa: BLE001 -- raised from its batch
+            add_context(exc, LoadingContext(CHECK, batch=self._posted, indices=indices))
+            request = (_worker.FAILED, self._channel, exc)
+        self._group.post(request)
+        self._posted += 1
+
+    # -- taking -------------------------------------------------------------
+
+    def _wait(self) -> tuple[int, Any]:
+        """The next reply as ``(position, entry)``, or ``(-1, None)`` at the end."""
+        channel = self._channel
+        started = time.monotonic()
+        with channel.condition:
+            while True:
+                found = self._ready()
+                if found is not None:
+                    return found
+                if channel.end is not None and self._delivered >= channel.end:
+                    return -1, None
+                if channel.death is not None:
+                    break
+                channel.condition.wait(wait_slice(started, self._plan.timeout, self._delivered))
+        self._fail(channel.death)
+
+    def _ready(self) -> tuple[int, Any] | None:
+        channel = self._channel
+        if self._plan.in_order:
+            entry = channel.results.get(self._delivered)
+            return None if entry is None else (self._delivered, entry)
+        if channel.arrivals:
+            position = channel.arrivals[0]
+            return position, channel.results[position]
+        return None
+
+    def _take(self, position: int) -> None:
+        """Count ``position`` delivered and drop its reply. Ctrl-C at any point leaves a
+        state ``_recover`` completes: the batch delivered at most once."""
+        self._taking = (position, self._delivered)
+        self._delivered += 1
+        self._drop(position)
+        self._taking = None
+
+    def _recover(self) -> None:
+        """Finish a ``_take`` that Ctrl-C interrupted: a batch counted is dropped (lost)."""
+        if self._taking is None:
+            return
+        position, before = self._taking
+        if self._delivered > before:
+            self._drop(position)
+        self._taking = None
+
+    def _drop(self, position: int) -> None:
+        channel = self._channel
+        with channel.condition:
+            if channel.arrivals and channel.arrivals[0] == position:
+                channel.arrivals.popleft()
+            channel.results.pop(position, None)
+
+    def _open(self, worker_id: int, message: Any) -> Any:
+        """A reply as what ``next()`` returns or raises."""
+        if message[0] == _worker.FAILED:
+            if worker_id < 0:  # the sampler's indices failed their check
+                raise message[3]
+            self._plan.stats.add_remote(message[4])
+            raise _worker.restore_error(message[3])
+        _, _, _, packed, totals, skipped = message
+        self._plan.stats.add_remote(totals)
+        for index, portable in skipped:
+            error = _worker.restore_error(portable)
+            if not self._budget.spend(error, index):
+                self._group.discard(worker_id, packed)
+                raise error
+        if packed is None:
+            return EMPTY_BATCH
+        return self._group.open_batch(worker_id, packed)
+
+    # -- ending -------------------------------------------------------------
+
+    def _fail(self, death: BaseException | None) -> Any:
+        self.cancel()
+        self._group.close()
+        if not isinstance(death, WorkerDied):
+            raise RuntimeError("the DataLoader's worker processes stopped serving") from death
+        batches = self._channel.loading(death.worker_id)
+        loading = f" while loading batch {batches[0]}" if batches else ""
+        raise RuntimeError(f"{death}{loading}; the epoch cannot continue") from None
+
+    def _finish(self) -> None:
+        self._progress.finished = True
+        self.cancel()
+
+    def cancel(self) -> None:
+        """End the epoch now; its workers stop too unless they are persistent."""
+        self._finished = True
+        if self._stop_group is not None:
+            self._stop_group()

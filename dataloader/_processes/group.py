@@ -1,0 +1,308 @@
+"""A loader's worker processes: starting, talking to and stopping them.
+
+A :class:`WorkerGroup` owns ``num_workers`` processes (see
+:mod:`dataloader._processes.worker`), one duplex pipe to each, and the
+consumer's side of their shared-memory slots. It lives for one epoch, or
+for the loader's lifetime with ``persistent_workers=True``; each epoch it
+serves gets a fresh token, so that replies to an abandoned epoch are
+recognised and their slots recycled.
+
+One I/O thread per group does all the talking (see
+:mod:`dataloader._processes.channel`): it sends the requests the consumer
+posts, receives replies, and waits on the pipes and the processes'
+sentinels together (``multiprocessing.connection.wait``), in slices, so a
+worker's death is noticed within one slice. The consumer never touches a
+pipe: Ctrl-C cannot cut a message in half.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import multiprocessing
+import os
+import pickle
+import signal
+import threading
+import time
+from multiprocessing.connection import wait
+from multiprocessing.reduction import recv_handle
+from typing import Any
+
+from dataloader._processes import worker as _worker
+from dataloader._processes.channel import Channel
+from dataloader._processes.transport import Packed, SlotReader
+
+__all__ = ["WorkerGroup", "start_method"]
+
+# How long stopping a worker waits for it to exit before killing it.
+_STOP_SECONDS = 5.0
+# The longest the I/O thread waits before looking at its requests again.
+_IO_SLICE_SECONDS = 0.1
+# Requests handled by the I/O thread besides the workers' own.
+END, _STOP_IO = "end", "stop io"
+
+_tokens = itertools.count()
+
+
+def start_method(context: Any) -> Any:
+    """The context of ``multiprocessing_context``: fork by default, as torch on Linux."""
+    if context is None:
+        return multiprocessing.get_context("fork")
+    if isinstance(context, str):
+        return multiprocessing.get_context(context)
+    return context
+
+
+class WorkerDied(RuntimeError):
+    """A worker process ended while the consumer still needed it."""
+
+    def __init__(self, message: str, worker_id: int) -> None:
+        super().__init__(message)
+        self.worker_id = worker_id
+
+
+class WorkerGroup:
+    """``num_workers`` worker processes serving one loader.
+
+    Parameters
+    ----------
+    spec : WorkerSpec
+        What each worker loads with.
+    context : multiprocessing context
+        How the processes start (``start_method``).
+    """
+
+    def __init__(self, spec: _worker.WorkerSpec, context: Any) -> None:
+        if context.get_start_method() != "fork":
+            _check_picklable(spec, context.get_start_method())
+        self.size = spec.num_workers
+        self.reader = SlotReader()
+        self._free: list[list[int]] = [[] for _ in range(self.size)]
+        self._slot_counts = [0] * self.size
+        # Slots released by the consumer's garbage collector, from any thread.
+        self._released: collections.deque[tuple[int, int]] = collections.deque()
+        self._processes: list[Any] = []
+        self._conns: list[Any] = []
+        self._pids: list[int] = []
+        # Requests from the consumer, and a pipe that wakes the I/O thread.
+        self._outbox: collections.deque[tuple[Any, ...]] = collections.deque()
+        self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._channel: Channel | None = None
+        self._stopping = False
+        self._io: threading.Thread | None = None
+        self.death: BaseException | None = None
+        self.closed = False
+        try:
+            for worker_id in range(self.size):
+                self._start(spec, context, worker_id)
+            for worker_id in range(self.size):
+                self._await_ready(worker_id)
+        except BaseException:
+            self.close()
+            raise
+        self._io = threading.Thread(target=self._serve, name="dataloader-process-io",
+                                    daemon=True)
+        self._io.start()
+
+    def _start(self, spec: _worker.WorkerSpec, context: Any, worker_id: int) -> None:
+        ours, theirs = context.Pipe(duplex=True)
+        process = context.Process(
+            target=_worker.run, args=(spec, worker_id, theirs, os.getpid()),
+            name=f"dataloader-worker-{worker_id}", daemon=True,
+        )
+        process.start()
+        theirs.close()
+        self._processes.append(process)
+        self._conns.append(ours)
+
+    def _await_ready(self, worker_id: int) -> None:
+        while True:
+            message = self._receive_from(worker_id)
+            if message[0] == _worker.READY:
+                self._pids.append(message[1])
+                return
+            if message[0] == _worker.FAILED:
+                raise _worker.restore_error(message[3])
+
+    # -- the consumer's side ---------------------------------------------------
+
+    def open_channel(self, seed: int, epoch: int, ordered: bool) -> Channel:
+        """Start an epoch on every worker; its requests and replies go through the channel."""
+        channel = Channel(next(_tokens), self.size, ordered)
+        self.post((_worker.EPOCH, channel, seed, epoch))
+        return channel
+
+    def post(self, request: tuple[Any, ...]) -> None:
+        """Queue a request for the I/O thread (one atomic append: safe under Ctrl-C)."""
+        self._outbox.append(request)
+        try:
+            os.write(self._wake_write, b"!")
+        except OSError:
+            pass  # the pipe is full: the I/O thread is awake already
+
+    def open_batch(self, worker_id: int, packed: Packed) -> Any:
+        """The batch of a reply, as views of its slot; the slot is free again once released."""
+        released = self._released
+
+        def release(worker_id: int = worker_id, slot: int = packed.slot) -> None:
+            released.append((worker_id, slot))
+
+        return self.reader.unpack(worker_id, packed, release)
+
+    def discard(self, worker_id: int, packed: Packed | None) -> None:
+        """Recycle the slot of a reply nobody will read."""
+        if packed is not None:
+            self._released.append((worker_id, packed.slot))
+
+    # -- the I/O thread ----------------------------------------------------------
+
+    def _serve(self) -> None:
+        """Send requests, receive replies, watch the processes; until ``close``."""
+        sentinels = [process.sentinel for process in self._processes]
+        try:
+            while not self._stopping:
+                self._send_requests()
+                ready = wait([*self._conns, *sentinels, self._wake_read], _IO_SLICE_SECONDS)
+                if self._wake_read in ready:
+                    os.read(self._wake_read, 4096)
+                for worker_id, conn in enumerate(self._conns):
+                    if conn in ready:
+                        self._deliver(worker_id, self._receive_from(worker_id))
+                for worker_id, sentinel in enumerate(sentinels):
+                    if sentinel in ready and not self._stopping:
+                        raise WorkerDied(self._death_message(worker_id), worker_id)
+        except BaseException as error:  # noqa: BLE001 -- raised in the consumer
+            self._broken(error)
+
+    def _send_requests(self) -> None:
+        while self._outbox:
+            request = self._outbox.popleft()
+            kind, channel = request[0], request[1]
+            if kind == _worker.EPOCH:
+                self._channel = channel
+                for conn in self._conns:
+                    self._send(conn, (_worker.EPOCH, channel.token, *request[2:]))
+            elif kind == _worker.LOAD:
+                self._send_load(channel, request[2])
+            elif kind == _worker.FAILED:
+                channel.store(channel.assign(), -1, (_worker.FAILED, channel.token, None,
+                                                     request[2], ()))
+            elif kind == END:
+                channel.finish()
+
+    def _send_load(self, channel: Channel, indices: Any) -> None:
+        position = channel.assign()
+        worker_id = channel.least_busy()
+        channel.dispatch(position, worker_id)
+        while self._released:
+            released_worker, slot = self._released.popleft()
+            self._free[released_worker].append(slot)
+        free = self._free[worker_id]
+        if free:
+            slot = free.pop()
+        else:
+            slot = self._slot_counts[worker_id]
+            self._slot_counts[worker_id] += 1
+        request = (_worker.LOAD, channel.token, position, indices, slot)
+        self._send(self._conns[worker_id], request, worker_id)
+
+    def _send(self, conn: Any, message: Any, worker_id: int | None = None) -> None:
+        try:
+            conn.send(message)
+        except OSError:
+            worker_id = self._conns.index(conn) if worker_id is None else worker_id
+            raise WorkerDied(self._death_message(worker_id), worker_id) from None
+
+    def _deliver(self, worker_id: int, message: Any) -> None:
+        channel = self._channel
+        if channel is None or message[1] != channel.token:
+            # A reply to an abandoned epoch of a persistent group.
+            self.discard(worker_id, message[3] if message[0] == _worker.BATCH_DONE else None)
+            return
+        channel.store(message[2], worker_id, message)
+
+    def _broken(self, death: BaseException) -> None:
+        """The group cannot serve on: a worker died, or a request could not be sent."""
+        self.death = death
+        if self._channel is not None:
+            self._channel.fail(death)
+
+    def _receive_from(self, worker_id: int) -> Any:
+        conn = self._conns[worker_id]
+        try:
+            message = conn.recv()
+            if message[0] == _worker.SLOT:
+                self.reader.attach(worker_id, message[1], recv_handle(conn))
+                message = conn.recv()
+        except (EOFError, OSError):
+            raise WorkerDied(self._death_message(worker_id), worker_id) from None
+        return message
+
+    # -- lifetime -----------------------------------------------------------
+
+    @property
+    def pids(self) -> list[int]:
+        """The workers' process ids."""
+        return list(self._pids)
+
+    def _death_message(self, worker_id: int) -> str:
+        process = self._processes[worker_id]
+        process.join(0.5)
+        code = process.exitcode
+        pid = process.pid
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name
+            how = f"was killed by signal {-code} ({name})"
+            if -code == signal.SIGKILL:
+                how += ", possibly by the kernel's out-of-memory killer"
+        elif code is None:
+            how = "closed its pipe"
+        else:
+            how = f"exited with code {code}"
+        return f"DataLoader worker {worker_id} (pid {pid}) {how}"
+
+    def close(self) -> None:
+        """Stop every worker: ask, wait up to a few seconds, then kill."""
+        if self.closed:
+            return
+        self.closed = True
+        self._stopping = True
+        io = self._io
+        if io is not None and io is not threading.current_thread():
+            self.post((_STOP_IO, None))
+            io.join()
+        os.close(self._wake_read)
+        os.close(self._wake_write)
+        # The slots' mappings hold descriptors; batches still in use keep theirs.
+        self.reader = SlotReader()
+        for conn in self._conns:
+            try:
+                conn.send((_worker.STOP,))
+            except OSError:
+                pass
+        deadline = time.monotonic() + _STOP_SECONDS
+        for process in self._processes:
+            process.join(max(deadline - time.monotonic(), 0.0))
+            if process.exitcode is None:
+                process.kill()
+                process.join()
+        for conn in self._conns:
+            conn.close()
+        for process in self._processes:
+            process.close()
+
+
+def _check_picklable(spec: _worker.WorkerSpec, method: str) -> None:
+    """Name what cannot be pickled before a ``spawn``/``forkserver`` worker is started."""
+    for name in ("dataset", "transform", "collate_fn", "worker_init_fn"):
+        value = getattr(spec, name)
+        try:
+            pickle.dumps(value)
+        except Exception as exc:
+            raise TypeError(
+                f"multiprocessing_context={method!r} starts worker processes that receive the "
+                f"loader's {name} by pickling, but {name} ({type(value).__name__}) cannot be "
+                f"pickled: {exc}. Make it picklable, or use the 'fork' start method"
+            ) from exc
+

@@ -1,0 +1,220 @@
+"""Batches from worker processes to the consumer through shared memory.
+
+A worker packs each batch into a *slot*: an anonymous shared-memory file
+(``memfd``) that it creates once and reuses for later batches, growing it
+when a batch needs more room. The batch's structure travels over the
+worker's pipe as a small pickle (protocol 5); its arrays travel
+*out of band*: their bytes are copied once into the slot, and the consumer
+unpickles them as views of its own mapping of the slot -- no copy on the
+consumer's side, no segment created per batch, and nothing in
+``/dev/shm`` (a memfd disappears with the last process holding it).
+
+Which slot a worker fills is the consumer's choice: it hands out a free
+slot with every batch it asks for, and a slot becomes free again when the
+batch read from it is released -- when the last array viewing it is
+garbage collected, as ``ImageCollator``'s pooled buffers are recycled.
+
+numpy arrays, ``Image`` / ``ImageBatch`` and CPU torch tensors are sent out
+of band; anything else picklable is pickled with the batch.
+
+Examples
+--------
+>>> import numpy as np
+>>> from dataloader._processes.transport import SlotReader, SlotWriter
+>>> writer, reader = SlotWriter(), SlotReader()
+>>> packed = writer.pack(0, {"x": np.arange(4), "name": "a"})
+>>> reader.attach(0, 0, writer.share(0))
+>>> batch = reader.unpack(0, packed, release=lambda: None)
+>>> batch["x"].tolist(), batch["name"]
+([0, 1, 2, 3], 'a')
+"""
+
+from __future__ import annotations
+
+import io
+import mmap
+import os
+import pickle
+import sys
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Packed", "SlotReader", "SlotWriter"]
+
+# Buffers start on cache-line boundaries, which numpy and the kernels like.
+_ALIGNMENT = 64
+# A slot grows by at least this factor, so that batches of slowly growing
+# size do not make a new file each time.
+_GROWTH = 1.25
+
+
+@dataclass(frozen=True, slots=True)
+class Packed:
+    """A batch as it crosses the pipe: its pickle and where its buffers are in the slot.
+
+    Attributes
+    ----------
+    slot : int
+        The slot holding the buffers.
+    header : bytes
+        The batch pickled with protocol 5, its buffers left out of band.
+    layout : tuple of (int, int)
+        Each out-of-band buffer's ``(offset, nbytes)`` in the slot, in the
+        order the pickle refers to them.
+    """
+
+    slot: int
+    header: bytes
+    layout: tuple[tuple[int, int], ...]
+
+
+class _Slot:
+    __slots__ = ("fd", "size", "mapping")
+
+    def __init__(self, size: int) -> None:
+        self.fd = os.memfd_create("dataloader-batch", os.MFD_CLOEXEC)
+        self.size = size
+        try:
+            os.ftruncate(self.fd, size)
+            self.mapping = mmap.mmap(self.fd, size)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def close(self) -> None:
+        self.mapping.close()
+        os.close(self.fd)
+
+
+class SlotWriter:
+    """A worker's side: packs batches into its slots.
+
+    ``pack(slot, batch)`` returns the :class:`Packed` batch; when it had to
+    create (or grow) the slot's file, ``share(slot)`` is that file's
+    descriptor, to be sent to the consumer before the batch.
+    """
+
+    def __init__(self) -> None:
+        self._slots: dict[int, _Slot] = {}
+        self._unshared: set[int] = set()
+
+    def pack(self, slot: int, batch: Any) -> Packed:
+        """Pickle ``batch`` and copy its buffers into ``slot``."""
+        buffers: list[pickle.PickleBuffer] = []
+        stream = io.BytesIO()
+        _BatchPickler(stream, buffers.append).dump(batch)
+        views = [_flat(buffer) for buffer in buffers]
+        layout, offset = [], 0
+        for view in views:
+            layout.append((offset, view.nbytes))
+            offset = _aligned(offset + view.nbytes)
+        mapping = self._room(slot, max(offset, 1))
+        for (start, nbytes), view in zip(layout, views, strict=True):
+            mapping[start:start + nbytes] = view
+        return Packed(slot, stream.getvalue(), tuple(layout))
+
+    def needs_sharing(self, slot: int) -> bool:
+        """Whether ``slot``'s file is new since it was last shared."""
+        return slot in self._unshared
+
+    def share(self, slot: int) -> int:
+        """The descriptor of ``slot``'s file, marked as shared (the writer keeps it open)."""
+        self._unshared.discard(slot)
+        return self._slots[slot].fd
+
+    def close(self) -> None:
+        """Unmap and close every slot."""
+        for state in self._slots.values():
+            state.close()
+        self._slots.clear()
+
+    def _room(self, slot: int, nbytes: int) -> mmap.mmap:
+        state = self._slots.get(slot)
+        if state is None or state.size < nbytes:
+            size = nbytes if state is None else max(nbytes, int(state.size * _GROWTH))
+            if state is not None:
+                state.close()
+            state = self._slots[slot] = _Slot(_aligned(size))
+            self._unshared.add(slot)
+        return state.mapping
+
+
+class SlotReader:
+    """The consumer's side: maps the workers' slots and unpickles batches as views of them."""
+
+    def __init__(self) -> None:
+        self._mappings: dict[tuple[int, int], mmap.mmap] = {}
+
+    def attach(self, worker: int, slot: int, fd: int) -> None:
+        """Map the file ``fd`` as ``worker``'s ``slot`` (replacing an older one); closes ``fd``."""
+        try:
+            self._mappings[worker, slot] = mmap.mmap(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+
+    def unpack(self, worker: int, packed: Packed, release: Callable[[], None]) -> Any:
+        """The batch of ``packed``; ``release()`` is called once no array views its slot."""
+        mapping = self._mappings[worker, packed.slot]
+        end = packed.layout[-1][0] + packed.layout[-1][1] if packed.layout else 0
+        # One array per batch holds the slot: every buffer handed to the
+        # unpickler is a view of it, so it dies with the batch's last array.
+        lease = np.frombuffer(mapping, np.uint8, count=end) if end else np.empty(0, np.uint8)
+        weakref.finalize(lease, release)
+        whole = memoryview(lease)
+        buffers = [whole[start:start + nbytes] for start, nbytes in packed.layout]
+        del whole, lease
+        return pickle.loads(packed.header, buffers=buffers)
+
+    def forget(self, worker: int) -> None:
+        """Drop the mappings of ``worker``'s slots (views still in use keep theirs)."""
+        for key in [key for key in self._mappings if key[0] == worker]:
+            del self._mappings[key]
+
+
+class _BatchPickler(pickle.Pickler):
+    """Protocol 5, with CPU torch tensors sent as the numpy arrays they share memory with."""
+
+    def __init__(self, stream: io.BytesIO, buffer_callback: Callable[[Any], None]) -> None:
+        super().__init__(stream, protocol=5, buffer_callback=buffer_callback)
+
+    def reducer_override(self, obj: Any) -> Any:
+        torch = sys.modules.get("torch")
+        if torch is not None and type(obj) is torch.Tensor and _plain_cpu_tensor(obj):
+            return _tensor_from_array, _tensor_as_array(obj)
+        return NotImplemented
+
+
+def _plain_cpu_tensor(tensor: Any) -> bool:
+    return (tensor.device.type == "cpu" and tensor.layout is sys.modules["torch"].strided
+            and not tensor.requires_grad and not tensor.is_quantized)
+
+
+# numpy has no bfloat16: such tensors travel as the integers of their width.
+def _tensor_as_array(tensor: Any) -> tuple[np.ndarray, str | None]:
+    tensor = tensor.contiguous()
+    try:
+        return tensor.numpy(), None
+    except TypeError:
+        width = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}[tensor.element_size()]
+        return tensor.view(getattr(sys.modules["torch"], width)).numpy(), str(tensor.dtype)
+
+
+def _tensor_from_array(array: np.ndarray, dtype: str | None) -> Any:
+    import torch
+
+    tensor = torch.from_numpy(array)
+    return tensor if dtype is None else tensor.view(getattr(torch, dtype.removeprefix("torch.")))
+
+
+
+def _flat(buffer: pickle.PickleBuffer) -> memoryview:
+    """The bytes of an out-of-band buffer (numpy hands over contiguous ones only)."""
+    return buffer.raw()
+
+
+def _aligned(nbytes: int) -> int:
+    return -(-nbytes // _ALIGNMENT) * _ALIGNMENT

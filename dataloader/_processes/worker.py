@@ -1,0 +1,266 @@
+"""What a worker process runs: requests in, batches out through its slots.
+
+A worker holds its own copy of the loader's :class:`WorkerSpec` (inherited
+by ``fork``, or unpickled under ``spawn`` / ``forkserver``) and loads
+whole batches with the engine's one loading routine
+(``dataloader._core.load``) -- with ``item_concurrency`` lanes on its own
+small pool of threads when asked. It answers three requests from the
+consumer, in order, over its pipe:
+
+* ``(EPOCH, token, seed, epoch)`` -- bind this epoch's transform and
+  collate function, seed ``random``, numpy's global generator and torch
+  from ``(seed, epoch, worker id)``;
+* ``(BATCH, token, position, indices, slot)`` -- load the batch and send
+  ``(BATCH, token, position, packed, stats, skipped)``, its arrays in
+  ``slot`` (see :mod:`dataloader._processes.transport`), or
+  ``(FAILED, token, position, error, stats)``;
+* ``(STOP,)`` -- exit.
+
+The worker ignores Ctrl-C (the consumer stops it) and exits on its own
+when the consumer's process is gone: its pipe reaches end of file, and a
+watchdog notices the parent's death between requests.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import random
+import signal
+import sys
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dataloader._core.epoch import Epoch
+from dataloader._core.load import EMPTY_BATCH, load_batch
+from dataloader._core.pool import Pool
+from dataloader._errors import BATCH, LoadingContext, add_context
+from dataloader._loading.fetch import SkipBudget, dataset_recipe
+from dataloader._loading.plans import EpochPlan
+from dataloader._loading.plugins import bind_epoch
+from dataloader._loading.stats import Stats
+from dataloader._loading.worker import WorkerInfo, answer_torch_worker_info, set_process_worker
+from dataloader._processes.transport import SlotWriter
+
+__all__ = ["BATCH_DONE", "EPOCH", "FAILED", "LOAD", "READY", "STOP", "WorkerSpec", "run"]
+
+# Requests (consumer -> worker) and replies (worker -> consumer).
+EPOCH, LOAD, STOP = "epoch", "load", "stop"
+READY, BATCH_DONE, FAILED, SLOT = "ready", "batch", "failed", "slot"
+
+# How often an idle worker checks that its consumer is still alive.
+_WATCHDOG_SECONDS = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSpec:
+    """Everything a worker process needs of its loader (picklable for ``spawn``)."""
+
+    dataset: Any
+    transform: Any
+    collate_fn: Any
+    batched: bool
+    worker_init_fn: Any
+    num_workers: int
+    base_seed: int
+    item_concurrency: int
+    # Whether skipped items' errors go back to the consumer, whose budget decides.
+    report_skipped: bool
+    skipping: bool
+
+
+def run(spec: WorkerSpec, worker_id: int, conn: Any, parent_pid: int) -> None:
+    """The worker process's main function."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _limit_torch_threads()
+    info = WorkerInfo(worker_id, spec.num_workers, spec.base_seed + worker_id, spec.dataset)
+    set_process_worker(info)
+    answer_torch_worker_info()
+    try:
+        if spec.worker_init_fn is not None:
+            spec.worker_init_fn(worker_id)
+    except Exception as exc:  # noqa: BLE001 -- raised in the consumer
+        _send(conn, (FAILED, None, None, _portable(exc), ()))
+        return
+    _send(conn, (READY, os.getpid()))
+    _Worker(spec, worker_id, conn, parent_pid).serve()
+
+
+class _Worker:
+    def __init__(self, spec: WorkerSpec, worker_id: int, conn: Any, parent_pid: int) -> None:
+        self.spec = spec
+        self.worker_id = worker_id
+        self.conn = conn
+        self.parent_pid = parent_pid
+        self.writer = SlotWriter()
+        self.stats = Stats()
+        self.sent_totals = [0] * len(self.stats.rows[0].totals())
+        self.pool: Pool | None = None
+        self.recipe: Any = None
+        self.token: Any = None
+        self.skipped: list[tuple[Any, Any]] = []
+
+    def serve(self) -> None:
+        try:
+            while (request := self._next_request()) is not None:
+                kind = request[0]
+                if kind == STOP:
+                    break
+                if kind == EPOCH:
+                    self._begin_epoch(*request[1:])
+                elif kind == LOAD:
+                    self._load(*request[1:])
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            pass  # the consumer is gone
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(1.0)
+            self.writer.close()
+
+    def _next_request(self) -> Any:
+        while not self.conn.poll(_WATCHDOG_SECONDS):
+            if os.getppid() != self.parent_pid:
+                return None
+        return self.conn.recv()
+
+    def _begin_epoch(self, token: Any, seed: int, epoch: int) -> None:
+        spec = self.spec
+        self.token = token
+        _seed_globals(seed, epoch, self.worker_id)
+        lanes = spec.item_concurrency > 1
+        transform, assemble = bind_epoch(spec.transform, spec.collate_fn, seed=seed,
+                                         epoch=epoch, lanes=lanes)
+        skip = _RecordingBudget(self.skipped, spec.report_skipped) if spec.skipping else None
+        self.recipe = dataset_recipe(spec.dataset, transform=transform, collate=spec.collate_fn,
+                                     batched=spec.batched, assemble=assemble, skip=skip)
+        if lanes and self.pool is None:
+            self.pool = Pool(spec.item_concurrency)
+            self.stats.ensure_threads(spec.item_concurrency)
+
+    def _load(self, token: Any, position: int, indices: Any, slot: int) -> None:
+        del self.skipped[:]
+        try:
+            batch = self._load_batch(indices)
+        except Exception as exc:  # noqa: BLE001 -- raised in the consumer
+            add_context(exc, LoadingContext(BATCH, batch=position, indices=indices,
+                                            worker=self.worker_id))
+            _send(self.conn, (FAILED, token, position, _portable(exc), self._stats_delta()))
+            return
+        skipped = list(self.skipped)
+        if batch is EMPTY_BATCH:
+            _send(self.conn, (BATCH_DONE, token, position, None, self._stats_delta(), skipped))
+            return
+        packed = self.writer.pack(slot, batch)
+        del batch
+        if self.writer.needs_sharing(slot):
+            from multiprocessing.reduction import send_handle
+
+            _send(self.conn, (SLOT, slot))
+            send_handle(self.conn, self.writer.share(slot), self.parent_pid)
+        _send(self.conn, (BATCH_DONE, token, position, packed, self._stats_delta(), skipped))
+
+    def _load_batch(self, indices: Any) -> Any:
+        if self.pool is None or not self.spec.batched:
+            return load_batch(self.recipe, indices, self.stats.rows[0])
+        # Item lanes: the threaded engine, for one batch, on this process's pool.
+        plan = EpochPlan(iter([indices]), 1, None, self.recipe, None, self.stats,  # type: ignore[arg-type]
+                         item_lanes=True, window=1, item_concurrency=self.spec.item_concurrency,
+                         worker_setup=_no_setup)
+        engine = Epoch(self.pool, plan)
+        engine.start()
+        while (batch := engine.next()) is EMPTY_BATCH:
+            pass
+        return batch
+
+    def _stats_delta(self) -> tuple[int, ...]:
+        totals = [sum(column) for column in zip(*(row.totals() for row in self.stats.rows),
+                                                strict=True)]
+        delta = tuple(now - sent for now, sent in zip(totals, self.sent_totals, strict=True))
+        self.sent_totals = totals
+        return delta
+
+
+def _no_setup(thread_index: int) -> None:
+    pass
+
+
+class _RecordingBudget(SkipBudget):
+    """A worker's ``on_error="skip"`` budget: never refuses; the consumer's budget decides.
+
+    With a limit on the consumer's side, each skipped item's index and
+    error are kept for the reply, so the consumer spends them in delivery
+    order.
+    """
+
+    __slots__ = ("records", "report")
+
+    def __init__(self, records: list[tuple[Any, Any]], report: bool) -> None:
+        super().__init__(None)
+        self.records = records
+        self.report = report
+
+    def spend(self, error: BaseException, index: Any) -> bool:
+        if self.report:
+            self.records.append((index, _portable(error)))
+        return True
+
+
+def _seed_globals(seed: int, epoch: int, worker_id: int) -> None:
+    """Seed ``random``, numpy's global generator and torch from ``(seed, epoch, worker)``."""
+    state = np.random.SeedSequence([seed, epoch, worker_id]).generate_state(2, np.uint32)
+    random.seed(int(state[0]) << 32 | int(state[1]))
+    np.random.seed(int(state[0]))
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(int(state[0]) << 32 | int(state[1]))
+
+
+def _limit_torch_threads() -> None:
+    """One intra-op thread per worker, as torch's own workers run."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an error raised in a worker process, as its text."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _portable(error: BaseException) -> tuple[Any, str]:
+    """An error and its traceback's text, in a form that crosses the pipe.
+
+    An error that cannot be pickled becomes a ``RuntimeError`` naming its
+    type and carrying its message.
+    """
+    text = "".join(traceback.format_exception(error))
+    try:
+        blob = pickle.dumps(error, protocol=5)
+        pickle.loads(blob)
+    except Exception:  # noqa: BLE001 -- whatever pickling raises, the text goes
+        name = f"{type(error).__module__}.{type(error).__qualname__}"
+        replacement = RuntimeError(f"{name}: {error} (the original error could not be pickled)")
+        replacement.__notes__ = list(getattr(error, "__notes__", ()))
+        blob = pickle.dumps(replacement, protocol=5)
+    return blob, text
+
+
+def restore_error(portable: tuple[Any, str]) -> BaseException:
+    """The error a worker sent, its traceback's text attached as its cause."""
+    blob, text = portable
+    error = pickle.loads(blob)
+    error.__cause__ = RemoteTraceback(text)
+    return error
+
+
+def _send(conn: Any, message: Any) -> None:
+    conn.send(message)

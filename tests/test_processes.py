@@ -1,0 +1,386 @@
+"""Worker processes (``worker_type="process"``): the same epochs as on threads,
+failures that are loud and leave nothing behind, and ``"auto"``'s choice."""
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from dataloader import DataLoader, Dataset, TensorDataset, get_worker_info
+from dataloader.kernels import ImageBatch
+from dataloader.transforms import Compose, Decode, Resize
+
+
+class Squares(Dataset):
+    """Python work per item: what auto sends to processes."""
+
+    def __init__(self, n=40):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        return {"x": np.full(3, index), "y": index * index, "name": f"item{index}"}
+
+
+class WhoLoads(Squares):
+    def __getitem__(self, index):
+        info = get_worker_info()
+        return {"pid": os.getpid(), "worker": info.id, "workers": info.num_workers,
+                "draw": np.random.randint(2**31), "index": index}
+
+
+class Failing(Squares):
+    def __getitem__(self, index):
+        if index % 7 == 3:
+            raise KeyError(f"no item {index}")
+        return index
+
+
+class Unpicklable(Exception):
+    def __reduce__(self):
+        raise TypeError("this error cannot be pickled")
+
+
+class RaisesUnpicklable(Squares):
+    def __getitem__(self, index):
+        raise Unpicklable(f"bad {index}")
+
+
+class KillsItself(Squares):
+    def __getitem__(self, index):
+        if index == 9:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return index
+
+
+class Sleepy(Squares):
+    def __getitem__(self, index):
+        if index == 5:
+            time.sleep(60)
+        return index
+
+
+def process_loader(dataset, **kwargs):
+    kwargs.setdefault("num_workers", 2)
+    kwargs.setdefault("timeout", 120)  # a hang fails the test instead of the suite
+    return DataLoader(dataset, worker_type="process", **kwargs)
+
+
+def as_lists(batches):
+    return [{key: np.asarray(value).tolist() for key, value in batch.items()}
+            for batch in batches]
+
+
+@pytest.mark.parametrize("options", [
+    {"batch_size": 4},
+    {"batch_size": 4, "shuffle": True, "seed": 3, "drop_last": True},
+    {"batch_size": None},
+    {"batch_size": 5, "item_concurrency": 3},
+    {"batch_size": 4, "prefetch_factor": 1, "num_workers": 3},
+])
+def test_processes_give_the_same_batches_as_threads(options):
+    threads = DataLoader(Squares(), worker_type="thread", **{"num_workers": 2, **options})
+    with process_loader(Squares(), **options) as processes:
+        assert processes.worker_type == "process"
+        got = list(processes)
+    expected = list(threads)
+    if options.get("batch_size") is None:
+        assert [item["y"] for item in got] == [item["y"] for item in expected]
+    else:
+        assert as_lists(got) == as_lists(expected)
+
+
+def test_out_of_order_delivery_gives_every_batch_once():
+    with process_loader(Squares(), batch_size=3, in_order=False) as loader:
+        got = sorted(value for batch in loader for value in batch["y"].tolist())
+    assert got == [index * index for index in range(40)]
+
+
+def test_workers_are_processes_with_their_info_and_their_own_seeds():
+    def run(seed):
+        with process_loader(WhoLoads(), batch_size=2, shuffle=True, seed=seed) as loader:
+            return [item for batch in loader for item in zip(
+                batch["pid"].tolist(), batch["worker"].tolist(), batch["workers"].tolist(),
+                batch["draw"].tolist(), batch["index"].tolist(), strict=True)]
+
+    first = run(5)
+    pids = {pid for pid, *_ in first}
+    assert len(pids) == 2 and os.getpid() not in pids
+    assert {worker for _, worker, *_ in first} == {0, 1}
+    assert {workers for _, _, workers, *_ in first} == {2}
+    # numpy's global generator differs between the workers...
+    draws = {worker: {draw for _, w, _, draw, _ in first if w == worker} for worker in (0, 1)}
+    assert not draws[0] & draws[1]
+    # ...and repeats for the same seed: each worker draws the same sequence
+    # (a worker may load a different number of items in another run).
+    again = run(5)
+    for worker in (0, 1):
+        ours = [draw for _, w, _, draw, _ in first if w == worker]
+        theirs = [draw for _, w, _, draw, _ in again if w == worker]
+        shorter, longer = sorted((set(ours), set(theirs)), key=len)
+        assert shorter <= longer
+
+
+def test_worker_init_fn_runs_once_in_each_process(tmp_path):
+    def init(worker_id):
+        (tmp_path / f"{worker_id}-{os.getpid()}").touch()
+
+    with process_loader(Squares(), batch_size=4, worker_init_fn=init) as loader:
+        list(loader)
+    names = sorted(path.name for path in tmp_path.iterdir())
+    assert [name.split("-")[0] for name in names] == ["0", "1"]
+    assert all(int(name.split("-")[1]) != os.getpid() for name in names)
+
+
+def test_a_failing_worker_init_fn_raises_its_error():
+    def init(worker_id):
+        raise ValueError(f"cannot start {worker_id}")
+
+    loader = process_loader(Squares(), batch_size=4, worker_init_fn=init)
+    with pytest.raises(ValueError, match="cannot start"):
+        iter(loader)
+
+
+def test_persistent_workers_keep_their_processes_and_others_end_with_the_epoch():
+    with process_loader(WhoLoads(), batch_size=4, persistent_workers=True) as loader:
+        first = {pid for batch in loader for pid in batch["pid"].tolist()}
+        second = {pid for batch in loader for pid in batch["pid"].tolist()}
+    assert first == second
+    loader = process_loader(WhoLoads(), batch_size=4)
+    first = {pid for batch in loader for pid in batch["pid"].tolist()}
+    second = {pid for batch in loader for pid in batch["pid"].tolist()}
+    assert not first & second
+    assert not any(_alive(pid) for pid in first | second)
+
+
+def test_an_error_keeps_its_type_note_and_traceback_and_the_epoch_goes_on():
+    with process_loader(Failing(21), batch_size=4) as loader:
+        results = []
+        it = iter(loader)
+        for _ in range(6):
+            try:
+                results.append(next(it).tolist())
+            except KeyError as error:
+                results.append(error)
+        with pytest.raises(StopIteration):
+            next(it)
+    errors = results[0::2]
+    assert results[1::2] == [[4, 5, 6, 7], [12, 13, 14, 15], [20]]
+    assert [str(error) for error in errors] == ["'no item 3'", "'no item 10'", "'no item 17'"]
+    assert errors[1].__notes__ == [
+        "dataloader: raised on worker 0 while loading indices [8, 9, 10, 11] of batch 2"
+    ] or errors[1].__notes__ == [
+        "dataloader: raised on worker 1 while loading indices [8, 9, 10, 11] of batch 2"
+    ]
+    assert "in __getitem__" in str(errors[0].__cause__)  # the worker's traceback
+
+
+def test_an_unpicklable_error_becomes_a_runtime_error_naming_it():
+    with process_loader(RaisesUnpicklable(), batch_size=4) as loader:
+        with pytest.raises(RuntimeError, match="Unpicklable: bad"):
+            next(iter(loader))
+
+
+def test_a_killed_worker_raises_naming_pid_signal_and_batch():
+    with process_loader(KillsItself(), batch_size=4) as loader:
+        started = time.monotonic()
+        with pytest.raises(RuntimeError, match=r"pid \d+\) was killed by signal 9 "
+                                               r"\(SIGKILL\).* while loading batch 2"):
+            list(loader)
+        assert time.monotonic() - started < 30
+
+
+def test_a_slow_batch_times_out():
+    with process_loader(Sleepy(), batch_size=4, timeout=1) as loader:
+        it = iter(loader)
+        next(it)
+        with pytest.raises(TimeoutError, match="batch 1"):
+            next(it)
+
+
+def test_skipping_spends_one_budget_in_delivery_order():
+    def run(worker_type):
+        loader = DataLoader(Failing(40), batch_size=4, num_workers=2, worker_type=worker_type,
+                            on_error="skip", max_skipped=3)
+        got = []
+        with pytest.raises(KeyError) as raised:
+            for batch in loader:
+                got.append(batch.tolist())
+        return got, raised.value, loader.stats()["skipped"]["count"]
+
+    threads, processes = run("thread"), run("process")
+    assert processes[0] == threads[0]
+    assert "max_skipped=3" in " ".join(processes[1].__notes__)
+    assert processes[2] >= 4
+
+
+def test_stats_count_the_workers_stages_and_say_the_worker_type():
+    with process_loader(Squares(12), batch_size=4, transform=lambda i, item: item) as loader:
+        list(loader)
+        stats = loader.stats()
+    assert stats["workers"] == {"type": "process", "count": 2}
+    assert stats["fetch"]["count"] == 12 and stats["transform"]["count"] == 12
+    assert stats["collate"]["count"] == 3 and stats["wait"]["count"] == 4
+
+
+@pytest.mark.parametrize("first, then", [("process", "thread"), ("thread", "process")])
+def test_a_run_resumes_on_the_other_worker_type(first, then):
+    options = {"batch_size": 3, "shuffle": True, "seed": 11, "num_workers": 2}
+    whole = [batch["y"].tolist() for batch in DataLoader(Squares(), **options)]
+    loader = DataLoader(Squares(), worker_type=first, **options)
+    it = iter(loader)
+    head = [next(it)["y"].tolist() for _ in range(4)]
+    state = loader.state_dict()
+    del it
+    resumed = DataLoader(Squares(), worker_type=then, **options)
+    resumed.load_state_dict(state)
+    assert head + [batch["y"].tolist() for batch in resumed] == whole
+
+
+def test_image_batches_cross_as_image_batches():
+    class Images(Squares):
+        def __getitem__(self, index):
+            return np.full((3, 4, 5), index, np.uint8)
+
+    def collate(items):
+        return ImageBatch.from_array(np.stack(items))
+
+    with process_loader(Images(8), batch_size=4, collate_fn=collate) as loader:
+        batches = list(loader)
+    assert all(type(batch) is ImageBatch for batch in batches)
+    assert np.asarray(batches[1])[:, 0, 0, 0].tolist() == [4, 5, 6, 7]
+
+
+def test_spawn_pickles_the_dataset_and_names_what_cannot_be():
+    with process_loader(Squares(8), batch_size=4, multiprocessing_context="spawn") as loader:
+        assert [batch["y"].tolist() for batch in loader] == [[0, 1, 4, 9], [16, 25, 36, 49]]
+    loader = process_loader(Squares(8), batch_size=4, multiprocessing_context="spawn",
+                            collate_fn=lambda items: items)
+    with pytest.raises(TypeError, match=r"collate_fn .*cannot be pickled"):
+        iter(loader)
+
+
+def test_forking_is_safe_beside_threads_an_event_loop_and_torch_threads():
+    # This library's threads, busy in another loader.
+    busy = DataLoader(list(range(10_000)), batch_size=2, num_workers=2, worker_type="thread")
+    busy_it = iter(busy)
+    next(busy_it)
+    # An event loop running on its own thread.
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+    try:
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.ones(256, 256) @ torch.ones(256, 256)  # starts intra-op threads
+
+        class Work(Squares):
+            def __getitem__(self, index):
+                value = float(np.ones((64, 64)).sum())
+                if torch is not None:
+                    value += float((torch.ones(64, 64) @ torch.ones(64, 64)).sum())
+                return value
+
+        with process_loader(Work(8), batch_size=4, timeout=60) as loader:
+            assert len(list(loader)) == 2
+        assert asyncio.run_coroutine_threadsafe(asyncio.sleep(0, 7), loop).result(10) == 7
+        assert next(busy_it).tolist() == [2, 3]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join(10)
+        busy.close()
+
+
+def test_auto_chooses_processes_for_python_work_and_threads_otherwise():
+    assert DataLoader(Squares(), num_workers=2).worker_type == "process"
+    assert DataLoader(list(range(5)), num_workers=2).worker_type == "thread"
+    assert DataLoader(TensorDataset(np.arange(5)), num_workers=2).worker_type == "thread"
+    native = Compose([Decode(), Resize(8)])
+    assert DataLoader(Squares(), num_workers=2, transform=native).worker_type == "thread"
+    assert DataLoader(Squares(), num_workers=0).worker_type == "thread"
+    assert DataLoader(Squares(), num_workers=2, worker_type="thread").worker_type == "thread"
+
+
+def test_process_workers_refuse_streams_and_bad_worker_types():
+    class Stream:
+        def __iter__(self):
+            return iter(range(3))
+
+    with pytest.raises(ValueError, match="map-style"):
+        DataLoader(Stream(), num_workers=2, worker_type="process")
+    assert DataLoader(Stream(), num_workers=2).worker_type == "thread"
+    with pytest.raises(ValueError, match="worker_type should be one of"):
+        DataLoader(Squares(), worker_type="processes")
+
+
+def test_create_and_destroy_leaves_no_process_descriptor_or_segment():
+    def census():
+        children = subprocess.run(["ps", "--ppid", str(os.getpid()), "-o", "pid="],
+                                  capture_output=True, text=True, check=True).stdout.split()
+        return len(os.listdir("/proc/self/fd")), len(children), sorted(os.listdir("/dev/shm"))
+
+    for _ in range(3):  # warm up: imports, lazily opened descriptors
+        list(process_loader(Squares(8), batch_size=4, num_workers=1))
+    before = census()
+    for cycle in range(100):
+        loader = process_loader(Squares(8), batch_size=4, num_workers=1,
+                                persistent_workers=bool(cycle % 2))
+        batches = list(loader)
+        del batches
+        loader.close()
+    assert census() == before
+
+
+KILL_SCRIPT = """
+import sys, time
+import numpy as np
+from dataloader import DataLoader
+
+class Slow:
+    def __len__(self):
+        return 10**6
+    def __getitem__(self, index):
+        time.sleep(0.01)
+        return np.zeros(1000)
+
+loader = DataLoader(Slow(), batch_size=4, num_workers=2, worker_type="process")
+it = iter(loader)
+next(it)
+print(" ".join(map(str, loader._process_epochs.pop()._group.pids)), flush=True)
+time.sleep(600)
+"""
+
+
+def test_workers_exit_and_leave_no_shared_memory_when_the_consumer_is_killed():
+    shm_before = set(os.listdir("/dev/shm"))
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(KILL_SCRIPT)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(pid) for pid in child.stdout.readline().split()]
+        assert len(pids) == 2
+        child.kill()
+        child.wait(30)
+        deadline = time.monotonic() + 30
+        while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(pid) for pid in pids)
+        assert set(os.listdir("/dev/shm")) <= shm_before
+    finally:
+        child.kill()
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(") ")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -1,0 +1,111 @@
+"""Batches through shared-memory slots: what goes in comes out, as views, and
+slots are recycled only once the consumer lets go of a batch."""
+
+import gc
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+from dataloader._processes.transport import SlotReader, SlotWriter
+from dataloader.kernels import Image, ImageBatch
+
+
+class Pair:
+    def __init__(self, left, right):
+        self.left, self.right = left, right
+
+
+@pytest.fixture
+def pipe():
+    writer, reader = SlotWriter(), SlotReader()
+    released = []
+
+    def send(batch, slot=0):
+        packed = writer.pack(slot, batch)
+        if writer.needs_sharing(slot):
+            reader.attach(0, slot, os.dup(writer.share(slot)))
+        return reader.unpack(0, packed, lambda: released.append(slot))
+
+    send.writer, send.released = writer, released
+    yield send
+    writer.close()
+
+
+def test_nested_batches_come_back_equal(pipe):
+    batch = {
+        "image": np.arange(24, dtype=np.float32).reshape(2, 3, 4),
+        "labels": np.array([3, 1]),
+        "fortran": np.asfortranarray(np.arange(6).reshape(2, 3)),
+        "strided": np.arange(10)[::2],
+        "empty": np.zeros((0, 3)),
+        "scalar": np.float64(2.5),
+        "objects": np.array(["a", None], dtype=object),
+        "names": ["x", "y"],
+        "pair": Pair(np.ones(3, np.uint8), "z"),
+    }
+    got = pipe(batch)
+    for key in ("image", "labels", "fortran", "strided", "empty", "objects"):
+        assert got[key].dtype == batch[key].dtype
+        np.testing.assert_array_equal(got[key], batch[key])
+    assert got["fortran"].flags.f_contiguous
+    assert got["scalar"] == 2.5 and got["names"] == ["x", "y"]
+    assert got["pair"].right == "z" and got["pair"].left.tolist() == [1, 1, 1]
+
+
+def test_arrays_are_views_of_the_slot_not_copies(pipe):
+    got = pipe({"x": np.arange(1000, dtype=np.int64)})
+    assert not got["x"].flags.owndata
+    assert got["x"].flags.writeable
+    # The pickle carries the structure only: the array's bytes are out of band.
+    packed = pipe.writer.pack(1, {"x": np.arange(1000, dtype=np.int64)})
+    assert len(packed.header) < 1000 and packed.layout[0][1] == 8000
+
+
+def test_a_slot_is_released_once_no_array_views_it(pipe):
+    got = pipe({"a": np.ones(100), "b": np.zeros(50)})
+    kept = got["b"]
+    del got
+    gc.collect()
+    assert pipe.released == []
+    del kept
+    gc.collect()
+    assert pipe.released == [0]
+
+
+def test_a_reused_slot_keeps_its_file_until_a_batch_needs_more(pipe):
+    first = pipe(np.ones(1000, np.uint8))
+    del first
+    assert not pipe.writer.needs_sharing(0)
+    second = pipe(np.full(900, 7, np.uint8))
+    assert not pipe.writer.needs_sharing(0) and second.tolist() == [7] * 900
+    # A bigger batch grows the slot: a new file, shared again; the old
+    # batch's views keep the old mapping alive and unchanged.
+    third = pipe(np.full(5000, 9, np.uint8))
+    assert third.tolist() == [9] * 5000 and second.tolist() == [7] * 900
+
+
+def test_images_come_back_as_images_viewing_the_slot(pipe):
+    batch = ImageBatch.from_array(np.arange(2 * 3 * 4 * 5, dtype=np.uint8).reshape(2, 3, 4, 5))
+    image = Image.from_array(np.ones((4, 5, 3), np.float32))
+    got_batch, got_image = pipe((batch, image))
+    assert type(got_batch) is ImageBatch and got_batch.layout == "NCHW"
+    np.testing.assert_array_equal(np.asarray(got_batch), np.asarray(batch))
+    assert type(got_image) is Image and np.asarray(got_image).sum() == 60
+    # Without the slot, plain pickling round-trips them too.
+    again = pickle.loads(pickle.dumps(batch))
+    np.testing.assert_array_equal(np.asarray(again), np.asarray(batch))
+
+
+def test_torch_tensors_come_back_as_tensors_sharing_the_slot(pipe):
+    torch = pytest.importorskip("torch")
+    batch = {"x": torch.arange(12, dtype=torch.float32).reshape(3, 4),
+             "half": torch.ones(5, dtype=torch.bfloat16),
+             "grad": torch.zeros(2, requires_grad=True)}
+    got = pipe(batch)
+    assert isinstance(got["x"], torch.Tensor) and torch.equal(got["x"], batch["x"])
+    assert got["half"].dtype == torch.bfloat16 and torch.equal(got["half"], batch["half"])
+    assert got["grad"].requires_grad
+    got["x"][0, 0] = 100  # writable, and a view: the slot's bytes change
+    assert pipe.writer._slots[0].mapping[:4] == np.float32(100).tobytes()
