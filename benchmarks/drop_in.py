@@ -14,10 +14,12 @@ each loaded by torch's ``DataLoader`` (2 worker processes) and by ours with
 * ``in_memory``   -- the item is its index.
 
 For each: items/s over 3 epochs after a warm-up (persistent workers for
-both, torch's best), the first batch of a fresh loader (construction,
-``iter`` and the first ``next``), and the largest summed PSS of the main
-process and its workers, sampled every 20 ms. Ratios are against torch in
-the same run. Run ``python benchmarks/drop_in.py``.
+both, torch's best; each batch read page by page, as a training step
+would), the first batch of a fresh loader (construction, ``iter`` and the
+first ``next``), and the largest summed PSS of the main process and its
+workers, sampled every 20 ms. Ratios are against torch in the same run.
+Last, the pure-Python dataset on 1 and 2 worker processes: how processes
+scale. Run ``python benchmarks/drop_in.py``.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ class PurePython(Indices):
         self.vocabulary = {word: rank for rank, word in enumerate(sorted(set(WORDS)))}
 
     def __getitem__(self, index: int) -> np.ndarray:
-        text = " ".join(WORDS[(index + k) % len(WORDS)] for k in range(200))
+        text = " ".join(WORDS[(index + k) % len(WORDS)] for k in range(2000))
         ids = [self.vocabulary.get(token, 0) for token in text.split()]
         pairs = [a * 31 + b for a, b in itertools.pairwise(ids)]
         return np.array((pairs + [0] * 256)[:256], dtype=np.int64)
@@ -66,7 +68,7 @@ def make_dataset(name: str, root: Path):
 
         return PillowImageFolder(root, "train")
     if name == "pure_python":
-        return PurePython(4_000)
+        return PurePython(2_000)
     if name == "numpy_work":
         from compare_torch import NumpyWork
 
@@ -82,8 +84,10 @@ def make_loader(loader: str, dataset):
                                            num_workers=NUM_WORKERS, persistent_workers=True)
     from dataloader import DataLoader
 
-    return DataLoader(dataset, batch_size=BATCH_SIZE, shuffle=True, num_workers=NUM_WORKERS,
-                      persistent_workers=True, worker_type=loader)
+    worker_type, _, workers = loader.partition("-")
+    return DataLoader(dataset, batch_size=BATCH_SIZE, shuffle=True,
+                      num_workers=int(workers or NUM_WORKERS), persistent_workers=True,
+                      worker_type=worker_type)
 
 
 def _pss_kib(pid: int) -> int:
@@ -127,6 +131,14 @@ class PeakPss:
         return self.peak_kib / 1024
 
 
+def touch(batch) -> None:
+    """Read one value per 4 KiB page, as a training step reads its whole batch: the
+    pages then count in the consumer's PSS whichever loader delivered them."""
+    for leaf in batch if isinstance(batch, (list, tuple)) else [batch]:
+        array = np.asarray(leaf).reshape(-1)
+        float(array[::max(4096 // array.itemsize, 1)].sum())
+
+
 def run_child(workload: str, loader_name: str, root: Path) -> dict:
     dataset = make_dataset(workload, root)
     started = time.perf_counter()
@@ -141,7 +153,7 @@ def run_child(workload: str, loader_name: str, root: Path) -> dict:
     started = time.perf_counter()
     for _ in range(EPOCHS):
         for batch in loader:
-            del batch
+            touch(batch)
     seconds = time.perf_counter() - started
     pss_mib = memory.stop()
     chosen = getattr(loader, "worker_type", "process")
@@ -190,11 +202,17 @@ def main() -> None:
                 f"{ours['peak_pss_mib']:.0f}",
                 f"{ours['peak_pss_mib'] / torch['peak_pss_mib']:.2f}",
             ])
+    # Scaling: the pure-Python dataset on 1 and on 2 worker processes.
+    one = run_fresh("pure_python", "process-1", root)["items_per_second"]
+    two = results.get("pure_python", {}).get("process") or run_fresh("pure_python", "process", root)
     print(f"batch size {BATCH_SIZE}, {NUM_WORKERS} workers, load average {load:.1f} "
           f"at the start, {os.cpu_count()} CPUs")
     print_table(["dataset", "loader", "items/s", "vs torch", "first batch ms", "vs torch",
                  "peak PSS MiB", "vs torch"], rows)
-    write_json(RESULTS, "drop_in", {"load_average": load, "results": results})
+    scaling = two["items_per_second"] / one
+    print(f"pure_python on worker processes: 2 workers / 1 worker = {scaling:.2f}")
+    write_json(RESULTS, "drop_in", {"load_average": load, "results": results,
+                                    "process_scaling": scaling})
 
 
 if __name__ == "__main__":

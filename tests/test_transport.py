@@ -109,3 +109,53 @@ def test_torch_tensors_come_back_as_tensors_sharing_the_slot(pipe):
     assert got["grad"].requires_grad
     got["x"][0, 0] = 100  # writable, and a view: the slot's bytes change
     assert pipe.writer._slots[0].mapping[:4] == np.float32(100).tobytes()
+
+
+def test_a_batch_collated_in_the_slot_is_packed_without_a_copy(pipe):
+    from dataloader._loading.collate import batch_allocator, default_collate
+
+    pipe(np.zeros(8192, np.uint8))  # the slot exists from its first batch on
+    writer = pipe.writer
+    arena = writer.arena(0)
+    batch_allocator(arena.empty)
+    try:
+        batch = default_collate([np.full(1000, 3, np.int32), np.full(1000, 4, np.int32)])
+    finally:
+        batch_allocator(None)
+    # The stacked array lives in the slot already: its offset is the arena's.
+    assert writer._slots[0].offset_of(memoryview(batch).cast("B")) == 0
+    packed = writer.pack(0, batch, arena)
+    assert packed.layout == ((0, 8000),) and not writer.needs_sharing(0)
+    del batch
+
+
+def test_an_arena_too_small_falls_back_to_a_copy_into_a_bigger_slot(pipe):
+    pipe(np.zeros(64, np.uint8))
+    writer = pipe.writer
+    arena = writer.arena(0)
+    big = arena.empty((10_000,), np.float64)  # does not fit: ordinary memory
+    assert writer._slots[0].offset_of(memoryview(big).cast("B")) == -1
+    big[:] = 1.5
+    packed = writer.pack(0, big, arena)
+    assert writer.needs_sharing(0) and packed.layout == ((0, 80_000),)
+
+
+def test_torch_batches_are_stacked_in_the_slot():
+    torch = pytest.importorskip("torch")
+    from dataloader._loading.collate import batch_allocator, default_collate
+
+    memory = np.zeros(1 << 16, np.uint8)
+    used = []
+
+    def empty(shape, dtype):
+        used.append((shape, np.dtype(dtype)))
+        return memory[:int(np.prod(shape)) * np.dtype(dtype).itemsize].view(dtype).reshape(shape)
+
+    batch_allocator(empty)
+    try:
+        batch = default_collate([torch.ones(2, 3), torch.zeros(2, 3)])
+    finally:
+        batch_allocator(None)
+    assert used == [((48,), np.dtype(np.uint8))]
+    assert batch.shape == (2, 2, 3) and batch.dtype == torch.float32
+    assert memory[:24].view(np.float32).tolist() == [1.0] * 6

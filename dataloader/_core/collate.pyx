@@ -32,12 +32,13 @@ cdef bint _same_shape(cnp.ndarray a, cnp.ndarray b):
     return True
 
 
-def stack_arrays(list arrays):
+def stack_arrays(list arrays, empty=np.empty):
     """Stack numpy arrays of one shape and dtype along a new leading axis.
 
     Arrays of differing dtypes are stacked with numpy's type promotion
     (as ``numpy.stack`` does); differing shapes raise ``ValueError``.
-    Object and string dtypes are rejected by the caller.
+    Object and string dtypes are rejected by the caller. ``empty(shape,
+    dtype)`` allocates the result (a worker process's shared memory).
     """
     cdef Py_ssize_t n = len(arrays)
     cdef Py_ssize_t i
@@ -59,7 +60,9 @@ def stack_arrays(list arrays):
     if mixed_dtypes:
         return np.stack(arrays)
 
-    out = np.empty((n,) + (<object> first).shape, dtype=first_dtype)
+    out = empty((n,) + (<object> first).shape, first_dtype)
+    if not cnp.PyArray_IS_C_CONTIGUOUS(out) or out.dtype != first_dtype:
+        raise ValueError("stack_arrays: empty() should return a C-contiguous array of the dtype")
     rows = <const char**> malloc(max(n, 1) * sizeof(char*))
     if rows == NULL:
         raise MemoryError()

@@ -20,6 +20,10 @@ a registered type         what its registered function returns
 Other stages add leaf types with :func:`register_collate`, as torch's
 ``default_collate_fn_map`` does: the image stage registers ``Image`` (one
 pooled ``ImageBatch``, NCHW, as ``ImageCollator`` makes) and ``ImageBatch``.
+
+Stacked arrays and tensors are allocated with ``numpy.empty``, except in
+a worker process, whose batches are allocated in the shared memory they
+travel in (:func:`batch_allocator`), as torch's workers allocate theirs.
 """
 
 from __future__ import annotations
@@ -33,7 +37,30 @@ import numpy as np
 
 from dataloader._core.collate import collate_numbers, stack_arrays
 
-__all__ = ["default_collate", "default_collate_fn_map", "default_convert", "register_collate"]
+__all__ = [
+    "batch_allocator", "default_collate", "default_collate_fn_map",
+    "default_convert", "register_collate",
+]
+
+# Where this process allocates stacked batches: numpy.empty, or a worker
+# process's shared-memory slot while it loads a batch.
+_empty: Callable[[tuple[int, ...], Any], np.ndarray] = np.empty
+
+
+def batch_allocator(empty: Callable[[tuple[int, ...], Any], np.ndarray] | None) -> None:
+    """Allocate stacked batches with ``empty(shape, dtype)`` from now on (``None``: numpy).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader._loading.collate import batch_allocator, default_collate
+    >>> batch_allocator(lambda shape, dtype: np.zeros(shape, dtype))
+    >>> default_collate([np.ones(2), np.ones(2)]).shape
+    (2, 2)
+    >>> batch_allocator(None)
+    """
+    global _empty
+    _empty = np.empty if empty is None else empty
 
 _UNSUPPORTED = (
     "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
@@ -90,7 +117,7 @@ def _collate_arrays(batch: list[Any]) -> np.ndarray:
             raise TypeError(
                 f"default_collate: cannot stack a {type(item).__name__} with numpy arrays"
             )
-    return stack_arrays(batch)
+    return stack_arrays(batch, _empty)
 
 
 def _collate_numpy_scalars(batch: list[Any]) -> np.ndarray:
@@ -156,13 +183,22 @@ def _collate_sequence(elem: collections.abc.Sequence, batch: list[Any]) -> Any:
         return columns
 
 
+def _stack_tensors(torch: Any, elem: Any, batch: list[Any]) -> Any:
+    nbytes = len(batch) * elem.numel() * elem.element_size()
+    if _empty is np.empty or elem.device.type != "cpu" or nbytes == 0:
+        return torch.stack(batch, 0)
+    memory = torch.frombuffer(_empty((nbytes,), np.uint8), dtype=torch.uint8)
+    out = memory.view(elem.dtype).view(len(batch), *elem.shape)
+    return torch.stack(batch, 0, out=out)
+
+
 def _collate_by_isinstance(elem: Any, batch: list[Any]) -> Any:
     for registered, collate in _REGISTERED.items():
         if isinstance(elem, registered):
             return collate(batch)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(elem, torch.Tensor):
-        return torch.stack(batch, 0)
+        return _stack_tensors(torch, elem, batch)
     if isinstance(elem, np.ndarray):
         return _collate_arrays(batch)
     if isinstance(elem, np.generic):

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Packed", "SlotReader", "SlotWriter"]
+__all__ = ["Arena", "Packed", "SlotReader", "SlotWriter"]
 
 # Buffers start on cache-line boundaries, which numpy and the kernels like.
 _ALIGNMENT = 64
@@ -73,7 +73,7 @@ class Packed:
 
 
 class _Slot:
-    __slots__ = ("fd", "size", "mapping")
+    __slots__ = ("fd", "size", "mapping", "memory")
 
     def __init__(self, size: int) -> None:
         self.fd = os.memfd_create("dataloader-batch", os.MFD_CLOEXEC)
@@ -84,10 +84,48 @@ class _Slot:
         except BaseException:
             os.close(self.fd)
             raise
+        # The mapping's bytes, for allocating into it and finding buffers in it.
+        self.memory = np.frombuffer(self.mapping, np.uint8)
 
-    def close(self) -> None:
-        self.mapping.close()
+    def offset_of(self, view: memoryview) -> int:
+        """Where ``view``'s bytes are in this slot, or -1 when they are elsewhere."""
+        if view.nbytes == 0:
+            return -1
+        offset = np.frombuffer(view, np.uint8).ctypes.data - self.memory.ctypes.data
+        return offset if 0 <= offset <= self.size - view.nbytes else -1
+
+    def close(self) -> bool:
+        """Unmap and close; ``False`` while arrays still view the mapping (retry later)."""
+        self.memory = np.empty(0, np.uint8)
+        try:
+            self.mapping.close()
+        except BufferError:
+            return False
         os.close(self.fd)
+        return True
+
+
+class Arena:
+    """Room in a slot for the arrays of the batch about to be packed into it.
+
+    A collate function that allocates its stacked arrays here
+    (``dataloader._loading.collate.batch_allocator``) writes them straight
+    into shared memory: packing the batch then copies nothing.
+    """
+
+    def __init__(self, memory: np.ndarray) -> None:
+        self._memory = memory
+        self.used = 0
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """An uninitialised array in the slot, or from ``numpy.empty`` when it does not fit."""
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        start = _aligned(self.used)
+        if dtype.hasobject or nbytes == 0 or start + nbytes > len(self._memory):
+            return np.empty(shape, dtype)
+        self.used = start + nbytes
+        return self._memory[start:start + nbytes].view(dtype).reshape(shape)
 
 
 class SlotWriter:
@@ -101,20 +139,38 @@ class SlotWriter:
     def __init__(self) -> None:
         self._slots: dict[int, _Slot] = {}
         self._unshared: set[int] = set()
+        # Slots replaced by bigger ones while arrays still viewed them.
+        self._retired: list[_Slot] = []
 
-    def pack(self, slot: int, batch: Any) -> Packed:
-        """Pickle ``batch`` and copy its buffers into ``slot``."""
+    def arena(self, slot: int) -> Arena | None:
+        """Room in ``slot`` for the next batch's arrays (``None`` before its first batch)."""
+        state = self._slots.get(slot)
+        return None if state is None else Arena(state.memory)
+
+    def pack(self, slot: int, batch: Any, arena: Arena | None = None) -> Packed:
+        """Pickle ``batch``; copy into ``slot`` the buffers that are not there already.
+
+        ``arena`` is the slot's :meth:`arena` the batch was collated in.
+        """
+        self._retired = [state for state in self._retired if not state.close()]
         buffers: list[pickle.PickleBuffer] = []
         stream = io.BytesIO()
         _BatchPickler(stream, buffers.append).dump(batch)
-        views = [_flat(buffer) for buffer in buffers]
-        layout, offset = [], 0
-        for view in views:
+        views = [buffer.raw() for buffer in buffers]
+        state = self._slots.get(slot)
+        placed = [state.offset_of(view) if state is not None else -1 for view in views]
+        layout, end = [], _aligned(arena.used) if arena is not None else 0
+        for view, offset in zip(views, placed, strict=True):
+            if offset < 0:
+                offset, end = end, _aligned(end + view.nbytes)
             layout.append((offset, view.nbytes))
-            offset = _aligned(offset + view.nbytes)
-        mapping = self._room(slot, max(offset, 1))
-        for (start, nbytes), view in zip(layout, views, strict=True):
-            mapping[start:start + nbytes] = view
+        if state is None or state.size < end:
+            # A new or bigger file: everything is copied, the arena's arrays too.
+            placed = [-1] * len(views)
+            state = self._replace(slot, max(end, 1))
+        for (start, nbytes), view, offset in zip(layout, views, placed, strict=True):
+            if offset < 0:
+                state.mapping[start:start + nbytes] = view
         return Packed(slot, stream.getvalue(), tuple(layout))
 
     def needs_sharing(self, slot: int) -> bool:
@@ -127,20 +183,20 @@ class SlotWriter:
         return self._slots[slot].fd
 
     def close(self) -> None:
-        """Unmap and close every slot."""
-        for state in self._slots.values():
+        """Unmap and close every slot no array views any more."""
+        for state in [*self._slots.values(), *self._retired]:
             state.close()
         self._slots.clear()
+        self._retired.clear()
 
-    def _room(self, slot: int, nbytes: int) -> mmap.mmap:
-        state = self._slots.get(slot)
-        if state is None or state.size < nbytes:
-            size = nbytes if state is None else max(nbytes, int(state.size * _GROWTH))
-            if state is not None:
-                state.close()
-            state = self._slots[slot] = _Slot(_aligned(size))
-            self._unshared.add(slot)
-        return state.mapping
+    def _replace(self, slot: int, nbytes: int) -> _Slot:
+        old = self._slots.get(slot)
+        size = nbytes if old is None else max(nbytes, int(old.size * _GROWTH))
+        state = self._slots[slot] = _Slot(_aligned(size))
+        self._unshared.add(slot)
+        if old is not None and not old.close():
+            self._retired.append(old)
+        return state
 
 
 class SlotReader:
@@ -209,11 +265,6 @@ def _tensor_from_array(array: np.ndarray, dtype: str | None) -> Any:
     tensor = torch.from_numpy(array)
     return tensor if dtype is None else tensor.view(getattr(torch, dtype.removeprefix("torch.")))
 
-
-
-def _flat(buffer: pickle.PickleBuffer) -> memoryview:
-    """The bytes of an out-of-band buffer (numpy hands over contiguous ones only)."""
-    return buffer.raw()
 
 
 def _aligned(nbytes: int) -> int:

@@ -23,6 +23,7 @@ watchdog notices the parent's death between requests.
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import random
@@ -38,6 +39,7 @@ from dataloader._core.epoch import Epoch
 from dataloader._core.load import EMPTY_BATCH, load_batch
 from dataloader._core.pool import Pool
 from dataloader._errors import BATCH, LoadingContext, add_context
+from dataloader._loading.collate import batch_allocator
 from dataloader._loading.fetch import SkipBudget, dataset_recipe
 from dataloader._loading.plans import EpochPlan
 from dataloader._loading.plugins import bind_epoch
@@ -74,6 +76,10 @@ class WorkerSpec:
 
 def run(spec: WorkerSpec, worker_id: int, conn: Any, parent_pid: int) -> None:
     """The worker process's main function."""
+    # What the parent held when it forked is never collected here: its
+    # finalizers (a loader's, stopping threads this process does not have)
+    # must not run in a copy, and collecting would only dirty shared pages.
+    gc.freeze()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _limit_torch_threads()
     info = WorkerInfo(worker_id, spec.num_workers, spec.base_seed + worker_id, spec.dataset)
@@ -142,6 +148,9 @@ class _Worker:
 
     def _load(self, token: Any, position: int, indices: Any, slot: int) -> None:
         del self.skipped[:]
+        # The batch's arrays are collated straight into its slot when they fit.
+        arena = self.writer.arena(slot)
+        batch_allocator(arena.empty if arena is not None else None)
         try:
             batch = self._load_batch(indices)
         except Exception as exc:  # noqa: BLE001 -- raised in the consumer
@@ -149,11 +158,13 @@ class _Worker:
                                             worker=self.worker_id))
             _send(self.conn, (FAILED, token, position, _portable(exc), self._stats_delta()))
             return
+        finally:
+            batch_allocator(None)
         skipped = list(self.skipped)
         if batch is EMPTY_BATCH:
             _send(self.conn, (BATCH_DONE, token, position, None, self._stats_delta(), skipped))
             return
-        packed = self.writer.pack(slot, batch)
+        packed = self.writer.pack(slot, batch, arena)
         del batch
         if self.writer.needs_sharing(slot):
             from multiprocessing.reduction import send_handle
@@ -171,9 +182,11 @@ class _Worker:
                          worker_setup=_no_setup)
         engine = Epoch(self.pool, plan)
         engine.start()
-        while (batch := engine.next()) is EMPTY_BATCH:
-            pass
-        return batch
+        try:
+            return engine.next()
+        except StopIteration:
+            # The engine passes over a batch whose every item was skipped.
+            return EMPTY_BATCH
 
     def _stats_delta(self) -> tuple[int, ...]:
         totals = [sum(column) for column in zip(*(row.totals() for row in self.stats.rows),
