@@ -53,15 +53,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (dl_image_info(data, size, &info, msg) != DL_OK) {
         /* The decoder reads the header again: it must fail the same way. */
-        dl_decode(data, size, 1, 1, 1, 4, pixel, 4, msg);
+        dl_decode(data, size, 8, 1, 1, 4, pixel, 4, msg);
         return 0;
     }
     if (info.height <= 0 || info.width <= 0
         || (int64_t)info.height * info.width > MAX_PIXELS)
         return 0;
     for (int channels = 1; channels <= 4; channels++) {
-        int scales = info.format == DL_FMT_JPEG ? 8 : 1;
-        for (int scale = 1; scale <= scales; scale *= 2) {
+        int first = info.format == DL_FMT_JPEG ? 1 : 8;
+        for (int scale = first; scale <= 8; scale++) {
             int height = info.height, width = info.width;
             if (info.format == DL_FMT_JPEG)
                 dl_jpeg_scaled_size(info.height, info.width, scale, &height, &width);
@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     /* A destination that does not match the header must be refused. */
-    dl_decode(data, size, 1, 1, 1, 4, pixel, 4, msg);
+    dl_decode(data, size, 8, 1, 1, 4, pixel, 4, msg);
     return 0;
 }
 

@@ -14,8 +14,21 @@
 /* ---- one codec per format, dispatched by dl_codecs.c --------------------- */
 
 int dl_jpeg_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
-int dl_jpeg_decode(const uint8_t *data, size_t size, int scale_denom, int height, int width,
+int dl_jpeg_decode(const uint8_t *data, size_t size, int scale, int height, int width,
                    int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg);
+
+/* A rectangle of an image: rows top..top+height-1, columns left..left+width-1. */
+typedef struct {
+    int top, left, height, width;
+} dl_window_t;
+
+/* Decodes `window` of the JPEG's image scaled by scale/8 (1..8) into dst
+ * (window->height rows of window->width x channels samples, `row_stride`
+ * bytes apart): the same bytes as that window cut from the whole decoded
+ * image, where parts of the window outside the image are zeros. Only the
+ * iMCU rows and columns the window needs are decoded (dl_jpeg.c). */
+int dl_jpeg_decode_window(const uint8_t *data, size_t size, int scale, const dl_window_t *window,
+                          int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg);
 int dl_png_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
 int dl_png_decode(const uint8_t *data, size_t size, int height, int width, int channels,
                   uint8_t *dst, ptrdiff_t row_stride, char *msg);
@@ -32,8 +45,11 @@ typedef struct {
 /* One op resolved for one item: shapes, and the parameters it drew. */
 typedef struct {
     dl_shape_t in, out;
-    int top, left, height, width; /* a window of the input, or where the input goes */
+    int top, left, height, width; /* a window of the input, or where the input goes; for
+                                     Decode, the window it decodes (of the scaled image) */
     int apply;                    /* random flips: whether this item flips */
+    int scale;                    /* Decode: the JPEG's DCT scale in eighths (8: full size) */
+    int fused;                    /* Decode: how many ops after it the decode performs */
 } dl_step_t;
 
 /* Resolves every op of the chain for one item into steps[0..n-1] (shapes,

@@ -367,6 +367,78 @@ static dl_shape_t shape_to_hwc(const dl_op_t *op, dl_shape_t in)
 }
 #define plan_to_hwc plan_nothing
 
+/* ---- fusion: what a JPEG's decode does for the ops after it -------------- *
+ * Decided once per item, after every op is planned, on the logical sizes
+ * (so fusion never changes a draw); the run pass follows steps[0]. A
+ * window crop (Crop, CenterCrop, RandomCrop) is decoded as a window, and
+ * so is a RandomResizedCrop's window, which the decode then resizes
+ * itself. Unless Decode(exact=True), a decode followed by a shrinking
+ * Resize or RandomResizedCrop runs at the smallest DCT scale n/8 whose
+ * image stays DL_FUSION_MARGIN times the resize's target: the antialiased
+ * resize then averages at least that many scaled pixels per output pixel,
+ * which bounds its difference from the exact chain. A resized crop needs
+ * more (DL_FUSION_MARGIN_CROP times its target as it maps onto the whole
+ * image), as its window's edges move by up to half a scaled pixel when
+ * rounded to the scaled image. docs/transforms.md gives the measured
+ * differences (benchmarks/fusion_error.py). */
+
+#define DL_FUSION_MARGIN 2
+#define DL_FUSION_MARGIN_CROP 4
+
+static void plan_fusion(const dl_op_t *ops, int n, const dl_chain_input_t *input,
+                        dl_step_t *steps)
+{
+    dl_step_t *decode = &steps[0];
+    const dl_step_t *next = &steps[1];
+    int h = decode->out.height, w = decode->out.width;
+    decode->scale = 8;
+    decode->fused = 0;
+    decode->top = decode->left = 0;
+    decode->height = h;
+    decode->width = w;
+    if (n < 2 || ops[0].kind != DL_OP_DECODE || dl_sniff(input->bytes, input->size) != DL_FMT_JPEG)
+        return;
+    int exact = ops[0].i[3];
+    switch (ops[1].kind) {
+    case DL_OP_CROP: case DL_OP_CENTER_CROP: case DL_OP_RANDOM_CROP:
+        *decode = (dl_step_t){decode->in, decode->out, next->top, next->left, next->out.height,
+                              next->out.width, 0, 8, 1};
+        return;
+    case DL_OP_RESIZE:
+        if (!exact)
+            decode->scale = dl_jpeg_scale_for(h, w, DL_FUSION_MARGIN * next->out.height,
+                                              DL_FUSION_MARGIN * next->out.width);
+        dl_jpeg_scaled_size(h, w, decode->scale, &decode->height, &decode->width);
+        return;
+    case DL_OP_RANDOM_RESIZED_CROP: {
+        if (!exact) {
+            /* The whole image at the crop's output resolution. */
+            long long min_h = (long long)h * next->out.height / next->height;
+            long long min_w = (long long)w * next->out.width / next->width;
+            decode->scale = dl_jpeg_scale_for(h, w, clamp_side(DL_FUSION_MARGIN_CROP * min_h),
+                                              clamp_side(DL_FUSION_MARGIN_CROP * min_w));
+        }
+        /* The window's edges, rounded to the scaled image's pixels. */
+        int sh, sw;
+        dl_jpeg_scaled_size(h, w, decode->scale, &sh, &sw);
+        double ry = (double)sh / h, rx = (double)sw / w;
+        int top = (int)nearbyint(next->top * ry), left = (int)nearbyint(next->left * rx);
+        int wh = (int)nearbyint((next->top + next->height) * ry) - top;
+        int ww = (int)nearbyint((next->left + next->width) * rx) - left;
+        wh = wh < 1 ? 1 : wh;
+        ww = ww < 1 ? 1 : ww;
+        decode->top = top + wh > sh ? sh - wh : top;
+        decode->left = left + ww > sw ? sw - ww : left;
+        decode->height = wh;
+        decode->width = ww;
+        decode->fused = 1;
+        return;
+    }
+    default:
+        return;
+    }
+}
+
 /* ---- the passes ----------------------------------------------------------- */
 
 typedef dl_shape_t (*dl_shape_fn)(const dl_op_t *op, dl_shape_t in);
@@ -419,5 +491,6 @@ int dl_plan(const dl_op_t *ops, int n, const dl_chain_input_t *input, uint64_t s
                            dl_op_name(op), dl_describe(&steps[k].out));
         shape = steps[k].out;
     }
+    if (n > 0 && ops[0].kind == DL_OP_DECODE) plan_fusion(ops, n, input, steps);
     return DL_OK;
 }
