@@ -382,8 +382,16 @@ static dl_shape_t shape_to_hwc(const dl_op_t *op, dl_shape_t in)
  * rounded to the scaled image. docs/transforms.md gives the measured
  * differences (benchmarks/fusion_error.py). */
 
-#define DL_FUSION_MARGIN 2
-#define DL_FUSION_MARGIN_CROP 4
+#define DL_FUSION_MARGIN 3.0
+#define DL_FUSION_MARGIN_CROP 4.0
+
+/* The smallest DCT scale at which an h x w JPEG still covers `margin` times
+ * target_h x target_w. */
+static int fusion_scale(int h, int w, double margin, double target_h, double target_w)
+{
+    return dl_jpeg_scale_for(h, w, clamp_side((long long)ceil(margin * target_h)),
+                             clamp_side((long long)ceil(margin * target_w)));
+}
 
 static void plan_fusion(const dl_op_t *ops, int n, const dl_chain_input_t *input,
                         dl_step_t *steps)
@@ -406,17 +414,16 @@ static void plan_fusion(const dl_op_t *ops, int n, const dl_chain_input_t *input
         return;
     case DL_OP_RESIZE:
         if (!exact)
-            decode->scale = dl_jpeg_scale_for(h, w, DL_FUSION_MARGIN * next->out.height,
-                                              DL_FUSION_MARGIN * next->out.width);
+            decode->scale = fusion_scale(h, w, DL_FUSION_MARGIN, next->out.height,
+                                         next->out.width);
         dl_jpeg_scaled_size(h, w, decode->scale, &decode->height, &decode->width);
         return;
     case DL_OP_RANDOM_RESIZED_CROP: {
         if (!exact) {
-            /* The whole image at the crop's output resolution. */
-            long long min_h = (long long)h * next->out.height / next->height;
-            long long min_w = (long long)w * next->out.width / next->width;
-            decode->scale = dl_jpeg_scale_for(h, w, clamp_side(DL_FUSION_MARGIN_CROP * min_h),
-                                              clamp_side(DL_FUSION_MARGIN_CROP * min_w));
+            /* The target is the whole image at the crop's output resolution. */
+            decode->scale = fusion_scale(h, w, DL_FUSION_MARGIN_CROP,
+                                         (double)h * next->out.height / next->height,
+                                         (double)w * next->out.width / next->width);
         }
         /* The window's edges, rounded to the scaled image's pixels. */
         int sh, sw;
