@@ -170,3 +170,40 @@ def test_every_eighth_is_a_scale(photos):
     fused = Compose([Decode(), Resize(143)])(data)
     np.testing.assert_array_equal(np.asarray(fused),
                                   np.asarray(Compose([Decode(exact=True), Resize(143)])(data)))
+
+
+@pytest.mark.parametrize("vectorised", [True, False], ids=["vectorised", "portable"])
+def test_a_center_crop_after_resize_resamples_only_what_it_keeps(jpegs, vectorised):
+    # Decode, Resize, CenterCrop: only the crop's outputs are resampled, from
+    # the window of inputs they read; the same bytes as the whole resize cut.
+    from dataloader._core import resize
+
+    if vectorised and not resize.vectorised():
+        pytest.skip("this CPU has no vectorised resize passes")
+    resize.vectorised(vectorised)
+    try:
+        for kind in ("4:2:0", "progressive", "gray", "rocket.jpg"):
+            whole = pillow_pixels(jpegs[kind])
+            for size, crop in [(256, 224), (100, 64), (64, 64), ((150, 120), (100, 77)),
+                               (500, 450), (37, 5), (64, 100)]:
+                for interpolation in ("nearest", "bilinear", "bicubic", "lanczos"):
+                    for antialias in (True, False):
+                        steps = [Resize(size, interpolation=interpolation,
+                                        antialias=antialias), CenterCrop(crop)]
+                        got = Compose([Decode(exact=True), *steps])(jpegs[kind])
+                        np.testing.assert_array_equal(
+                            np.asarray(got), np.asarray(Compose(steps)(whole)),
+                            err_msg=f"{kind} {steps}")
+    finally:
+        resize.vectorised(True)
+
+
+def test_a_scaled_center_crop_after_resize_stays_close(photos):
+    # Outside exact mode the window is also decoded at a DCT scale n/8.
+    data = photos["retina.jpg"]
+    for size, crop in [(256, 224), (128, 112), (64, 56)]:
+        steps = [Resize(size), CenterCrop(crop)]
+        fused = np.asarray(Compose([Decode(), *steps])(data))
+        exact = np.asarray(Compose([Decode(exact=True), *steps])(data))
+        assert not np.array_equal(fused, exact)
+        assert np.abs(fused.astype(int) - exact).mean() <= 1.5

@@ -36,6 +36,24 @@ int dl_webp_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
 int dl_webp_decode(const uint8_t *data, size_t size, int height, int width, int channels,
                    uint8_t *dst, ptrdiff_t row_stride, char *msg);
 
+/* ---- resampling a part of a resize (dl_resize.c) -------------------------- */
+
+/* Of an in_h x in_w image resized to out_h x out_w, the outputs `region`,
+ * computed from the inputs `source` (in the whole input's coordinates):
+ * the same bytes as those outputs of the whole resize. */
+typedef struct {
+    int in_h, in_w, out_h, out_w;
+    dl_window_t source, region;
+} dl_resize_part_t;
+
+/* Sets part->source to the inputs that part->region's outputs read. */
+void dl_resize_source(dl_resize_part_t *part, int filter, int antialias);
+
+/* Resamples part->source (src, `src_stride` bytes a row) into part->region
+ * (dst); 0, or -1 when scratch memory could not be allocated. */
+int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8_t *dst,
+                   ptrdiff_t dst_stride, const dl_resize_part_t *part, int filter, int antialias);
+
 /* ---- transform chains: the plan pass (dl_plan.c) for the run pass -------- */
 
 typedef struct {
@@ -56,6 +74,11 @@ typedef struct {
  * windows, random draws); a status, with `msg` naming the op on failure. */
 int dl_plan(const dl_op_t *ops, int n, const dl_chain_input_t *input, uint64_t seed,
             dl_step_t *steps, char *msg);
+
+/* The part of the resize after a fused decode (steps[0]: Decode, steps[1]:
+ * Resize, steps[2]: CenterCrop) that the crop keeps: of the decoded image,
+ * at the decode's scale, the crop's outputs, from the decode's window. */
+dl_resize_part_t dl_fused_resize_part(const dl_step_t *steps);
 
 /* The op's name in messages (DL_OPS' display name, refined for flips and
  * conversions). */

@@ -166,8 +166,8 @@ static int view(dl_run_t *run, int k)
 
 /* A JPEG's decode does what the plan pass's fusion (dl_plan.c) set in its
  * step: the window steps[k] names, at its DCT scale, written as the output
- * of the crop it stands for, or resized as a RandomResizedCrop; other
- * formats decode whole. */
+ * of the crop it stands for, or resampled as a RandomResizedCrop or as the
+ * part of a Resize a CenterCrop keeps; other formats decode whole. */
 static int run_decode(dl_run_t *run, int k)
 {
     const dl_step_t *step = &run->steps[k];
@@ -182,16 +182,27 @@ static int run_decode(dl_run_t *run, int k)
         return end(run, k, &dst, status, 1);
     }
     dl_window_t window = {step->top, step->left, step->height, step->width};
-    if (step->fused && run->ops[last].kind == DL_OP_RANDOM_RESIZED_CROP) {
+    if (step->fused && (run->ops[k + 1].kind == DL_OP_RANDOM_RESIZED_CROP ||
+                        run->ops[k + 1].kind == DL_OP_RESIZE)) {
+        /* The window, then resampled into the output of the op(s) it stands for. */
         dl_shape_t shape = {step->height, step->width, dst.channels, 1, DL_LAYOUT_HWC};
         uint8_t *data = scratch_buffer(run->pending_buffer == 0 ? 1 : 0, shape_bytes(&shape));
         if (data == NULL) return end(run, last, &dst, out_of_memory(run), consumed);
         dl_image_t src = packed(data, &shape);
         status = dl_jpeg_decode_window(input->bytes, input->size, step->scale, &window,
                                        src.channels, src.data, src.row_stride, run->msg);
-        if (status == DL_OK &&
-            dl_resize(src.data, src.row_stride, src.height, src.width, src.channels, dst.data,
-                      dst.row_stride, dst.height, dst.width, run->ops[last].i[2], 1) != 0)
+        const dl_op_t *resize = &run->ops[k + 1];
+        dl_resize_part_t part = {step->height, step->width, dst.height, dst.width,
+                                 {0, 0, step->height, step->width},
+                                 {0, 0, dst.height, dst.width}};
+        int filter = resize->i[2], antialias = 1; /* RandomResizedCrop's */
+        if (resize->kind == DL_OP_RESIZE) { /* then CenterCrop: a part of the resize */
+            part = dl_fused_resize_part(&run->steps[k]);
+            filter = resize->i[3];
+            antialias = resize->i[4];
+        }
+        if (status == DL_OK && dl_resize_part(src.data, src.row_stride, src.channels, dst.data,
+                                              dst.row_stride, &part, filter, antialias) != 0)
             status = out_of_memory(run);
         return end(run, last, &dst, status, consumed);
     }

@@ -372,7 +372,9 @@ static dl_shape_t shape_to_hwc(const dl_op_t *op, dl_shape_t in)
  * (so fusion never changes a draw); the run pass follows steps[0]. A
  * window crop (Crop, CenterCrop, RandomCrop) is decoded as a window, and
  * so is a RandomResizedCrop's window, which the decode then resizes
- * itself. Unless Decode(exact=True), a decode followed by a shrinking
+ * itself; a Resize followed by a CenterCrop inside its output resamples
+ * only the outputs the crop keeps, from the window of inputs they read
+ * (dl_fused_resize_part). Unless Decode(exact=True), a decode followed by a shrinking
  * Resize or RandomResizedCrop runs at the smallest DCT scale n/8 whose
  * image stays DL_FUSION_MARGIN times the resize's target: the antialiased
  * resize then averages at least that many scaled pixels per output pixel,
@@ -391,6 +393,19 @@ static int fusion_scale(int h, int w, double margin, double target_h, double tar
 {
     return dl_jpeg_scale_for(h, w, clamp_side((long long)ceil(margin * target_h)),
                              clamp_side((long long)ceil(margin * target_w)));
+}
+
+dl_resize_part_t dl_fused_resize_part(const dl_step_t *steps)
+{
+    dl_resize_part_t part;
+    dl_jpeg_scaled_size(steps[0].out.height, steps[0].out.width, steps[0].scale, &part.in_h,
+                        &part.in_w);
+    part.out_h = steps[1].out.height;
+    part.out_w = steps[1].out.width;
+    part.source = (dl_window_t){steps[0].top, steps[0].left, steps[0].height, steps[0].width};
+    part.region = (dl_window_t){steps[2].top, steps[2].left, steps[2].out.height,
+                                steps[2].out.width};
+    return part;
 }
 
 static void plan_fusion(const dl_op_t *ops, int n, const dl_chain_input_t *input,
@@ -417,6 +432,16 @@ static void plan_fusion(const dl_op_t *ops, int n, const dl_chain_input_t *input
             decode->scale = fusion_scale(h, w, DL_FUSION_MARGIN, next->out.height,
                                          next->out.width);
         dl_jpeg_scaled_size(h, w, decode->scale, &decode->height, &decode->width);
+        if (n > 2 && ops[2].kind == DL_OP_CENTER_CROP && steps[2].top >= 0 &&
+            steps[2].left >= 0) {
+            dl_resize_part_t part = dl_fused_resize_part(steps);
+            dl_resize_source(&part, ops[1].i[3], ops[1].i[4]);
+            decode->top = part.source.top;
+            decode->left = part.source.left;
+            decode->height = part.source.height;
+            decode->width = part.source.width;
+            decode->fused = 2;
+        }
         return;
     case DL_OP_RANDOM_RESIZED_CROP: {
         if (!exact) {
