@@ -22,6 +22,7 @@ RESIZE_CROPS = "resize RandomResizedCrop crops -> 224x224 (bilinear, antialiased
 DECODE_RESIZE = "decode JPEG + resize to 224x224"
 DECODE_CENTER_CROP = "decode JPEG 500x375 + CenterCrop(224)"
 DECODE_RESIZED_CROP = "decode JPEG 500x375 + RandomResizedCrop(224)"
+DECODE_RESIZE_CENTER_CROP = "decode JPEG 500x375 + Resize(256) + CenterCrop(224)"
 
 
 def crop_windows(height: int, width: int, count: int,
@@ -73,6 +74,16 @@ def pillow_candidates(jpeg: bytes, png: bytes, pixels: np.ndarray,
             return np.asarray(image.convert("RGB").crop((left, top, left + SIZE[1],
                                                          top + SIZE[0])))
 
+    def decode_resize_center_crop(data):
+        # torchvision's Resize(256) (the shorter side), then CenterCrop(224).
+        with PILImage.open(io.BytesIO(data)) as image:
+            scale = 256 / min(image.width, image.height)
+            size = (int(image.width * scale), 256) if image.width >= image.height else \
+                (256, int(image.height * scale))
+            resized = image.convert("RGB").resize(size, PILImage.Resampling.BILINEAR)
+            top, left = round((size[1] - SIZE[0]) / 2), round((size[0] - SIZE[1]) / 2)
+            return np.asarray(resized.crop((left, top, left + SIZE[1], top + SIZE[0])))
+
     def decode_resized_crop(item):
         data, (top, left, h, w) = item
         with PILImage.open(io.BytesIO(data)) as image:
@@ -87,4 +98,5 @@ def pillow_candidates(jpeg: bytes, png: bytes, pixels: np.ndarray,
         DECODE_RESIZE: (decode_resize, [jpeg]),
         DECODE_CENTER_CROP: (decode_center_crop, [jpeg]),
         DECODE_RESIZED_CROP: (decode_resized_crop, [(jpeg, window) for window in windows]),
+        DECODE_RESIZE_CENTER_CROP: (decode_resize_center_crop, [jpeg]),
     }

@@ -34,6 +34,7 @@ from _pillow_ops import (
     DECODE_JPEG,
     DECODE_PNG,
     DECODE_RESIZE,
+    DECODE_RESIZE_CENTER_CROP,
     DECODE_RESIZED_CROP,
     RESIZE,
     RESIZE_CROPS,
@@ -47,7 +48,7 @@ from PIL import Image as PILImage
 import dataloader
 from dataloader import kernels
 from dataloader._images.samples import synthetic_image
-from dataloader.transforms import CenterCrop, Compose, Decode, RandomResizedCrop
+from dataloader.transforms import CenterCrop, Compose, Decode, RandomResizedCrop, Resize
 
 try:
     import simplejpeg
@@ -92,6 +93,8 @@ def window_candidates(jpeg, count):
     center = Compose([Decode(exact=True), CenterCrop(SIZE)])
     resized = Compose([Decode(), RandomResizedCrop(SIZE)])
     resized_exact = Compose([Decode(exact=True), RandomResizedCrop(SIZE)])
+    evaluation = [Resize(256), CenterCrop(SIZE)]
+    evaluation_chain = Compose([Decode(exact=True), *evaluation])
     seeds = list(range(count))
     return {
         DECODE_CENTER_CROP: {
@@ -102,6 +105,10 @@ def window_candidates(jpeg, count):
             "dataloader": (lambda seed: resized(jpeg, seed=seed), seeds),
             EXACT: (lambda seed: resized_exact(jpeg, seed=seed), seeds),
             WHOLE: (lambda seed: RandomResizedCrop(SIZE)(kernels.decode(jpeg), seed=seed), seeds),
+        },
+        DECODE_RESIZE_CENTER_CROP: {
+            "dataloader": (lambda d: evaluation_chain(d), [jpeg]),
+            WHOLE: (lambda d: Compose(evaluation)(kernels.decode(d)), [jpeg]),
         },
     }
 
@@ -193,7 +200,7 @@ def ratio_lines(results):
             (DECODE_JPEG, ours, "simplejpeg"), (DECODE_JPEG, ours, "Pillow-SIMD"),
             (DECODE_RESIZE, ours, "Pillow-SIMD"), (DECODE_CENTER_CROP, ours, WHOLE),
             (DECODE_RESIZED_CROP, EXACT, WHOLE), (DECODE_RESIZED_CROP, ours, WHOLE),
-            (DECODE_RESIZED_CROP, ours, "Pillow-SIMD")]:
+            (DECODE_RESIZED_CROP, ours, "Pillow-SIMD"), (DECODE_RESIZE_CENTER_CROP, ours, WHOLE)]:
         if (operation, peer) in times:
             mine = times[(operation, library)]
             lines.append({"operation": operation, "library": library, "peer": peer,
