@@ -27,7 +27,7 @@ DECODE_RESIZE_CENTER_CROP = "decode JPEG 500x375 + Resize(256) + CenterCrop(224)
 
 def crop_windows(height: int, width: int, count: int,
                  seed: int = 0) -> list[tuple[int, int, int, int]]:
-    """``count`` windows ``(top, left, height, width)`` as torchvision's RandomResizedCrop draws them.
+    """``count`` windows ``(top, left, height, width)``, drawn as RandomResizedCrop draws them.
 
     Scale in (0.08, 1) of the area, aspect ratio log-uniform in (3/4, 4/3),
     with the same seed in every process, so that every library resizes the

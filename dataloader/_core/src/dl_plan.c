@@ -424,8 +424,11 @@ static void plan_fusion(const dl_op_t *ops, int n, const dl_chain_input_t *input
     int exact = ops[0].i[3];
     switch (ops[1].kind) {
     case DL_OP_CROP: case DL_OP_CENTER_CROP: case DL_OP_RANDOM_CROP:
-        *decode = (dl_step_t){decode->in, decode->out, next->top, next->left, next->out.height,
-                              next->out.width, 0, 8, 1};
+        decode->top = next->top;
+        decode->left = next->left;
+        decode->height = next->out.height;
+        decode->width = next->out.width;
+        decode->fused = 1;
         return;
     case DL_OP_RESIZE:
         if (!exact)
