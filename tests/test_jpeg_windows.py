@@ -198,6 +198,20 @@ def test_a_center_crop_after_resize_resamples_only_what_it_keeps(jpegs, vectoris
         resize.vectorised(True)
 
 
+def test_a_center_crop_after_resizing_one_side_only(jpegs):
+    # One side keeps its size: only the other pass runs, on the window.
+    data = jpegs["4:2:0"]
+    whole = pillow_pixels(data)
+    height, width = whole.shape[:2]
+    for size, crop in [((height, 150), (100, 77)), ((120, width), (64, 200)),
+                       ((height, width), (50, 60))]:
+        for interpolation in ("nearest", "bilinear", "lanczos"):
+            steps = [Resize(size, interpolation=interpolation), CenterCrop(crop)]
+            got = Compose([Decode(exact=True), *steps])(data)
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(Compose(steps)(whole)),
+                                          err_msg=f"{steps}")
+
+
 def test_a_scaled_center_crop_after_resize_stays_close(photos):
     # Outside exact mode the window is also decoded at a DCT scale n/8.
     data = photos["retina.jpg"]
