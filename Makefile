@@ -9,8 +9,9 @@ BIN := $(CURDIR)/$(VENV)/bin
 # must be found on PATH, so every recipe runs with the venv first.
 export PATH := $(BIN):$(PATH)
 
-APT_PACKAGES := pkg-config libturbojpeg0-dev libpng-dev libwebp-dev
-PKG_CONFIG_MODULES := libturbojpeg libpng libwebp
+# libturbojpeg: the tests write YCCK JPEGs with the TurboJPEG API (Pillow cannot).
+APT_PACKAGES := pkg-config libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev libwebp-dev
+PKG_CONFIG_MODULES := libjpeg libturbojpeg libpng libwebp
 BUILD_REQUIREMENTS := "meson-python>=0.16" "meson>=1.4" ninja "Cython>=3.0.10" "numpy>=2.0"
 # The CPU build of torch, for the interoperability tests and the benchmarks.
 TORCH_REQUIREMENT := torch==2.13.0
@@ -183,6 +184,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/drop_in.py
 	$(BIN)/python benchmarks/images.py
 	$(BIN)/python benchmarks/kernels.py
+	$(BIN)/python benchmarks/fusion_error.py
 	$(BIN)/python benchmarks/thread_scaling.py
 	$(BIN)/python benchmarks/shuffle.py
 	$(BIN)/python benchmarks/shards.py

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 from _common import per_image_seconds
-from _pillow_ops import crops, pillow_candidates
+from _pillow_ops import crop_windows, pillow_candidates
 from PIL import Image as PILImage
 
 
@@ -23,7 +23,7 @@ def main() -> None:
     with np.load(path) as inputs:
         jpeg, png = inputs["jpeg"].tobytes(), inputs["png"].tobytes()
         pixels = inputs["pixels"]
-    operations = pillow_candidates(jpeg, png, pixels, crops(pixels, count))
+    operations = pillow_candidates(jpeg, png, pixels, crop_windows(*pixels.shape[:2], count))
     print(json.dumps({"version": PILImage.__version__}), flush=True)
     for line in sys.stdin:
         repeats, operation = line.rstrip("\n").split("\t")

@@ -139,9 +139,11 @@ class Decode(Transform):
     max_width, max_height, max_bytes : int
         Limits checked from the header before any pixel memory is allocated.
     exact : bool, default False
-        Turn fusion off: by default a JPEG that the next op shrinks is
-        decoded at a DCT scale (1/2, 1/4, 1/8) that still covers its target,
-        which is faster and changes pixels slightly.
+        Turn DCT scaling off: by default a JPEG that the next op shrinks is
+        decoded at a DCT scale n/8 that stays 3 times its target, which is
+        faster and changes pixels slightly (docs/transforms.md, "Fusion").
+        Either way a crop after ``Decode`` decodes only its window, with the
+        same pixels as the whole image cut.
 
     Examples
     --------

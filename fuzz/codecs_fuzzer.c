@@ -4,25 +4,32 @@
  * which is how `make test-asan` replays the corpus under LeakSanitizer.
  *
  * Each input's header is read; when it names a native format, the image is
- * decoded at every channel count (and every JPEG scale) into rows padded
- * with guard bytes, which must be intact afterwards. */
+ * decoded at every channel count (and every JPEG scale, and a JPEG's
+ * windows) into rows padded with guard bytes, which must be intact
+ * afterwards. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "dl_codecs.h"
+#include "dl_internal.h"
 
 /* Larger images are skipped: the fuzzer looks for bugs, not for memory. */
 #define MAX_PIXELS (1 << 22)
 #define GUARD 0xA5
 #define ROW_PADDING 7
 
+/* A JPEG window (dl_internal.h) decoded when `window` is given, else the
+ * whole image (height x width). */
 static void decode_checked(const uint8_t *data, size_t size, int scale, int height, int width,
-                           int channels)
+                           int channels, const dl_window_t *window)
 {
     char msg[DL_MSG_LEN];
+    if (window != NULL) {
+        height = window->height;
+        width = window->width;
+    }
     size_t row = (size_t)width * channels;
     size_t stride = row + ROW_PADDING;
     size_t total = stride * (size_t)height + ROW_PADDING;
@@ -30,8 +37,12 @@ static void decode_checked(const uint8_t *data, size_t size, int scale, int heig
     if (dst == NULL)
         return;
     memset(dst, GUARD, total);
-    dl_decode(data, size, scale, height, width, channels, dst + ROW_PADDING,
-              (ptrdiff_t)stride, msg);
+    if (window != NULL)
+        dl_jpeg_decode_window(data, size, scale, window, channels, dst + ROW_PADDING,
+                              (ptrdiff_t)stride, msg);
+    else
+        dl_decode(data, size, scale, height, width, channels, dst + ROW_PADDING,
+                  (ptrdiff_t)stride, msg);
     /* Bytes outside the rows (the padding before each row) must be untouched. */
     for (int y = 0; y <= height; y++) {
         for (size_t i = 0; i < ROW_PADDING; i++) {
@@ -53,23 +64,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (dl_image_info(data, size, &info, msg) != DL_OK) {
         /* The decoder reads the header again: it must fail the same way. */
-        dl_decode(data, size, 1, 1, 1, 4, pixel, 4, msg);
+        dl_decode(data, size, 8, 1, 1, 4, pixel, 4, msg);
         return 0;
     }
     if (info.height <= 0 || info.width <= 0
         || (int64_t)info.height * info.width > MAX_PIXELS)
         return 0;
     for (int channels = 1; channels <= 4; channels++) {
-        int scales = info.format == DL_FMT_JPEG ? 8 : 1;
-        for (int scale = 1; scale <= scales; scale *= 2) {
+        int first = info.format == DL_FMT_JPEG ? 1 : 8;
+        for (int scale = first; scale <= 8; scale++) {
             int height = info.height, width = info.width;
             if (info.format == DL_FMT_JPEG)
                 dl_jpeg_scaled_size(info.height, info.width, scale, &height, &width);
-            decode_checked(data, size, scale, height, width, channels);
+            decode_checked(data, size, scale, height, width, channels, NULL);
+            if (info.format != DL_FMT_JPEG)
+                continue;
+            /* Windows: inside the image, across its edges, one pixel. */
+            dl_window_t windows[] = {{height / 3, width / 3, height / 2 + 1, width / 2 + 1},
+                                     {-3, width - 5, 10, 12}, {height - 1, 0, 1, 1}};
+            for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++)
+                decode_checked(data, size, scale, height, width, channels, &windows[i]);
         }
     }
     /* A destination that does not match the header must be refused. */
-    dl_decode(data, size, 1, 1, 1, 4, pixel, 4, msg);
+    dl_decode(data, size, 8, 1, 1, 4, pixel, 4, msg);
     return 0;
 }
 

@@ -132,6 +132,7 @@ def native_chain(choice: int):
     from dataloader.transforms import (
         CenterCrop,
         Compose,
+        Crop,
         Decode,
         Normalize,
         Pad,
@@ -146,15 +147,16 @@ def native_chain(choice: int):
     size = 1 + (choice >> 4) % 97
     geometry = [
         RandomResizedCrop(size), Resize(size), CenterCrop(size), Pad(choice % 5, mode="reflect"),
-        Rotate90(choice % 4),
-    ][(choice >> 2) % 5]
+        Rotate90(choice % 4), Crop(choice % 7, (choice >> 3) % 11, size, size),
+        Compose([Resize(size + choice % 9), CenterCrop(size)]),
+    ][(choice >> 2) % 7]
     mode = (None, "L", "RGB", "RGBA")[choice % 4]
     steps = [Decode(mode, max_bytes=MAX_BYTES, exact=bool(choice & 1 << 11)), geometry,
              RandomHFlip()]
     if choice & 1 << 12:
         channels = {None: 1, "L": 1, "RGB": 3, "RGBA": 4}[mode]
         steps += [ToFloat(), Normalize([0.5] * channels, [0.25] * channels), ToChw()]
-    fixed = isinstance(geometry, (RandomResizedCrop, CenterCrop))
+    fixed = isinstance(geometry, (RandomResizedCrop, CenterCrop, Crop, Compose))
     return Compose(steps), (size if fixed else None)
 
 

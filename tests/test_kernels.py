@@ -117,9 +117,11 @@ def test_decode_out_is_checked():
         kernels.decode(data, out=readonly)
 
 
+# 200 x 300 at n/8: 25x38, 50x75, 75x113, 100x150, 125x188, 150x225, 175x263, 200x300.
 @pytest.mark.parametrize("min_size,expected", [
-    ((100, 100), (100, 150)), ((101, 100), (200, 300)), ((50, 75), (50, 75)),
-    ((26, 38), (50, 75)), ((25, 38), (25, 38)), ((1, 1), (25, 38)),
+    ((100, 100), (100, 150)), ((101, 100), (125, 188)), ((50, 75), (50, 75)),
+    ((26, 38), (50, 75)), ((25, 38), (25, 38)), ((1, 1), (25, 38)), ((176, 1), (200, 300)),
+    ((51, 76), (75, 113)), ((151, 1), (175, 263)),
 ])
 def test_jpeg_min_size_picks_the_smallest_sufficient_scale(min_size, expected):
     data = encode(natural_image(200, 300, 3), "JPEG")

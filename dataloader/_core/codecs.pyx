@@ -55,17 +55,17 @@ def header_info(const uint8_t[::1] data  # IN
     return FORMATS[info.format], info.height, info.width, info.channels
 
 
-def jpeg_scaled_size(int height, int width, int scale_denom):
-    """Size ``(height, width)`` of a JPEG decoded at ``1 / scale_denom``."""
+def jpeg_scaled_size(int height, int width, int scale):
+    """Size ``(height, width)`` of a JPEG decoded at ``scale / 8`` (1 to 8)."""
     cdef int h, w
-    dl_jpeg_scaled_size(height, width, scale_denom, &h, &w)
+    dl_jpeg_scaled_size(height, width, scale, &h, &w)
     return h, w
 
 
 def jpeg_scale_for(int height, int width, int min_height, int min_width):
-    """The DCT scale (1, 2, 4 or 8) at which a JPEG of ``height`` x ``width``
-    still decodes to at least ``min_height`` x ``min_width`` (the fused chains'
-    rule, ``dl_jpeg_scale_for``)."""
+    """The smallest DCT scale, in eighths (1 to 8), at which a JPEG of ``height``
+    x ``width`` still decodes to at least ``min_height`` x ``min_width`` (the
+    fused chains' rule, ``dl_jpeg_scale_for``)."""
     return dl_jpeg_scale_for(height, width, min_height, min_width)
 
 
@@ -81,8 +81,9 @@ def check_limits(int height, int width, int channels, int max_width, int max_hei
 
 def decode_into(const uint8_t[::1] data,  # IN
                 uint8_t[:, :, :] out,      # OUT: rows may be strided, pixels packed
-                int scale_denom=1):
-    """Decode ``data`` into ``out`` (height, width, channels), GIL released."""
+                int scale=8):
+    """Decode ``data`` into ``out`` (height, width, channels), GIL released; a
+    JPEG at ``scale / 8`` of its size."""
     cdef char msg[256]
     cdef int status
     cdef const uint8_t* src = &data[0]
@@ -93,7 +94,7 @@ def decode_into(const uint8_t[::1] data,  # IN
         raise ValueError("decode_into: the pixels of each row of out must be contiguous")
     msg[0] = 0
     with nogil:
-        status = dl_decode(src, size, scale_denom, height, width, channels, &out[0, 0, 0],
+        status = dl_decode(src, size, scale, height, width, channels, &out[0, 0, 0],
                            row_stride, msg)
     if status != DL_OK:
         raise_status(status, msg)

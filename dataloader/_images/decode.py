@@ -133,7 +133,7 @@ def decode(data: EncodedBytes, *, mode: str | None = None, out: np.ndarray | Non
         uint8 destination of the decoded shape.  Pixels within a row must be
         packed, rows may be further apart (e.g. a slot of a larger canvas).
     min_size : (int, int), optional
-        For JPEG, decode at the smallest DCT scale (1/8, 1/4, 1/2) whose
+        For JPEG, decode at the smallest DCT scale (1/8, 2/8, ..., 7/8) whose
         output is still at least this (height, width); ignored otherwise.
     max_width, max_height, max_bytes : int
         Limits on the decoded size, checked from the header before any
@@ -182,7 +182,7 @@ def decode(data: EncodedBytes, *, mode: str | None = None, out: np.ndarray | Non
         return _decode_pillow(buf, fmt, mode, out, limits)
     fmt, height, width, channels = _codecs.header_info(buf)
     channels = CONVERT_MODES[mode] if mode else channels
-    scale = 1
+    scale = 8
     if min_size is not None:
         min_h, min_w = check_size("min_size", min_size, allow_int=False)
         if fmt == "JPEG":

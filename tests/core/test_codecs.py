@@ -10,13 +10,14 @@ from PIL import Image as PILImage
 from dataloader._core import codecs
 
 
-def decode_native(data, channels=None, scale_denom=1, out=None):
+def decode_native(data, channels=None, scale=8, out=None):
+    """Decode natively; a JPEG at ``scale / 8`` of its size."""
     _fmt, height, width, native = codecs.header_info(data)
-    if scale_denom > 1:
-        height, width = codecs.jpeg_scaled_size(height, width, scale_denom)
+    if scale < 8:
+        height, width = codecs.jpeg_scaled_size(height, width, scale)
     if out is None:
         out = np.empty((height, width, channels or native), np.uint8)
-    codecs.decode_into(data, out, scale_denom)
+    codecs.decode_into(data, out, scale)
     return out
 
 
@@ -98,7 +99,7 @@ def test_jpeg_arithmetic_coding_matches_pillow(name):
 @pytest.mark.parametrize("denom", [2, 4, 8])
 def test_jpeg_dct_scaling_matches_pillow_draft(denom):
     data = encode(natural_image(203, 301, 3), "JPEG", quality=90)
-    ours = decode_native(data, scale_denom=denom)
+    ours = decode_native(data, scale=8 // denom)
     assert ours.shape[:2] == (-(-203 // denom), -(-301 // denom))
     with PILImage.open(io.BytesIO(data)) as image:
         image.draft("RGB", (301 // denom, 203 // denom))

@@ -97,9 +97,13 @@ def test_decode_limits_give_one_message_to_the_kernel_and_the_transform():
 
 def test_the_dct_scale_rule_is_the_chains():
     # kernels.decode(min_size=...) and the fused chains ask the same C rule.
-    assert codecs.jpeg_scale_for(800, 600, 100, 75) == 8
-    assert codecs.jpeg_scale_for(800, 600, 101, 75) == 4
-    assert codecs.jpeg_scale_for(800, 600, 800, 600) == 1
+    # Scales in eighths: the smallest n/8 that still covers the minimum.
+    assert codecs.jpeg_scale_for(800, 600, 100, 75) == 1
+    assert codecs.jpeg_scale_for(800, 600, 101, 75) == 2
+    assert codecs.jpeg_scale_for(800, 600, 301, 75) == 4
+    assert codecs.jpeg_scale_for(800, 600, 700, 525) == 7
+    assert codecs.jpeg_scale_for(800, 600, 800, 600) == 8
+    assert codecs.jpeg_scaled_size(203, 301, 3) == (77, 113)
 
 
 @pytest.mark.parametrize("call,dtype,shape", [

@@ -38,14 +38,18 @@ MUTATIONS = (
              "int nk = src[3];", "int nk = 255 - src[3];", ("tests/core/test_codecs.py",)),
     Mutation("CMYK to RGB truncated instead of rounded", SRC + "dl_jpeg.c",
              "int t = v * nk + 128;", "int t = v * nk;", ("tests/core/test_codecs.py",)),
-    # (Dropping TJFLAG_STOPONWARNING alone is an equivalent mutation: the
-    # decoder then finishes the image, but still reports the warning.)
     Mutation("a failed JPEG decode reported as success", SRC + "dl_jpeg.c",
-             "flags) < 0) {\n            dl_tj_message(handle, msg);\n"
-             "            status = DL_ERR_CORRUPT;\n        }\n        goto done;",
-             "flags) < 0) {\n            dl_tj_message(handle, msg);\n"
-             "            status = DL_OK;\n        }\n        goto done;",
+             "? DL_ERR_NOMEM : DL_ERR_CORRUPT;", "? DL_ERR_NOMEM : DL_OK;",
              ("tests/core/test_codecs.py",)),
+    Mutation("a JPEG warning (corrupt data) ignored", SRC + "dl_jpeg.c",
+             "if (level < 0) dl_jpeg_error_exit(cinfo);", "(void)level;",
+             ("tests/core/test_codecs.py",)),
+    Mutation("a JPEG window decoded without its pixel of context", SRC + "dl_jpeg.c",
+             "#define DL_JPEG_CONTEXT 1", "#define DL_JPEG_CONTEXT 0",
+             ("tests/test_jpeg_windows.py",)),
+    Mutation("a part of a resize reads its inputs from the image's origin", SRC + "dl_resize.c",
+             "(*bounds)[2 * i] -= offset;", "(*bounds)[2 * i] -= 0 * offset;",
+             ("tests/test_jpeg_windows.py",)),
     Mutation("luma weights of red and blue swapped", SRC + "dl_convert.c",
              "p[0] * 19595u + p[1] * 38470u + p[2] * 7471u",
              "p[0] * 7471u + p[1] * 38470u + p[2] * 19595u", ("tests/core/test_codecs.py",)),

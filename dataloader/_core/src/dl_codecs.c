@@ -53,12 +53,12 @@ int dl_image_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg)
     }
 }
 
-int dl_decode(const uint8_t *data, size_t size, int scale_denom, int height, int width,
+int dl_decode(const uint8_t *data, size_t size, int scale, int height, int width,
               int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg)
 {
     switch (dl_sniff(data, size)) {
     case DL_FMT_JPEG:
-        return dl_jpeg_decode(data, size, scale_denom, height, width, channels, dst, row_stride,
+        return dl_jpeg_decode(data, size, scale, height, width, channels, dst, row_stride,
                               msg);
     case DL_FMT_PNG:
         return dl_png_decode(data, size, height, width, channels, dst, row_stride, msg);

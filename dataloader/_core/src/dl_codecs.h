@@ -1,4 +1,4 @@
-/* Image codecs and pixel conversions with no Python: JPEG (TurboJPEG), PNG
+/* Image codecs and pixel conversions with no Python: JPEG (libjpeg-turbo), PNG
  * (libpng) and WebP (libwebp), decoding into a caller-given destination with
  * its own row stride.  Every function returns a dl_status_t; on failure a
  * message is written into the caller's `msg` buffer (DL_MSG_LEN bytes). */
@@ -36,11 +36,12 @@ int dl_sniff(const uint8_t *data, size_t size);
  * DL_ERR_CORRUPT with info->format set (the caller may fall back). */
 int dl_image_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
 
-/* Size of a JPEG decoded at 1/scale_denom (scale_denom in 1, 2, 4, 8). */
-void dl_jpeg_scaled_size(int height, int width, int scale_denom, int *out_h, int *out_w);
+/* JPEG DCT scales are in eighths: `scale` in 1..8 decodes at scale/8, each
+ * side rounded up, as libjpeg does. */
+void dl_jpeg_scaled_size(int height, int width, int scale, int *out_h, int *out_w);
 
-/* The JPEG DCT scale (1, 2, 4 or 8) whose output of a height x width image
- * still covers min_h x min_w: the largest such denominator, else 1. */
+/* The smallest JPEG DCT scale (1..8) whose output of a height x width image
+ * still covers min_h x min_w; 8 (full size) when none smaller does. */
 int dl_jpeg_scale_for(int height, int width, int min_h, int min_w);
 
 /* The decode limits, checked from the header before any pixel memory is
@@ -51,9 +52,10 @@ int dl_check_limits(int height, int width, int channels, int max_width, int max_
 
 /* Decodes into dst (height x width x channels rows, `row_stride` bytes
  * apart).  The header is read again and must give exactly height x width
- * (after JPEG scaling by 1/scale_denom); channels may differ from the native
- * count and is converted as Pillow's Image.convert does. */
-int dl_decode(const uint8_t *data, size_t size, int scale_denom, int height, int width,
+ * (after JPEG scaling by scale/8; other formats take scale 8); channels may
+ * differ from the native count and is converted as Pillow's Image.convert
+ * does. */
+int dl_decode(const uint8_t *data, size_t size, int scale, int height, int width,
               int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg);
 
 /* Converts rows between 1 (L), 2 (LA), 3 (RGB) and 4 (RGBA) channels as

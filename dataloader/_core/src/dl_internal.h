@@ -14,14 +14,45 @@
 /* ---- one codec per format, dispatched by dl_codecs.c --------------------- */
 
 int dl_jpeg_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
-int dl_jpeg_decode(const uint8_t *data, size_t size, int scale_denom, int height, int width,
+int dl_jpeg_decode(const uint8_t *data, size_t size, int scale, int height, int width,
                    int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg);
+
+/* A rectangle of an image: rows top..top+height-1, columns left..left+width-1. */
+typedef struct {
+    int top, left, height, width;
+} dl_window_t;
+
+/* Decodes `window` of the JPEG's image scaled by scale/8 (1..8) into dst
+ * (window->height rows of window->width x channels samples, `row_stride`
+ * bytes apart): the same bytes as that window cut from the whole decoded
+ * image, where parts of the window outside the image are zeros. Only the
+ * iMCU rows and columns the window needs are decoded (dl_jpeg.c). */
+int dl_jpeg_decode_window(const uint8_t *data, size_t size, int scale, const dl_window_t *window,
+                          int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg);
 int dl_png_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
 int dl_png_decode(const uint8_t *data, size_t size, int height, int width, int channels,
                   uint8_t *dst, ptrdiff_t row_stride, char *msg);
 int dl_webp_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
 int dl_webp_decode(const uint8_t *data, size_t size, int height, int width, int channels,
                    uint8_t *dst, ptrdiff_t row_stride, char *msg);
+
+/* ---- resampling a part of a resize (dl_resize.c) -------------------------- */
+
+/* Of an in_h x in_w image resized to out_h x out_w, the outputs `region`,
+ * computed from the inputs `source` (in the whole input's coordinates):
+ * the same bytes as those outputs of the whole resize. */
+typedef struct {
+    int in_h, in_w, out_h, out_w;
+    dl_window_t source, region;
+} dl_resize_part_t;
+
+/* Sets part->source to the inputs that part->region's outputs read. */
+void dl_resize_source(dl_resize_part_t *part, int filter, int antialias);
+
+/* Resamples part->source (src, `src_stride` bytes a row) into part->region
+ * (dst); 0, or -1 when scratch memory could not be allocated. */
+int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8_t *dst,
+                   ptrdiff_t dst_stride, const dl_resize_part_t *part, int filter, int antialias);
 
 /* ---- transform chains: the plan pass (dl_plan.c) for the run pass -------- */
 
@@ -32,14 +63,22 @@ typedef struct {
 /* One op resolved for one item: shapes, and the parameters it drew. */
 typedef struct {
     dl_shape_t in, out;
-    int top, left, height, width; /* a window of the input, or where the input goes */
+    int top, left, height, width; /* a window of the input, or where the input goes; for
+                                     Decode, the window it decodes (of the scaled image) */
     int apply;                    /* random flips: whether this item flips */
+    int scale;                    /* Decode: the JPEG's DCT scale in eighths (8: full size) */
+    int fused;                    /* Decode: how many ops after it the decode performs */
 } dl_step_t;
 
 /* Resolves every op of the chain for one item into steps[0..n-1] (shapes,
  * windows, random draws); a status, with `msg` naming the op on failure. */
 int dl_plan(const dl_op_t *ops, int n, const dl_chain_input_t *input, uint64_t seed,
             dl_step_t *steps, char *msg);
+
+/* The part of the resize after a fused decode (steps[0]: Decode, steps[1]:
+ * Resize, steps[2]: CenterCrop) that the crop keeps: of the decoded image,
+ * at the decode's scale, the crop's outputs, from the decode's window. */
+dl_resize_part_t dl_fused_resize_part(const dl_step_t *steps);
 
 /* The op's name in messages (DL_OPS' display name, refined for flips and
  * conversions). */

@@ -1,71 +1,172 @@
-/* JPEG through the TurboJPEG API.  Decoding uses TJFLAG_STOPONWARNING: a
- * warning from libjpeg-turbo (truncated or corrupt entropy data, which it
- * would otherwise fill with gray) is reported as an error, so no pixel that
- * was not decoded from the file is ever returned. */
+/* JPEG through libjpeg's API (libjpeg-turbo): headers, whole images and
+ * windows of images, at any of the DCT scales n/8.
+ *
+ * Each thread keeps one decompressor and reuses it for every image. Its
+ * error manager never lets libjpeg print or exit: an error, and also a
+ * warning (truncated or corrupt entropy data, which libjpeg would fill with
+ * gray), formats its message into the caller's `msg` and longjmps back to
+ * the call, which returns a status; so no pixel that was not decoded from
+ * the file is ever returned.
+ *
+ * A window (dl_jpeg_decode_window) is decoded with jpeg_crop_scanline and
+ * jpeg_skip_scanlines: libjpeg decodes only the iMCU columns and rows that
+ * hold it. The result is the same bytes as the window cut from the whole
+ * image: libjpeg's fancy upsampling replicates the chroma samples at the
+ * edges of what it decodes, so one pixel of context (DL_JPEG_CONTEXT) is
+ * decoded around the window on every side where the image goes on, and cut
+ * off. Rows after the window are not read: a window decode does not look at
+ * the data after its last row. */
+#include <pthread.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <turbojpeg.h>
+#include <string.h>
+
+#include <jpeglib.h>
+#include <jerror.h>
 
 #include "dl_internal.h"
 
-static void dl_tj_message(tjhandle handle, char *msg)
+/* Pixels decoded around a window so that its edge pixels see the chroma
+ * neighbours they see in the whole image (fancy upsampling reads one chroma
+ * sample on each side). */
+#define DL_JPEG_CONTEXT 1
+
+typedef struct {
+    struct jpeg_error_mgr pub;
+    jmp_buf jump;
+    char *msg;   /* the running call's message buffer */
+    int status;  /* what the running call returns after a jump */
+} dl_jpeg_error_t;
+
+/* One thread's decompressor and row buffers, kept until the thread ends. */
+typedef struct {
+    struct jpeg_decompress_struct cinfo;
+    dl_jpeg_error_t error;
+    uint8_t *row, *rgb;
+    size_t row_size, rgb_size;
+} dl_jpeg_state_t;
+
+static void dl_jpeg_error_exit(j_common_ptr cinfo)
 {
-    snprintf(msg, DL_MSG_LEN, "JPEG: %s", tjGetErrorStr2(handle));
+    dl_jpeg_error_t *error = (dl_jpeg_error_t *)cinfo->err;
+    char text[JMSG_LENGTH_MAX];
+    (*cinfo->err->format_message)(cinfo, text);
+    snprintf(error->msg, DL_MSG_LEN, "JPEG: %s", text);
+    error->status = error->pub.msg_code == JERR_OUT_OF_MEMORY ? DL_ERR_NOMEM : DL_ERR_CORRUPT;
+    longjmp(error->jump, 1);
 }
 
-void dl_jpeg_scaled_size(int height, int width, int scale_denom, int *out_h, int *out_w)
+/* Warnings (level -1) are errors; trace messages (0 and up) are dropped. */
+static void dl_jpeg_emit_message(j_common_ptr cinfo, int level)
 {
-    tjscalingfactor sf = {1, scale_denom};
-    *out_h = TJSCALED(height, sf);
-    *out_w = TJSCALED(width, sf);
+    if (level < 0) dl_jpeg_error_exit(cinfo);
+}
+
+static void dl_jpeg_output_message(j_common_ptr cinfo) { (void)cinfo; }
+
+static pthread_key_t state_key;
+static pthread_once_t state_once = PTHREAD_ONCE_INIT;
+
+static void state_free(void *raw)
+{
+    dl_jpeg_state_t *state = raw;
+    jpeg_destroy_decompress(&state->cinfo);
+    free(state->row);
+    free(state->rgb);
+    free(state);
+}
+
+static void state_key_create(void) { pthread_key_create(&state_key, state_free); }
+
+/* This thread's decompressor, created on first use; NULL when out of memory. */
+static dl_jpeg_state_t *thread_state(void)
+{
+    pthread_once(&state_once, state_key_create);
+    dl_jpeg_state_t *state = pthread_getspecific(state_key);
+    if (state != NULL) return state;
+    if ((state = calloc(1, sizeof *state)) == NULL) return NULL;
+    state->cinfo.err = jpeg_std_error(&state->error.pub);
+    state->error.pub.error_exit = dl_jpeg_error_exit;
+    state->error.pub.emit_message = dl_jpeg_emit_message;
+    state->error.pub.output_message = dl_jpeg_output_message;
+    char msg[DL_MSG_LEN];
+    state->error.msg = msg;
+    if (setjmp(state->error.jump)) {
+        free(state);
+        return NULL;
+    }
+    jpeg_create_decompress(&state->cinfo);
+    if (pthread_setspecific(state_key, state) != 0) {
+        jpeg_destroy_decompress(&state->cinfo);
+        free(state);
+        return NULL;
+    }
+    return state;
+}
+
+/* Writes `text` into `msg`; returns `status`. */
+static int fail(char *msg, int status, const char *text)
+{
+    snprintf(msg, DL_MSG_LEN, "JPEG: %s", text);
+    return status;
+}
+
+/* A buffer of at least `bytes` (grown, never shrunk), or NULL. */
+static uint8_t *grown_buffer(uint8_t **buffer, size_t *size, size_t bytes)
+{
+    if (*size < bytes) {
+        free(*buffer);
+        *size = 0;
+        if ((*buffer = malloc(bytes)) == NULL) return NULL;
+        *size = bytes;
+    }
+    return *buffer;
+}
+
+void dl_jpeg_scaled_size(int height, int width, int scale, int *out_h, int *out_w)
+{
+    /* libjpeg's jdiv_round_up(side * scale, 8). */
+    *out_h = (int)(((long long)height * scale + 7) / 8);
+    *out_w = (int)(((long long)width * scale + 7) / 8);
 }
 
 int dl_jpeg_scale_for(int height, int width, int min_h, int min_w)
 {
-    for (int denom = 8; denom > 1; denom /= 2) {
+    for (int scale = 1; scale < 8; scale++) {
         int h, w;
-        dl_jpeg_scaled_size(height, width, denom, &h, &w);
-        if (h >= min_h && w >= min_w) return denom;
+        dl_jpeg_scaled_size(height, width, scale, &h, &w);
+        if (h >= min_h && w >= min_w) return scale;
     }
-    return 1;
+    return 8;
 }
 
-/* Read the header into w, h and colorspace; a status, with `msg` on failure. */
-static int dl_jpeg_header(tjhandle handle, const uint8_t *data, size_t size, int *w, int *h,
-                          int *colorspace, char *msg)
+/* Starts reading `data`: the state's decompressor holds its header. */
+static void read_header(dl_jpeg_state_t *state, const uint8_t *data, size_t size)
 {
-    int subsamp = -1;
-    *w = *h = 0;
-    *colorspace = -1;
-    if (tjDecompressHeader3(handle, data, (unsigned long)size, w, h, &subsamp, colorspace) < 0) {
-        dl_tj_message(handle, msg);
-        return DL_ERR_CORRUPT;
-    }
-    if (*w < 1 || *h < 1 || *colorspace < 0) {
-        /* A stream that ends before its frame header "succeeds" with no size. */
-        snprintf(msg, DL_MSG_LEN, "JPEG: no frame header (truncated data)");
-        return DL_ERR_CORRUPT;
-    }
-    return DL_OK;
+    j_decompress_ptr cinfo = &state->cinfo;
+    jpeg_mem_src(cinfo, data, (unsigned long)size);
+    if (jpeg_read_header(cinfo, TRUE) != JPEG_HEADER_OK || cinfo->image_width < 1 ||
+        cinfo->image_height < 1)
+        ERREXIT(cinfo, JERR_NO_IMAGE);
 }
 
 int dl_jpeg_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg)
 {
-    int w, h, colorspace, status;
-    tjhandle handle = tjInitDecompress();
-    if (handle == NULL) {
-        snprintf(msg, DL_MSG_LEN, "JPEG: cannot create a decompressor");
-        return DL_ERR_NOMEM;
+    dl_jpeg_state_t *state = thread_state();
+    if (state == NULL) return fail(msg, DL_ERR_NOMEM, "cannot create a decompressor");
+    state->error.msg = msg;
+    if (setjmp(state->error.jump)) {
+        jpeg_abort_decompress(&state->cinfo);
+        return state->error.status;
     }
-    status = dl_jpeg_header(handle, data, size, &w, &h, &colorspace, msg);
-    if (status == DL_OK) {
-        info->format = DL_FMT_JPEG;
-        info->width = w;
-        info->height = h;
-        info->channels = colorspace == TJCS_GRAY ? 1 : 3;
-    }
-    tjDestroy(handle);
-    return status;
+    read_header(state, data, size);
+    info->format = DL_FMT_JPEG;
+    info->width = (int)state->cinfo.image_width;
+    info->height = (int)state->cinfo.image_height;
+    info->channels = state->cinfo.jpeg_color_space == JCS_GRAYSCALE ? 1 : 3;
+    jpeg_abort_decompress(&state->cinfo);
+    return DL_OK;
 }
 
 /* CMYK to RGB as Pillow's convert does, each channel
@@ -92,85 +193,133 @@ static void dl_cmyk_to_rgb(const uint8_t *src, uint8_t *dst, size_t n_pixels)
     }
 }
 
-int dl_jpeg_decode(const uint8_t *data, size_t size, int scale_denom, int height, int width,
+/* libjpeg's output colour space for `channels` from a JPEG of
+ * `jpeg_color_space`: the mode itself where libjpeg makes it as Pillow does
+ * (RGB from gray repeats the gray; RGBA adds alpha 255), else the native
+ * one (gray, RGB or CMYK), converted row by row. */
+static J_COLOR_SPACE output_space(J_COLOR_SPACE jpeg_color_space, int channels)
+{
+    if (jpeg_color_space == JCS_CMYK || jpeg_color_space == JCS_YCCK) return JCS_CMYK;
+    if (channels == 3) return JCS_RGB;
+    if (channels == 4) return JCS_EXT_RGBA;
+    return jpeg_color_space == JCS_GRAYSCALE ? JCS_GRAYSCALE : JCS_RGB;
+}
+
+/* `n` decoded pixels (in `row`, of `components` samples, CMYK when `cmyk`)
+ * into `out`, in `channels`. */
+static int put_row(dl_jpeg_state_t *state, const uint8_t *row, int components, int cmyk,
+                   uint8_t *out, int channels, int n)
+{
+    if (cmyk) {
+        uint8_t *rgb = channels == 3 ? out : grown_buffer(&state->rgb, &state->rgb_size,
+                                                          (size_t)n * 3);
+        if (rgb == NULL) return DL_ERR_NOMEM;
+        dl_cmyk_to_rgb(row, rgb, (size_t)n);
+        if (channels != 3) dl_convert_rows(rgb, 0, 3, out, 0, channels, 1, n);
+        return DL_OK;
+    }
+    if (row != out) dl_convert_rows(row, 0, components, out, 0, channels, 1, n);
+    return DL_OK;
+}
+
+/* Fills the window's rows y0..y1-1 (window coordinates) outside the image
+ * with zeros, and the columns before x0 and from x1 on of every row. */
+static void zero_border(uint8_t *dst, ptrdiff_t stride, const dl_window_t *w, int channels,
+                        int y0, int y1, int x0, int x1)
+{
+    size_t row = (size_t)w->width * channels;
+    for (int y = 0; y < w->height; y++) {
+        uint8_t *out = dst + y * stride;
+        if (y < y0 || y >= y1 || x0 >= x1) {
+            memset(out, 0, row);
+        } else {
+            memset(out, 0, (size_t)x0 * channels);
+            memset(out + (size_t)x1 * channels, 0, (size_t)(w->width - x1) * channels);
+        }
+    }
+}
+
+int dl_jpeg_decode_window(const uint8_t *data, size_t size, int scale, const dl_window_t *window,
+                          int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg)
+{
+    dl_jpeg_state_t *state = thread_state();
+    if (state == NULL) return fail(msg, DL_ERR_NOMEM, "cannot create a decompressor");
+    j_decompress_ptr cinfo = &state->cinfo;
+    state->error.msg = msg;
+    if (setjmp(state->error.jump)) {
+        jpeg_abort_decompress(cinfo);
+        return state->error.status;
+    }
+    read_header(state, data, size);
+    cinfo->out_color_space = output_space(cinfo->jpeg_color_space, channels);
+    cinfo->scale_num = (unsigned int)scale;
+    cinfo->scale_denom = 8;
+    cinfo->dct_method = JDCT_ISLOW;      /* libjpeg's (and Pillow's) defaults, */
+    cinfo->do_fancy_upsampling = TRUE;   /* stated: the window rule relies on them */
+    jpeg_start_decompress(cinfo);
+    int height = (int)cinfo->output_height, width = (int)cinfo->output_width;
+    int components = cinfo->output_components, cmyk = cinfo->out_color_space == JCS_CMYK;
+    /* The part of the window inside the image, in window coordinates. */
+    int y0 = window->top < 0 ? -window->top : 0;
+    int x0 = window->left < 0 ? -window->left : 0;
+    int y1 = height - window->top < window->height ? height - window->top : window->height;
+    int x1 = width - window->left < window->width ? width - window->left : window->width;
+    zero_border(dst, row_stride, window, channels, y0, y1, x0, x1);
+    if (y0 >= y1 || x0 >= x1) {
+        jpeg_abort_decompress(cinfo);
+        return DL_OK;
+    }
+    /* What libjpeg decodes: the window's image part and its context. */
+    int first = window->top + y0 - DL_JPEG_CONTEXT, last = window->top + y1;
+    JDIMENSION left = (JDIMENSION)(window->left + x0 > DL_JPEG_CONTEXT
+                                       ? window->left + x0 - DL_JPEG_CONTEXT : 0);
+    JDIMENSION right = (JDIMENSION)(window->left + x1 + DL_JPEG_CONTEXT < width
+                                        ? window->left + x1 + DL_JPEG_CONTEXT : width);
+    JDIMENSION decoded = right - left;
+    if (decoded < (JDIMENSION)width) jpeg_crop_scanline(cinfo, &left, &decoded);
+    if (first > 0) jpeg_skip_scanlines(cinfo, (JDIMENSION)first);
+    /* The window's pixels start `skip` pixels into each decoded row. */
+    size_t skip = (size_t)(window->left + x0) - left;
+    int direct = !cmyk && components == channels && skip == 0 && decoded == (JDIMENSION)(x1 - x0);
+    while ((int)cinfo->output_scanline < last) {
+        int y = (int)cinfo->output_scanline - window->top;
+        uint8_t *out = y >= y0 ? dst + y * row_stride + (ptrdiff_t)x0 * channels : NULL;
+        JSAMPROW row = direct && out != NULL ? out
+                       : grown_buffer(&state->row, &state->row_size, (size_t)decoded * components);
+        if (row == NULL) {
+            jpeg_abort_decompress(cinfo);
+            return fail(msg, DL_ERR_NOMEM, "out of memory");
+        }
+        if (jpeg_read_scanlines(cinfo, &row, 1) != 1) {
+            jpeg_abort_decompress(cinfo);
+            return fail(msg, DL_ERR_CORRUPT, "no scanline decoded");
+        }
+        if (out != NULL && put_row(state, row + skip * components, components, cmyk, out,
+                                   channels, x1 - x0) != DL_OK) {
+            jpeg_abort_decompress(cinfo);
+            return fail(msg, DL_ERR_NOMEM, "out of memory");
+        }
+    }
+    /* A whole image is read to its end, so that data cut short after the
+     * last row is an error too. */
+    if (cinfo->output_scanline == cinfo->output_height) jpeg_finish_decompress(cinfo);
+    else jpeg_abort_decompress(cinfo);
+    return DL_OK;
+}
+
+int dl_jpeg_decode(const uint8_t *data, size_t size, int scale, int height, int width,
                    int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg)
 {
-    int w, h, colorspace, sh, sw, pf, native, status;
-    int flags = TJFLAG_STOPONWARNING;
-    uint8_t *scratch = NULL, *rgb = NULL;
-    tjhandle handle = tjInitDecompress();
-    if (handle == NULL) {
-        snprintf(msg, DL_MSG_LEN, "JPEG: cannot create a decompressor");
-        return DL_ERR_NOMEM;
-    }
-    status = dl_jpeg_header(handle, data, size, &w, &h, &colorspace, msg);
-    if (status != DL_OK)
-        goto done;
-    dl_jpeg_scaled_size(h, w, scale_denom, &sh, &sw);
-    if (sh != height || sw != width) {
+    dl_info_t info;
+    int status = dl_jpeg_info(data, size, &info, msg);
+    if (status != DL_OK) return status;
+    int h, w;
+    dl_jpeg_scaled_size(info.height, info.width, scale, &h, &w);
+    if (h != height || w != width) {
         snprintf(msg, DL_MSG_LEN, "JPEG: decoded size %dx%d does not match the destination %dx%d",
-                 sh, sw, height, width);
-        status = DL_ERR_MISMATCH;
-        goto done;
+                 h, w, height, width);
+        return DL_ERR_MISMATCH;
     }
-    if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
-        size_t n = (size_t)sh * (size_t)sw;
-        scratch = malloc(n * 4);
-        rgb = channels == 3 ? NULL : malloc(n * 3);
-        if (scratch == NULL || (channels != 3 && rgb == NULL)) {
-            snprintf(msg, DL_MSG_LEN, "JPEG: out of memory");
-            status = DL_ERR_NOMEM;
-            goto done;
-        }
-        if (tjDecompress2(handle, data, (unsigned long)size, scratch, sw, sw * 4, sh,
-                          TJPF_CMYK, flags) < 0) {
-            dl_tj_message(handle, msg);
-            status = DL_ERR_CORRUPT;
-            goto done;
-        }
-        if (channels == 3) {
-            ptrdiff_t y;
-            for (y = 0; y < sh; y++)
-                dl_cmyk_to_rgb(scratch + (size_t)y * sw * 4, dst + y * row_stride, (size_t)sw);
-        } else {
-            dl_cmyk_to_rgb(scratch, rgb, n);
-            dl_convert_rows(rgb, (ptrdiff_t)sw * 3, 3, dst, row_stride, channels, sh, sw);
-        }
-        goto done;
-    }
-    native = colorspace == TJCS_GRAY ? 1 : 3;
-    if (channels == native)
-        pf = native == 1 ? TJPF_GRAY : TJPF_RGB;
-    else if (channels == 3)
-        pf = TJPF_RGB;
-    else if (channels == 4)
-        pf = TJPF_RGBA;   /* libjpeg-turbo fills alpha with 255 */
-    else
-        pf = -1;          /* L from color, LA: decode natively, then convert */
-    if (pf >= 0) {
-        if (tjDecompress2(handle, data, (unsigned long)size, dst, sw, (int)row_stride, sh, pf,
-                          flags) < 0) {
-            dl_tj_message(handle, msg);
-            status = DL_ERR_CORRUPT;
-        }
-        goto done;
-    }
-    scratch = malloc((size_t)sh * (size_t)sw * (size_t)native);
-    if (scratch == NULL) {
-        snprintf(msg, DL_MSG_LEN, "JPEG: out of memory");
-        status = DL_ERR_NOMEM;
-        goto done;
-    }
-    if (tjDecompress2(handle, data, (unsigned long)size, scratch, sw, sw * native, sh,
-                      native == 1 ? TJPF_GRAY : TJPF_RGB, flags) < 0) {
-        dl_tj_message(handle, msg);
-        status = DL_ERR_CORRUPT;
-        goto done;
-    }
-    dl_convert_rows(scratch, (ptrdiff_t)sw * native, native, dst, row_stride, channels, sh, sw);
-done:
-    free(scratch);
-    free(rgb);
-    tjDestroy(handle);
-    return status;
+    dl_window_t whole = {0, 0, height, width};
+    return dl_jpeg_decode_window(data, size, scale, &whole, channels, dst, row_stride, msg);
 }

@@ -1,7 +1,6 @@
 /* The run pass of a transform chain (see dl_pipeline.h): the pixel work of
  * the steps the plan pass (dl_plan.c) resolved, through two per-thread
  * scratch buffers, the last op writing straight into the output. */
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,53 +159,61 @@ static int view(dl_run_t *run, int k)
     return 1;
 }
 
-/* How much larger than its target a DCT-scaled image must stay: the resize
- * that follows then still averages several scaled pixels per output pixel,
- * which keeps fused output within about one level of the exact chain. A
- * resized crop needs more, as its window's edges move by up to half a
- * scaled pixel when mapped to the scaled image. */
-#define DL_FUSION_MARGIN 2
-#define DL_FUSION_MARGIN_CROP 4
-
 /* ---- each op's run ---------------------------------------------------------
  * run_<key>(run, k) runs op k (the function its DL_OPS row names) on
  * run->current; it returns the ops consumed (2 when it fused the next op
  * in), or -1 with run->status set. */
 
+/* A JPEG's decode does what the plan pass's fusion (dl_plan.c) set in its
+ * step: the window steps[k] names, at its DCT scale, written as the output
+ * of the crop it stands for, or resampled as a RandomResizedCrop or as the
+ * part of a Resize a CenterCrop keeps; other formats decode whole. */
 static int run_decode(dl_run_t *run, int k)
 {
-    const dl_op_t *op = &run->ops[k];
     const dl_step_t *step = &run->steps[k];
-    int denom = 1;
-    dl_info_t info;
+    const dl_chain_input_t *input = run->input;
+    int last = k + step->fused, consumed = 1 + step->fused;
     dl_image_t dst;
-    int status = begin(run, k, &dst);
-    if (status != DL_OK) return end(run, k, &dst, status, 1);
-    /* Fusion: a JPEG that is shrunk next is decoded at the DCT scale that covers the target. */
-    if (!op->i[3] && k + 1 < run->n &&
-        dl_sniff(run->input->bytes, run->input->size) == DL_FMT_JPEG &&
-        dl_image_info(run->input->bytes, run->input->size, &info, run->msg) == DL_OK) {
-        const dl_step_t *next = &run->steps[k + 1];
-        if (run->ops[k + 1].kind == DL_OP_RESIZE)
-            denom = dl_jpeg_scale_for(info.height, info.width, DL_FUSION_MARGIN * next->out.height,
-                                      DL_FUSION_MARGIN * next->out.width);
-        else if (run->ops[k + 1].kind == DL_OP_RANDOM_RESIZED_CROP) {
-            int h = (int)((long long)info.height * next->out.height / next->height);
-            int w = (int)((long long)info.width * next->out.width / next->width);
-            denom = dl_jpeg_scale_for(info.height, info.width, DL_FUSION_MARGIN_CROP * h,
-                                      DL_FUSION_MARGIN_CROP * w);
+    int status = begin(run, last, &dst);
+    if (status != DL_OK) return end(run, last, &dst, status, consumed);
+    if (dl_sniff(input->bytes, input->size) != DL_FMT_JPEG) {
+        status = dl_decode(input->bytes, input->size, 8, dst.height, dst.width, dst.channels,
+                           dst.data, dst.row_stride, run->msg);
+        return end(run, k, &dst, status, 1);
+    }
+    dl_window_t window = {step->top, step->left, step->height, step->width};
+    if (step->fused && (run->ops[k + 1].kind == DL_OP_RANDOM_RESIZED_CROP ||
+                        run->ops[k + 1].kind == DL_OP_RESIZE)) {
+        /* The window, then resampled into the output of the op(s) it stands for. */
+        dl_shape_t shape = {step->height, step->width, dst.channels, 1, DL_LAYOUT_HWC};
+        uint8_t *data = scratch_buffer(run->pending_buffer == 0 ? 1 : 0, shape_bytes(&shape));
+        if (data == NULL) return end(run, last, &dst, out_of_memory(run), consumed);
+        dl_image_t src = packed(data, &shape);
+        status = dl_jpeg_decode_window(input->bytes, input->size, step->scale, &window,
+                                       src.channels, src.data, src.row_stride, run->msg);
+        const dl_op_t *resize = &run->ops[k + 1];
+        dl_resize_part_t part = {step->height, step->width, dst.height, dst.width,
+                                 {0, 0, step->height, step->width},
+                                 {0, 0, dst.height, dst.width}};
+        int filter = resize->i[2], antialias = 1; /* RandomResizedCrop's */
+        if (resize->kind == DL_OP_RESIZE) { /* then CenterCrop: a part of the resize */
+            part = dl_fused_resize_part(&run->steps[k]);
+            filter = resize->i[3];
+            antialias = resize->i[4];
         }
+        if (status == DL_OK && dl_resize_part(src.data, src.row_stride, src.channels, dst.data,
+                                              dst.row_stride, &part, filter, antialias) != 0)
+            status = out_of_memory(run);
+        return end(run, last, &dst, status, consumed);
     }
-    if (denom > 1) {
-        int h, w;
-        dl_jpeg_scaled_size(step->out.height, step->out.width, denom, &h, &w);
-        dst.height = h;
-        dst.width = w;
-        dst.row_stride = (ptrdiff_t)w * dst.channels;
+    if (step->scale != 8) { /* a scaled whole image, packed in scratch memory */
+        dst.height = step->height;
+        dst.width = step->width;
+        dst.row_stride = (ptrdiff_t)dst.width * dst.channels;
     }
-    status = dl_decode(run->input->bytes, run->input->size, denom, dst.height, dst.width,
-                       dst.channels, dst.data, dst.row_stride, run->msg);
-    return end(run, k, &dst, status, 1);
+    status = dl_jpeg_decode_window(input->bytes, input->size, step->scale, &window, dst.channels,
+                                   dst.data, dst.row_stride, run->msg);
+    return end(run, last, &dst, status, consumed);
 }
 
 static int run_convert(dl_run_t *run, int k)
@@ -254,25 +261,16 @@ static int run_random_crop(dl_run_t *run, int k) { return bordered(run, k, 1, DL
 static int run_pad(dl_run_t *run, int k) { return bordered(run, k, 0, run->ops[k].i[4]); }
 static int run_pad_to(dl_run_t *run, int k) { return bordered(run, k, 0, DL_PAD_CONSTANT); }
 
-/* A resize from the logical window (top, left, height, width) of the
- * logical input size, scaled to the actual size of the current image, which
- * a fused decode may have shrunk. */
+/* A resize of the window the plan drew (a JPEG's decode does this itself:
+ * run_decode). */
 static int run_random_resized_crop(dl_run_t *run, int k)
 {
     const dl_step_t *step = &run->steps[k];
-    dl_image_t dst, src = run->current;
+    dl_image_t dst, src = dl_crop_view(run->current, step->top, step->left, step->height,
+                                       step->width);
     int status = begin(run, k, &dst);
-    if (status != DL_OK) return end(run, k, &dst, status, 1);
-    double ry = (double)src.height / step->in.height, rx = (double)src.width / step->in.width;
-    int top = (int)nearbyint(step->top * ry), left = (int)nearbyint(step->left * rx);
-    int h = (int)nearbyint((step->top + step->height) * ry) - top;
-    int w = (int)nearbyint((step->left + step->width) * rx) - left;
-    if (h < 1) h = 1;
-    if (w < 1) w = 1;
-    if (top + h > src.height) top = src.height - h;
-    if (left + w > src.width) left = src.width - w;
-    src = dl_crop_view(src, top, left, h, w);
-    if (dl_resize(src.data, src.row_stride, src.height, src.width, src.channels, dst.data,
+    if (status == DL_OK &&
+        dl_resize(src.data, src.row_stride, src.height, src.width, src.channels, dst.data,
                   dst.row_stride, dst.height, dst.width, run->ops[k].i[2], 1) != 0)
         status = out_of_memory(run);
     return end(run, k, &dst, status, 1);

@@ -4,11 +4,12 @@
  * A chain runs in two passes. The plan pass reads the image header (or the
  * input image's shape), draws every random parameter from the item's own
  * generator in op order, and computes every op's output shape, on the
- * logical (unfused) sizes. The run pass then does the pixel work. Fusion
- * only changes the run pass: a JPEG followed by a downscaling resize (or a
- * random resized crop) is decoded at a DCT scale of 1/2, 1/4 or 1/8 that
- * still covers the target, so the same seed draws the same crops and flips
- * whether or not the chain is fused. Intermediate images live in two
+ * logical (unfused) sizes, and then decides the fusion of a JPEG's decode
+ * with the op after it (dl_plan.c): a crop's window is decoded alone, and,
+ * unless Decode(exact=True), a shrinking resize lets the decode run at a DCT
+ * scale n/8 that still covers its target; the same seed draws the same crops
+ * and flips whether or not the chain is fused. The run pass then does the
+ * pixel work. Intermediate images live in two
  * per-thread scratch buffers; the last op writes straight into the output
  * (an item's slot of a batch buffer, or a new buffer). */
 #ifndef DL_PIPELINE_H

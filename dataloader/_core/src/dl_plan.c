@@ -367,6 +367,113 @@ static dl_shape_t shape_to_hwc(const dl_op_t *op, dl_shape_t in)
 }
 #define plan_to_hwc plan_nothing
 
+/* ---- fusion: what a JPEG's decode does for the ops after it -------------- *
+ * Decided once per item, after every op is planned, on the logical sizes
+ * (so fusion never changes a draw); the run pass follows steps[0]. A
+ * window crop (Crop, CenterCrop, RandomCrop) is decoded as a window, and
+ * so is a RandomResizedCrop's window, which the decode then resizes
+ * itself; a Resize followed by a CenterCrop inside its output resamples
+ * only the outputs the crop keeps, from the window of inputs they read
+ * (dl_fused_resize_part). Unless Decode(exact=True), a decode followed by a shrinking
+ * Resize or RandomResizedCrop runs at the smallest DCT scale n/8 whose
+ * image stays DL_FUSION_MARGIN times the resize's target: the antialiased
+ * resize then averages at least that many scaled pixels per output pixel,
+ * which bounds its difference from the exact chain. A resized crop needs
+ * more (DL_FUSION_MARGIN_CROP times its target as it maps onto the whole
+ * image), as its window's edges move by up to half a scaled pixel when
+ * rounded to the scaled image. docs/transforms.md gives the measured
+ * differences (benchmarks/fusion_error.py). */
+
+#define DL_FUSION_MARGIN 3.0
+#define DL_FUSION_MARGIN_CROP 4.0
+
+/* The smallest DCT scale at which an h x w JPEG still covers `margin` times
+ * target_h x target_w. */
+static int fusion_scale(int h, int w, double margin, double target_h, double target_w)
+{
+    return dl_jpeg_scale_for(h, w, clamp_side((long long)ceil(margin * target_h)),
+                             clamp_side((long long)ceil(margin * target_w)));
+}
+
+dl_resize_part_t dl_fused_resize_part(const dl_step_t *steps)
+{
+    dl_resize_part_t part;
+    dl_jpeg_scaled_size(steps[0].out.height, steps[0].out.width, steps[0].scale, &part.in_h,
+                        &part.in_w);
+    part.out_h = steps[1].out.height;
+    part.out_w = steps[1].out.width;
+    part.source = (dl_window_t){steps[0].top, steps[0].left, steps[0].height, steps[0].width};
+    part.region = (dl_window_t){steps[2].top, steps[2].left, steps[2].out.height,
+                                steps[2].out.width};
+    return part;
+}
+
+static void plan_fusion(const dl_op_t *ops, int n, const dl_chain_input_t *input,
+                        dl_step_t *steps)
+{
+    dl_step_t *decode = &steps[0];
+    const dl_step_t *next = &steps[1];
+    int h = decode->out.height, w = decode->out.width;
+    decode->scale = 8;
+    decode->fused = 0;
+    decode->top = decode->left = 0;
+    decode->height = h;
+    decode->width = w;
+    if (n < 2 || ops[0].kind != DL_OP_DECODE || dl_sniff(input->bytes, input->size) != DL_FMT_JPEG)
+        return;
+    int exact = ops[0].i[3];
+    switch (ops[1].kind) {
+    case DL_OP_CROP: case DL_OP_CENTER_CROP: case DL_OP_RANDOM_CROP:
+        decode->top = next->top;
+        decode->left = next->left;
+        decode->height = next->out.height;
+        decode->width = next->out.width;
+        decode->fused = 1;
+        return;
+    case DL_OP_RESIZE:
+        if (!exact)
+            decode->scale = fusion_scale(h, w, DL_FUSION_MARGIN, next->out.height,
+                                         next->out.width);
+        dl_jpeg_scaled_size(h, w, decode->scale, &decode->height, &decode->width);
+        if (n > 2 && ops[2].kind == DL_OP_CENTER_CROP && steps[2].top >= 0 &&
+            steps[2].left >= 0) {
+            dl_resize_part_t part = dl_fused_resize_part(steps);
+            dl_resize_source(&part, ops[1].i[3], ops[1].i[4]);
+            decode->top = part.source.top;
+            decode->left = part.source.left;
+            decode->height = part.source.height;
+            decode->width = part.source.width;
+            decode->fused = 2;
+        }
+        return;
+    case DL_OP_RANDOM_RESIZED_CROP: {
+        if (!exact) {
+            /* The target is the whole image at the crop's output resolution. */
+            decode->scale = fusion_scale(h, w, DL_FUSION_MARGIN_CROP,
+                                         (double)h * next->out.height / next->height,
+                                         (double)w * next->out.width / next->width);
+        }
+        /* The window's edges, rounded to the scaled image's pixels. */
+        int sh, sw;
+        dl_jpeg_scaled_size(h, w, decode->scale, &sh, &sw);
+        double ry = (double)sh / h, rx = (double)sw / w;
+        int top = (int)nearbyint(next->top * ry), left = (int)nearbyint(next->left * rx);
+        int wh = (int)nearbyint((next->top + next->height) * ry) - top;
+        int ww = (int)nearbyint((next->left + next->width) * rx) - left;
+        wh = wh < 1 ? 1 : wh;
+        ww = ww < 1 ? 1 : ww;
+        decode->top = top + wh > sh ? sh - wh : top;
+        decode->left = left + ww > sw ? sw - ww : left;
+        decode->height = wh;
+        decode->width = ww;
+        decode->fused = 1;
+        return;
+    }
+    default:
+        return;
+    }
+}
+
 /* ---- the passes ----------------------------------------------------------- */
 
 typedef dl_shape_t (*dl_shape_fn)(const dl_op_t *op, dl_shape_t in);
@@ -419,5 +526,6 @@ int dl_plan(const dl_op_t *ops, int n, const dl_chain_input_t *input, uint64_t s
                            dl_op_name(op), dl_describe(&steps[k].out));
         shape = steps[k].out;
     }
+    if (n > 0 && ops[0].kind == DL_OP_DECODE) plan_fusion(ops, n, input, steps);
     return DL_OK;
 }

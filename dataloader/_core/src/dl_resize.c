@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dl_internal.h"
 #include "dl_resize.h"
 
 #include "dl_resize_avx2.h"
@@ -77,27 +78,54 @@ static double dl_lanczos(double x)
     return 0.0;
 }
 
+/* A filter's kernel and its support, stretched by the downscale factor
+ * when antialiasing: what every output sample of one axis shares. */
+typedef struct {
+    double (*fn)(double);
+    double scale, filterscale, support;
+} dl_kernel_t;
+
+static dl_kernel_t dl_kernel(int in_size, int out_size, int filter, int antialias)
+{
+    dl_kernel_t kernel;
+    switch (filter) {
+    case DL_FILTER_BICUBIC: kernel.fn = dl_bicubic; kernel.support = 2.0; break;
+    case DL_FILTER_LANCZOS: kernel.fn = dl_lanczos; kernel.support = 3.0; break;
+    default: kernel.fn = dl_bilinear; kernel.support = 1.0; break;
+    }
+    kernel.filterscale = kernel.scale = (double)in_size / out_size;
+    if (kernel.filterscale < 1.0 || !antialias)
+        kernel.filterscale = 1.0;
+    kernel.support *= kernel.filterscale;
+    return kernel;
+}
+
+/* The input samples output sample xx reads: xmin .. xmin + count - 1. */
+static void dl_bounds(const dl_kernel_t *kernel, int in_size, int xx, int *xmin, int *count)
+{
+    double center = (xx + 0.5) * kernel->scale;
+    int lo = (int)(center - kernel->support + 0.5);
+    int hi = (int)(center + kernel->support + 0.5);
+    if (lo < 0)
+        lo = 0;
+    if (hi > in_size)
+        hi = in_size;
+    *xmin = lo;
+    *count = hi - lo;
+}
+
 /* Fills bounds (first input index and count per output) and fixed-point
  * weights (ksize per output); returns ksize, or -1 on allocation failure. */
 static int dl_coefficients(int in_size, int out_size, int filter, int antialias,
                            int **bounds_out, int32_t **weights_out)
 {
-    double (*fn)(double);
-    double support, scale, filterscale, *k;
+    dl_kernel_t kernel = dl_kernel(in_size, out_size, filter, antialias);
+    double *k;
     int ksize, xx, x;
     int *bounds;
     int32_t *weights;
 
-    switch (filter) {
-    case DL_FILTER_BICUBIC: fn = dl_bicubic; support = 2.0; break;
-    case DL_FILTER_LANCZOS: fn = dl_lanczos; support = 3.0; break;
-    default: fn = dl_bilinear; support = 1.0; break;
-    }
-    filterscale = scale = (double)in_size / out_size;
-    if (filterscale < 1.0 || !antialias)
-        filterscale = 1.0;
-    support = support * filterscale;
-    ksize = (int)ceil(support) * 2 + 1;
+    ksize = (int)ceil(kernel.support) * 2 + 1;
     bounds = malloc(sizeof(int) * 2 * (size_t)out_size);
     weights = malloc(sizeof(int32_t) * (size_t)ksize * (size_t)out_size);
     k = malloc(sizeof(double) * (size_t)ksize);
@@ -108,17 +136,12 @@ static int dl_coefficients(int in_size, int out_size, int filter, int antialias,
         return -1;
     }
     for (xx = 0; xx < out_size; xx++) {
-        double center = (xx + 0.5) * scale;
-        double ww = 0.0, ss = 1.0 / filterscale;
-        int xmin = (int)(center - support + 0.5);
-        int xmax = (int)(center + support + 0.5);
-        if (xmin < 0)
-            xmin = 0;
-        if (xmax > in_size)
-            xmax = in_size;
-        xmax -= xmin;
+        double center = (xx + 0.5) * kernel.scale;
+        double ww = 0.0, ss = 1.0 / kernel.filterscale;
+        int xmin, xmax;
+        dl_bounds(&kernel, in_size, xx, &xmin, &xmax);
         for (x = 0; x < xmax; x++) {
-            double w = fn((x + xmin - center + 0.5) * ss);
+            double w = kernel.fn((x + xmin - center + 0.5) * ss);
             k[x] = w;
             ww += w;
         }
@@ -353,69 +376,138 @@ static int dl_filter_columns(const uint8_t *src, ptrdiff_t src_stride, int rows,
     return status;
 }
 
-static int dl_resize_nearest(const uint8_t *src, ptrdiff_t src_stride, int in_h, int in_w,
-                             int channels, uint8_t *dst, ptrdiff_t dst_stride, int out_h,
-                             int out_w)
+/* Nearest neighbour's input index of each output of one axis, for outputs
+ * first .. first + count - 1, minus `offset`: the source walked with an
+ * accumulated double step from the first sample's centre, as Pillow's
+ * affine scaling does, so a part of the axis gives the whole axis's indices. */
+static void dl_nearest_indices(int in_size, int out_size, int first, int count, int offset,
+                               int *index)
 {
-    double step_x = (double)in_w / out_w, step_y = (double)in_h / out_h;
-    double xo = step_x * 0.5, yo = step_y * 0.5;
-    int x, y, c;
-    int *xin = malloc(sizeof(int) * (size_t)out_w);
-    if (xin == NULL)
-        return -1;
-    for (x = 0; x < out_w; x++) {
-        int xi = xo < 0.0 ? -1 : (int)xo;
-        xin[x] = xi < 0 ? 0 : (xi >= in_w ? in_w - 1 : xi);
-        xo += step_x;
+    double step = (double)in_size / out_size, at = step * 0.5;
+    int x;
+    for (x = 0; x < first + count; x++) {
+        int i = at < 0.0 ? -1 : (int)at;
+        i = i < 0 ? 0 : (i >= in_size ? in_size - 1 : i);
+        if (x >= first)
+            index[x - first] = i - offset;
+        at += step;
     }
-    for (y = 0; y < out_h; y++) {
-        int yi = yo < 0.0 ? -1 : (int)yo;
-        const uint8_t *in;
+}
+
+static int dl_resize_nearest(const uint8_t *src, ptrdiff_t src_stride, int channels,
+                             uint8_t *dst, ptrdiff_t dst_stride, const dl_resize_part_t *part)
+{
+    const dl_window_t *r = &part->region;
+    int x, y, c;
+    int *xin = malloc(sizeof(int) * (size_t)r->width);
+    int *yin = malloc(sizeof(int) * (size_t)r->height);
+    if (xin == NULL || yin == NULL) {
+        free(xin);
+        free(yin);
+        return -1;
+    }
+    dl_nearest_indices(part->in_w, part->out_w, r->left, r->width, part->source.left, xin);
+    dl_nearest_indices(part->in_h, part->out_h, r->top, r->height, part->source.top, yin);
+    for (y = 0; y < r->height; y++) {
+        const uint8_t *in = src + yin[y] * src_stride;
         uint8_t *out = dst + y * dst_stride;
-        yi = yi < 0 ? 0 : (yi >= in_h ? in_h - 1 : yi);
-        in = src + yi * src_stride;
-        for (x = 0; x < out_w; x++)
+        for (x = 0; x < r->width; x++)
             for (c = 0; c < channels; c++)
                 out[x * channels + c] = in[xin[x] * channels + c];
-        yo += step_y;
     }
     free(xin);
+    free(yin);
     return 0;
 }
 
-int dl_resize(const uint8_t *src, ptrdiff_t src_stride, int in_h, int in_w, int channels,
-              uint8_t *dst, ptrdiff_t dst_stride, int out_h, int out_w, int filter,
-              int antialias)
+/* The inputs one axis's outputs first .. first + count - 1 read. */
+static void dl_axis_source(int in_size, int out_size, int filter, int antialias, int first,
+                           int count, int *source_first, int *source_count)
+{
+    int lo, hi, n;
+    if (out_size == in_size) { /* not resampled: each output is its input */
+        *source_first = first;
+        *source_count = count;
+        return;
+    }
+    if (filter == DL_FILTER_NEAREST) {
+        dl_nearest_indices(in_size, out_size, first, 1, 0, &lo);
+        dl_nearest_indices(in_size, out_size, first + count - 1, 1, 0, &hi);
+        *source_first = lo;
+        *source_count = hi + 1 - lo;
+        return;
+    }
+    dl_kernel_t kernel = dl_kernel(in_size, out_size, filter, antialias);
+    dl_bounds(&kernel, in_size, first, &lo, &n);
+    dl_bounds(&kernel, in_size, first + count - 1, &hi, &n);
+    *source_first = lo;
+    *source_count = hi + n - lo;
+}
+
+void dl_resize_source(dl_resize_part_t *part, int filter, int antialias)
+{
+    const dl_window_t *r = &part->region;
+    dl_axis_source(part->in_h, part->out_h, filter, antialias, r->top, r->height,
+                   &part->source.top, &part->source.height);
+    dl_axis_source(part->in_w, part->out_w, filter, antialias, r->left, r->width,
+                   &part->source.left, &part->source.width);
+}
+
+/* Coefficients of one axis for the part's outputs: those of the whole axis
+ * (computed whole, so every weight is the whole resize's), from output
+ * `first` on, with input indices counted from `offset`. */
+static int dl_part_coefficients(int in_size, int out_size, int filter, int antialias, int first,
+                                int count, int offset, int **bounds, int32_t **weights)
+{
+    int ksize = dl_coefficients(in_size, out_size, filter, antialias, bounds, weights);
+    if (ksize < 0)
+        return -1;
+    memmove(*bounds, *bounds + 2 * (ptrdiff_t)first, sizeof(int) * 2 * (size_t)count);
+    memmove(*weights, *weights + (ptrdiff_t)first * ksize,
+            sizeof(int32_t) * (size_t)ksize * (size_t)count);
+    for (int i = 0; i < count; i++)
+        (*bounds)[2 * i] -= offset;
+    return ksize;
+}
+
+int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8_t *dst,
+                   ptrdiff_t dst_stride, const dl_resize_part_t *part, int filter, int antialias)
 {
     int *hb = NULL, *vb = NULL;
     int32_t *hw = NULL, *vw = NULL;
     uint8_t *tmp = NULL;
+    const dl_window_t *source = &part->source, *r = &part->region;
+    int in_w = source->width, out_h = r->height, out_w = r->width;
     int hk = 0, vk = 0, status = -1, y, first, last;
-    int need_h = out_w != in_w, need_v = out_h != in_h;
+    /* Which passes run, and in which order, follow the whole resize. */
+    int need_h = part->out_w != part->in_w, need_v = part->out_h != part->in_h;
 
     if (filter == DL_FILTER_NEAREST)
-        return dl_resize_nearest(src, src_stride, in_h, in_w, channels, dst, dst_stride, out_h,
-                                 out_w);
+        return dl_resize_nearest(src, src_stride, channels, dst, dst_stride, part);
     if (!need_h && !need_v) {
         for (y = 0; y < out_h; y++)
-            memcpy(dst + y * dst_stride, src + y * src_stride, (size_t)out_w * channels);
+            memcpy(dst + y * dst_stride, src + (r->top - source->top + y) * src_stride +
+                   (ptrdiff_t)(r->left - source->left) * channels, (size_t)out_w * channels);
         return 0;
     }
-    if (need_h && (hk = dl_coefficients(in_w, out_w, filter, antialias, &hb, &hw)) < 0)
+    if (need_h && (hk = dl_part_coefficients(part->in_w, part->out_w, filter, antialias, r->left,
+                                             out_w, source->left, &hb, &hw)) < 0)
         goto done;
     if (!need_v) {
-        status = dl_filter_columns(src, src_stride, in_h, in_w, channels, dst, dst_stride, out_w,
-                                   hk, hb, hw);
+        status = dl_filter_columns(src + (r->top - source->top) * src_stride, src_stride, out_h,
+                                   in_w, channels, dst, dst_stride, out_w, hk, hb, hw);
         goto done;
     }
-    if ((vk = dl_coefficients(in_h, out_h, filter, antialias, &vb, &vw)) < 0)
+    if ((vk = dl_part_coefficients(part->in_h, part->out_h, filter, antialias, r->top, out_h,
+                                   source->top, &vb, &vw)) < 0)
         goto done;
     if (!need_h) {
-        status = dl_filter_rows_any(src, src_stride, (ptrdiff_t)out_w * channels, dst, dst_stride,
+        status = dl_filter_rows_any(src + (ptrdiff_t)(r->left - source->left) * channels,
+                                    src_stride, (ptrdiff_t)out_w * channels, dst, dst_stride,
                                     out_h, vk, vb, vw);
         goto done;
     }
-    if (out_h < in_h && out_w > in_w) {
+    if (part->out_h < part->in_h && part->out_w > part->in_w) {
         tmp = malloc((size_t)out_h * in_w * channels);
         if (tmp == NULL)
             goto done;
@@ -446,4 +538,13 @@ done:
     free(vw);
     free(tmp);
     return status;
+}
+
+int dl_resize(const uint8_t *src, ptrdiff_t src_stride, int in_h, int in_w, int channels,
+              uint8_t *dst, ptrdiff_t dst_stride, int out_h, int out_w, int filter,
+              int antialias)
+{
+    dl_resize_part_t whole = {in_h, in_w, out_h, out_w, {0, 0, in_h, in_w},
+                              {0, 0, out_h, out_w}};
+    return dl_resize_part(src, src_stride, channels, dst, dst_stride, &whole, filter, antialias);
 }
