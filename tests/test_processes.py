@@ -260,10 +260,11 @@ def test_image_batches_cross_as_image_batches():
     assert np.asarray(batches[1])[:, 0, 0, 0].tolist() == [4, 5, 6, 7]
 
 
-def test_spawn_pickles_the_dataset_and_names_what_cannot_be():
-    with process_loader(Squares(8), batch_size=4, multiprocessing_context="spawn") as loader:
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_spawn_and_forkserver_pickle_the_dataset_and_name_what_cannot_be(method):
+    with process_loader(Squares(8), batch_size=4, multiprocessing_context=method) as loader:
         assert [batch["y"].tolist() for batch in loader] == [[0, 1, 4, 9], [16, 25, 36, 49]]
-    loader = process_loader(Squares(8), batch_size=4, multiprocessing_context="spawn",
+    loader = process_loader(Squares(8), batch_size=4, multiprocessing_context=method,
                             collate_fn=lambda items: items)
     with pytest.raises(TypeError, match=r"collate_fn .*cannot be pickled"):
         iter(loader)
@@ -322,7 +323,10 @@ def test_process_workers_refuse_streams_and_bad_worker_types():
         DataLoader(Squares(), worker_type="processes")
 
 
-def test_create_and_destroy_leaves_no_process_descriptor_or_segment():
+@pytest.mark.parametrize("cycles", [
+    100, pytest.param(1000, marks=pytest.mark.soak, id="1000"),
+])
+def test_create_and_destroy_leaves_no_process_descriptor_or_segment(cycles):
     def census():
         children = subprocess.run(["ps", "--ppid", str(os.getpid()), "-o", "pid="],
                                   capture_output=True, text=True, check=True).stdout.split()
@@ -331,7 +335,7 @@ def test_create_and_destroy_leaves_no_process_descriptor_or_segment():
     for _ in range(3):  # warm up: imports, lazily opened descriptors
         list(process_loader(Squares(8), batch_size=4, num_workers=1))
     before = census()
-    for cycle in range(100):
+    for cycle in range(cycles):
         loader = process_loader(Squares(8), batch_size=4, num_workers=1,
                                 persistent_workers=bool(cycle % 2))
         batches = list(loader)
