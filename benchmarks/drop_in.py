@@ -13,7 +13,8 @@ each loaded by torch's ``DataLoader`` (2 worker processes) and by ours with
 * ``numpy_work``  -- crop, flip and normalise a 128x128 image in numpy;
 * ``in_memory``   -- the item is its index.
 
-For each: items/s over 3 epochs after a warm-up (persistent workers for
+For each (the median of ``--rounds`` runs, the loaders' order alternating
+between rounds): items/s over 3 epochs after a warm-up (persistent workers for
 both, torch's best; each batch read page by page, as a training step
 would), the first batch of a fresh loader (construction, ``iter`` and the
 first ``next``), and the largest summed PSS of the main process and its
@@ -35,6 +36,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from images import pss_kib
 
 from dataloader._cli.measure import Indices, print_table, write_json
 
@@ -90,16 +92,6 @@ def make_loader(loader: str, dataset):
                       worker_type=worker_type)
 
 
-def _pss_kib(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 def _family(pid: int) -> list[int]:
     children = Path(f"/proc/{pid}/task/{pid}/children")
     found = [pid]
@@ -122,7 +114,7 @@ class PeakPss:
 
     def _sample(self) -> None:
         while not self._stop.wait(0.02):
-            total = sum(_pss_kib(pid) for pid in _family(os.getpid()))
+            total = sum(pss_kib(pid) for pid in _family(os.getpid()))
             self.peak_kib = max(self.peak_kib, total)
 
     def stop(self) -> float:
@@ -164,6 +156,13 @@ def run_child(workload: str, loader_name: str, root: Path) -> dict:
             "peak_pss_mib": pss_mib, "worker_type": chosen}
 
 
+def _median(runs: list[dict]) -> dict:
+    """Each figure's median over the runs (the worker type is the same in all)."""
+    return {key: (float(np.median([run[key] for run in runs]))
+                  if isinstance(runs[0][key], float) else runs[0][key])
+            for key in runs[0]}
+
+
 def run_fresh(workload: str, loader: str, root: Path) -> dict:
     command = [sys.executable, __file__, "--child", workload, loader, str(root)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -177,6 +176,7 @@ def main() -> None:
     parser.add_argument("--child", nargs=3, metavar=("WORKLOAD", "LOADER", "ROOT"))
     parser.add_argument("--workloads", default="pillow,pure_python,numpy_work,in_memory")
     parser.add_argument("--images", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
     options = parser.parse_args()
     if options.child:
         workload, loader, root = options.child
@@ -188,7 +188,13 @@ def main() -> None:
     load = os.getloadavg()[0]
     rows, results = [], {}
     for workload in options.workloads.split(","):
-        figures = {loader: run_fresh(workload, loader, root) for loader in LOADERS}
+        # Rounds alternate the loaders' order; each figure is the median.
+        runs: dict[str, list[dict]] = {loader: [] for loader in LOADERS}
+        for round_ in range(options.rounds):
+            order = LOADERS if round_ % 2 == 0 else LOADERS[::-1]
+            for loader in order:
+                runs[loader].append(run_fresh(workload, loader, root))
+        figures = {loader: _median(found) for loader, found in runs.items()}
         results[workload] = figures
         torch = figures["torch"]
         for loader in LOADERS:

@@ -208,7 +208,7 @@ def _status_kib(pid: int, field: str) -> int:
     return 0
 
 
-def _pss_kib(pid: int) -> int:
+def pss_kib(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
             if line.startswith("Pss:"):
@@ -264,7 +264,7 @@ def run_child(library: str, chain: str, root: Path, repeats: int) -> dict:
         seconds.append(time.perf_counter() - start)
     cpu = sum(_cpu_seconds(pid) for pid in pids) - cpu_start
     worker_peaks_kib = [_status_kib(pid, "VmHWM") for pid in workers]
-    pss_kib = sum(_pss_kib(pid) for pid in pids)
+    pss_total_kib = sum(pss_kib(pid) for pid in pids)
     main_kib = _status_kib(os.getpid(), "VmHWM")
     close = getattr(loader, "close", None)
     if close is not None:
@@ -275,7 +275,7 @@ def run_child(library: str, chain: str, root: Path, repeats: int) -> dict:
         "peak_rss_mib": (main_kib + sum(worker_peaks_kib)) / 1024,
         "main_peak_rss_mib": main_kib / 1024,
         "worker_peak_rss_mib": [kib / 1024 for kib in worker_peaks_kib],
-        "pss_at_end_mib": pss_kib / 1024,
+        "pss_at_end_mib": pss_total_kib / 1024,
         "baseline_rss_mib": baseline_kib / 1024,
     }
 

@@ -12,7 +12,9 @@ consumer's side, no segment created per batch, and nothing in
 Which slot a worker fills is the consumer's choice: it hands out a free
 slot with every batch it asks for, and a slot becomes free again when the
 batch read from it is released -- when the last array viewing it is
-garbage collected, as ``ImageCollator``'s pooled buffers are recycled.
+garbage collected, as ``ImageCollator``'s pooled buffers are recycled. Its
+pages are then returned to the system (``MADV_REMOVE``): memory lives as
+long as the batches in it, the file and its mappings as long as the worker.
 
 numpy arrays, ``Image`` / ``ImageBatch`` and CPU torch tensors are sent out
 of band; anything else picklable is pickled with the batch.
@@ -219,7 +221,7 @@ class SlotReader:
         # One array per batch holds the slot: every buffer handed to the
         # unpickler is a view of it, so it dies with the batch's last array.
         lease = np.frombuffer(mapping, np.uint8, count=end) if end else np.empty(0, np.uint8)
-        weakref.finalize(lease, release)
+        weakref.finalize(lease, _release, mapping, release)
         whole = memoryview(lease)
         buffers = [whole[start:start + nbytes] for start, nbytes in packed.layout]
         del whole, lease
@@ -229,6 +231,19 @@ class SlotReader:
         """Drop the mappings of ``worker``'s slots (views still in use keep theirs)."""
         for key in [key for key in self._mappings if key[0] == worker]:
             del self._mappings[key]
+
+
+def _release(mapping: mmap.mmap, release: Callable[[], None]) -> None:
+    """A slot's batch is gone: its pages go back to the system, then the slot to its worker.
+
+    Batch memory then lasts as long as the batch, as a segment per batch
+    would; the slot's next batch faults fresh pages in, as a new segment's.
+    """
+    try:
+        mapping.madvise(mmap.MADV_REMOVE)
+    except (OSError, ValueError):
+        pass  # unmapped meanwhile, or a kernel without it for this file: pages stay
+    release()
 
 
 class _BatchPickler(pickle.Pickler):
