@@ -18,8 +18,10 @@ creation, 1 warm-up + 5 timed runs, median):
   this client and server on this machine. torch takes about 10 s per epoch
   here, so it is timed once after its warm-up.
 
-torch runs with fresh workers each epoch and with ``persistent_workers=True``;
-ratios are against torch's best. Run ``python benchmarks/compare_torch.py``.
+Ours runs worker threads (``worker_type="thread"``: the threaded path;
+``drop_in.py`` compares the default choice); torch runs with fresh workers
+each epoch and with ``persistent_workers=True``; ratios are against
+torch's best. Run ``python benchmarks/compare_torch.py``.
 """
 
 from __future__ import annotations
@@ -192,7 +194,8 @@ def loaders(dataset, ours_extra: dict):
     import torch.utils.data
 
     def ours():
-        return DataLoader(dataset, batch_size=BATCH_SIZE, num_workers=NUM_WORKERS, **ours_extra)
+        return DataLoader(dataset, batch_size=BATCH_SIZE, num_workers=NUM_WORKERS,
+                          worker_type="thread", **ours_extra)
 
     def torch_fresh():
         return torch.utils.data.DataLoader(dataset, batch_size=BATCH_SIZE, num_workers=NUM_WORKERS)

@@ -46,7 +46,8 @@ def best_rates(repeats: int) -> dict[int, float]:
     The two loaders' epochs alternate, so that both see the same load on a
     shared machine.
     """
-    loaders = {workers: DataLoader(PurePython(), batch_size=32, num_workers=workers)
+    loaders = {workers: DataLoader(PurePython(), batch_size=32, num_workers=workers,
+                                   worker_type="thread")
                for workers in (1, 2)}
     best = {workers: float("inf") for workers in loaders}
     for _ in range(repeats):

@@ -309,6 +309,7 @@ def test_auto_chooses_processes_for_python_work_and_threads_otherwise():
     native = Compose([Decode(), Resize(8)])
     assert DataLoader(Squares(), num_workers=2, transform=native).worker_type == "thread"
     assert DataLoader(Squares(), num_workers=0).worker_type == "thread"
+    assert DataLoader(Squares(), num_workers=2, item_concurrency=4).worker_type == "thread"
     assert DataLoader(Squares(), num_workers=2, worker_type="thread").worker_type == "thread"
 
 

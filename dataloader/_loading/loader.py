@@ -355,8 +355,9 @@ class DataLoader(Generic[T_co]):
         'thread'
         """
         return resolve_worker_type(self._requested_worker_type, self.dataset,
-                                   num_workers=self.num_workers, transform=self.transform,
-                                   collate_fn=self.collate_fn)
+                                   num_workers=self.num_workers,
+                                   item_concurrency=self.item_concurrency,
+                                   transform=self.transform, collate_fn=self.collate_fn)
 
     @property
     def _threaded(self) -> bool:

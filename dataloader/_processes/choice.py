@@ -11,7 +11,8 @@ order:
 1. ``num_workers=0`` -- no workers: batches load on the calling thread;
 2. a free-threaded build -- threads (Python code runs in parallel on them);
 3. an iterable-style or async dataset -- threads (worker processes run
-   map-style datasets);
+   map-style datasets); and ``item_concurrency > 1``, which says the items
+   wait on I/O, as threads do best;
 4. native work -- threads: a native transform chain (the loader's, or the
    dataset's own ``transform``), or a collate function that assembles
    batches natively (``ImageCollator``);
@@ -59,13 +60,14 @@ def check_worker_type(worker_type: Any) -> None:
 
 
 def resolve_worker_type(requested: str, dataset: Any, *, num_workers: int,
-                        transform: Any = None, collate_fn: Any = None) -> str:
+                        item_concurrency: int = 1, transform: Any = None,
+                        collate_fn: Any = None) -> str:
     """``"thread"`` or ``"process"``: ``requested``, or what ``"auto"`` chooses (see above)."""
     if requested != "auto":
         return requested
     if num_workers == 0 or free_threaded():
         return "thread"
-    if is_iterable_style(dataset) or is_async_dataset(dataset):
+    if is_iterable_style(dataset) or is_async_dataset(dataset) or item_concurrency > 1:
         return "thread"
     if _native_work(dataset, transform, collate_fn) or _in_memory(dataset):
         return "thread"
