@@ -22,6 +22,7 @@ from dataloader.transforms import (
     ToChw,
     ToFloat,
     ToGray,
+    ToHwc,
     ToRgba,
 )
 
@@ -45,11 +46,13 @@ def pixels(data):
 
 
 def assert_tail_equal(head, tail, data, seed):
-    """The chain head + tail against head, then tail as a second pass."""
+    """The chain head + tail against head, then tail as a second pass, and against the
+    chain with ToHwc() before the tail (a no-op on HWC that keeps the tail a pass of its own)."""
     fused = pixels(Compose(head + tail)(data, seed=seed))
     unfused = pixels(Compose(tail)(np.array(pixels(Compose(head)(data, seed=seed)))))
     assert fused.dtype == unfused.dtype == np.float32 and fused.shape == unfused.shape
     np.testing.assert_array_equal(fused, unfused)
+    np.testing.assert_array_equal(fused, pixels(Compose([*head, ToHwc(), *tail])(data, seed=seed)))
 
 
 @pytest.fixture(params=[True, False], ids=["vectorised", "portable"])

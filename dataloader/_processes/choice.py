@@ -13,8 +13,9 @@ order:
 3. an iterable-style or async dataset -- threads (worker processes run
    map-style datasets);
 4. native work -- threads: a native transform chain (the loader's, or the
-   dataset's own ``transform``), or a collate function that assembles
-   batches natively (``ImageCollator``);
+   dataset's own ``transform``, which the loader runs itself when the
+   dataset offers ``raw_item``: ``plugins.item_source``), or a collate
+   function that assembles batches natively (``ImageCollator``);
 5. items already in memory -- threads: a list, tuple, numpy array or
    ``TensorDataset`` does microseconds of work per item, less than a
    process would spend receiving its request and sending the batch back;

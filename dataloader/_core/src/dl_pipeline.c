@@ -169,10 +169,10 @@ static void normalize_params(const dl_op_t *op, float *mean, float *std)
     }
 }
 
-/* The float tail of step k (steps[k].tail value ops after op `first` - 1),
- * as a sink writing the chain's output `dst`: each channel's table is the
- * tail's own kernels run on the 256 values a uint8 sample can take, so the
- * fused output is the unfused chain's, value for value. */
+/* The float tail, ops first .. first + tail - 1 (none: NULL), as a sink
+ * writing the chain's output `dst`: each channel's table is the tail's own
+ * kernels run on the 256 values a uint8 sample can take, so the fused
+ * output is the unfused chain's, value for value. */
 static const dl_float_sink_t *float_sink(dl_run_t *run, int first, int tail,
                                          const dl_image_t *dst, dl_float_sink_t *sink)
 {
