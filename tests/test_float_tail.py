@@ -37,8 +37,9 @@ TAILS = {
     "chw-float-normalize": [ToChw(), ToFloat(), Normalize(MEAN, STD)],
     "twice": [ToFloat(), Normalize(MEAN, STD), Normalize(0.5, 2.0), ToChw()],
 }
-# Sizes that shrink and grow each side, and a resize that keeps one side.
-SIZES = [(64, 90), (23, 31), (40, 17), (120, 150)]
+# Sizes that shrink or grow both sides or one side each (the two orders of
+# the passes), and below, sizes that keep one side or both.
+SIZES = [(64, 90), (23, 31), (40, 17), (120, 150), (30, 100), (100, 30)]
 
 
 def pixels(data):

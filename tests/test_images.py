@@ -174,14 +174,16 @@ def folder_epochs(loader, n=2):
 
 
 @pytest.mark.parametrize("collate", ["images", "default"])
-@pytest.mark.parametrize("workers", [(0, "thread"), (2, "thread"), (2, "process")],
-                         ids=["direct", "threads", "processes"])
+@pytest.mark.parametrize("workers", [(0, "thread", 1), (2, "thread", 1), (2, "thread", 3),
+                                     (2, "process", 1)],
+                         ids=["direct", "threads", "lanes", "processes"])
 def test_a_folders_own_chain_gives_the_loaders_batches(folder, collate, workers):
-    num_workers, worker_type = workers
+    num_workers, worker_type, lanes = workers
 
     def loader(dataset, transform=None):
         return DataLoader(dataset, batch_size=4, shuffle=True, seed=23, transform=transform,
                           num_workers=num_workers, worker_type=worker_type,
+                          item_concurrency=lanes,
                           collate_fn=ImageCollator() if collate == "images" else None)
 
     own, given = loader(ImageFolder(folder, transform=TRAIN)), loader(ImageFolder(folder), TRAIN)

@@ -25,7 +25,11 @@
  *    horizontal pass for 3 and 4 channels works in place on pairs of taps of
  *    two rows at a time (dl_filter_columns_avx2), with each 22-bit weight
  *    split into two 16-bit halves so that the sums stay exact.
- * dl_resize_vectorised switches between them, for tests. */
+ * dl_resize_vectorised switches between them, for tests.
+ *
+ * The last pass writes uint8 rows, or, when a chain's float tail is fused in
+ * (dl_float_sink_t), a few rows at a time into a strip that each row leaves
+ * at once as float32 through the tail's tables (dl_emit). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
