@@ -69,6 +69,7 @@ from dataloader.transforms import (
     Compose,
     Decode,
     Normalize,
+    RandomHFlip,
     RandomResizedCrop,
     Resize,
     ToChw,
@@ -246,6 +247,8 @@ def float_tail_chains(jpeg, pixels):
                                                          jpeg),
         "decode JPEG + Resize(256) + CenterCrop(224) + tail": (
             [Decode(), Resize(256), CenterCrop(SIZE)], jpeg),
+        "decode JPEG + RandomResizedCrop(224) + RandomHFlip() + tail": (
+            [Decode(), RandomResizedCrop(SIZE), RandomHFlip()], jpeg),
     }
 
 
@@ -279,7 +282,7 @@ def float_tail_main(args, pixels, jpeg):
     print(f"float tail: {info['cpus']} CPUs, load average {load_before} -> "
           f"{info['load_average'][1]}; ms per image, 1 thread / 2 threads")
     for row in rows:
-        print(f"{row['operation']:52} fused {row['fused_ms'][0]:.3f} / {row['fused_ms'][1]:.3f}"
+        print(f"{row['operation']:62} fused {row['fused_ms'][0]:.3f} / {row['fused_ms'][1]:.3f}"
               f"  unfused {row['unfused_ms'][0]:.3f} / {row['unfused_ms'][1]:.3f}"
               f"  speed-up {row['speedup'][0]:.2f}x / {row['speedup'][1]:.2f}x")
     FLOAT_TAIL_RESULTS.parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,9 @@ from dataloader.transforms import (
     Compose,
     Crop,
     Decode,
+    HFlip,
     Normalize,
+    RandomHFlip,
     RandomResizedCrop,
     Resize,
     ToChw,
@@ -24,6 +26,7 @@ from dataloader.transforms import (
     ToGray,
     ToHwc,
     ToRgba,
+    VFlip,
 )
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -36,6 +39,10 @@ TAILS = {
     "normalize": [Normalize(MEAN, STD)],
     "chw-float-normalize": [ToChw(), ToFloat(), Normalize(MEAN, STD)],
     "twice": [ToFloat(), Normalize(MEAN, STD), Normalize(0.5, 2.0), ToChw()],
+    "hflip-float-normalize-chw": [HFlip(), ToFloat(), Normalize(MEAN, STD), ToChw()],
+    "vflip-hflip-float": [VFlip(), ToFloat(), HFlip()],
+    "flipped-back": [RandomHFlip(p=1.0), Normalize(MEAN, STD), HFlip(), VFlip(), ToChw()],
+    "no-flip": [RandomHFlip(p=0.0), ToFloat(), ToChw()],
 }
 # Sizes that shrink or grow both sides or one side each (the two orders of
 # the passes), and below, sizes that keep one side or both.
@@ -79,6 +86,26 @@ def test_a_random_resized_crops_float_tail_equals_the_separate_pass(passes, inte
         head = [RandomResizedCrop(size, interpolation=interpolation)]
         for seed in range(6):
             assert_tail_equal(head, TAILS["float-normalize-chw"], image, seed)
+
+
+@pytest.mark.parametrize("interpolation", FILTERS)
+def test_a_random_flip_in_the_tail_flips_the_items_it_draws(passes, interpolation):
+    """torchvision's training chain: the draw is the chain's, with or without the fusion."""
+    image = natural_image(61, 83, seed=5)
+    data = encode(image, "JPEG", quality=90)
+    tail = [RandomHFlip(), ToFloat(), Normalize(MEAN, STD), ToChw()]
+    flipped = set()
+    for source in (image, data):
+        head = [Decode("RGB")] if source is data else []
+        head.append(RandomResizedCrop(32, interpolation=interpolation))
+        for seed in range(12):
+            fused = pixels(Compose(head + tail)(source, seed=seed))
+            unfused = pixels(Compose([*head, ToHwc(), *tail])(source, seed=seed))
+            np.testing.assert_array_equal(fused, unfused)
+            plain = pixels(Compose([*head, ToHwc(), *tail[1:]])(source, seed=seed))
+            flipped.add(bool(np.array_equal(fused, plain[:, :, ::-1])))
+            assert np.array_equal(fused, plain) or np.array_equal(fused, plain[:, :, ::-1])
+    assert flipped == {True, False}
 
 
 @pytest.mark.parametrize("interpolation", FILTERS)

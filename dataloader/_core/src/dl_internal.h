@@ -50,17 +50,18 @@ typedef struct {
 void dl_resize_source(dl_resize_part_t *part, int filter, int antialias);
 
 /* Where a resize's outputs go when a chain's float tail (ToFloat,
- * Normalize, ToChw after it) is fused into its last pass: each output row,
- * rounded to uint8 as the unfused resize rounds it, is converted at once
- * through `lut` (sample v of channel c becomes lut[c][v], the tail's value
- * for it) into float32 at `data`: HWC rows `row_stride` bytes apart, or,
- * with `chw`, planes of the region's size. No uint8 image is
- * made; rows pass through a strip of a few rows that stays in cache. */
+ * Normalize, ToChw, flips after it) is fused into its last pass: each
+ * output row, rounded to uint8 as the unfused resize rounds it, is converted
+ * at once through `lut` (sample v of channel c becomes lut[c][v], the tail's
+ * value for it) into float32 at `data`: HWC rows `row_stride` bytes apart,
+ * or, with `chw`, planes of the region's size; mirrored left to right with
+ * `flip_x`, top to bottom with `flip_y`. No uint8 image is made; rows pass
+ * through a strip of a few rows that stays in cache. */
 typedef struct {
     float lut[4][256];
     uint8_t *data;
     ptrdiff_t row_stride;
-    int chw;
+    int chw, flip_x, flip_y;
 } dl_float_sink_t;
 
 /* Resamples part->source (src, `src_stride` bytes a row) into part->region:

@@ -172,13 +172,21 @@ static void normalize_params(const dl_op_t *op, float *mean, float *std)
 /* The float tail, ops first .. first + tail - 1 (none: NULL), as a sink
  * writing the chain's output `dst`: each channel's table is the tail's own
  * kernels run on the 256 values a uint8 sample can take, so the fused
- * output is the unfused chain's, value for value. */
+ * output is the unfused chain's, value for value; the flips that apply to
+ * this item compose into one mirror per axis. */
 static const dl_float_sink_t *float_sink(dl_run_t *run, int first, int tail,
                                          const dl_image_t *dst, dl_float_sink_t *sink)
 {
     uint8_t ramp[256];
     float mean[4], std[4];
     if (tail == 0) return NULL;
+    sink->flip_x = sink->flip_y = 0;
+    for (int k = first; k < first + tail; k++) {
+        const dl_op_t *op = &run->ops[k];
+        int flips = op->kind == DL_OP_FLIP || (op->kind == DL_OP_RANDOM_FLIP && run->steps[k].apply);
+        if (flips && op->i[0]) sink->flip_x ^= 1;
+        else if (flips) sink->flip_y ^= 1;
+    }
     for (int v = 0; v < 256; v++) ramp[v] = (uint8_t)v;
     for (int c = 0; c < dst->channels; c++) {
         int is_float = 0;

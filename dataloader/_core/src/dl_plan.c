@@ -475,15 +475,16 @@ static void plan_fusion(const dl_op_t *ops, int n, const dl_chain_input_t *input
 }
 
 /* ---- fusion: a float tail written by the last resampling pass ------------ *
- * When a chain ends in value ops (ToFloat, Normalize, ToChw; at least one
- * making floats) right after an op whose pass resamples (Resize,
+ * When a chain ends in value ops (ToFloat, Normalize, ToChw, and flips;
+ * the output float32) right after an op whose pass resamples (Resize,
  * RandomResizedCrop, or a JPEG's decode doing their work), that pass writes
- * the tail's float32 output itself (dl_float_sink_t): no uint8 image and no
- * pass over it. Every value op maps each uint8 sample on its own, so the
- * output is the unfused chain's. */
+ * the tail's output itself (dl_float_sink_t): no uint8 image and no pass
+ * over it. Every value op maps each uint8 sample on its own and a flip only
+ * moves it, so the output is the unfused chain's. */
 static int is_tail_op(int kind)
 {
-    return kind == DL_OP_TO_FLOAT || kind == DL_OP_NORMALIZE || kind == DL_OP_TO_CHW;
+    return kind == DL_OP_TO_FLOAT || kind == DL_OP_NORMALIZE || kind == DL_OP_TO_CHW ||
+           kind == DL_OP_FLIP || kind == DL_OP_RANDOM_FLIP;
 }
 
 static void plan_float_tail(const dl_op_t *ops, int n, dl_step_t *steps)

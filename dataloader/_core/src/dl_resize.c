@@ -506,21 +506,26 @@ static int dl_emit(const dl_last_pass_t *p, int out_h, uint8_t *dst, ptrdiff_t d
     uint8_t *strip = malloc((size_t)(STRIP * line));
     if (strip == NULL)
         return -1;
+    /* Output column x goes to x_first + x * x_step (mirrored with flip_x). */
+    ptrdiff_t x_first = sink->flip_x ? p->out_w - 1 : 0, x_step = sink->flip_x ? -1 : 1;
     for (y0 = 0; status == 0 && y0 < out_h; y0 += STRIP) {
         n = out_h - y0 < STRIP ? out_h - y0 : STRIP;
         status = dl_last_pass(p, y0, n, strip, line);
         for (y = 0; status == 0 && y < n; y++) {
             const uint8_t *in = strip + y * line;
+            int row = sink->flip_y ? out_h - 1 - (y0 + y) : y0 + y;
             if (sink->chw) {
-                float *out = (float *)sink->data + (ptrdiff_t)(y0 + y) * p->out_w;
+                float *out = (float *)sink->data + (ptrdiff_t)row * p->out_w + x_first;
                 for (c = 0; c < p->channels; c++)
                     for (x = 0; x < p->out_w; x++)
-                        out[c * plane + x] = sink->lut[c][in[x * p->channels + c]];
+                        out[c * plane + x * x_step] = sink->lut[c][in[x * p->channels + c]];
             } else {
-                float *out = (float *)(sink->data + (y0 + y) * sink->row_stride);
+                float *out = (float *)(sink->data + row * sink->row_stride) +
+                             x_first * p->channels;
                 for (x = 0; x < p->out_w; x++)
                     for (c = 0; c < p->channels; c++)
-                        out[x * p->channels + c] = sink->lut[c][in[x * p->channels + c]];
+                        out[x * x_step * p->channels + c] =
+                            sink->lut[c][in[x * p->channels + c]];
             }
         }
     }
