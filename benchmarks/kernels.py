@@ -13,12 +13,22 @@ to the whole decoded image, in the same run.  Prints a table, our speed
 against Pillow-SIMD and simplejpeg and the window decode's against the whole
 decode, and writes ``benchmarks/results/kernels.json``.
 
+``--float-tail`` runs only a focused comparison instead: chains ending in
+``ToFloat(), Normalize(...), ToChw()`` after a resize, whose last resize pass
+writes the normalised float32 CHW output itself, against the same chains
+with ``ToHwc()`` before the tail (a no-op on an HWC image that keeps the tail
+a separate pass over the uint8 image, as before the fusion), each item
+written into its slot of a batch buffer as the loader's fused path does; in
+the same run, alternating, with the load average before and after. It
+writes ``benchmarks/results/float_tail.json``.
+
 Pillow-SIMD replaces Pillow, so it runs in a subprocess of the interpreter
 given by ``--pillow-simd`` (default: ``$PILLOW_SIMD_PYTHON``, else
 ``.venv-pillow-simd/bin/python``, which ``make pillow-simd`` creates); it is
 left out, with a notice, when there is none.
 
 Run: ``.venv/bin/python benchmarks/kernels.py [--quick] [--rounds N] [--pillow-simd PYTHON]``
+or ``.venv/bin/python benchmarks/kernels.py --float-tail [--rounds N]``
 """
 
 import argparse
@@ -51,8 +61,21 @@ from PIL import Image as PILImage
 
 import dataloader
 from dataloader import kernels
+from dataloader._images.chains import compile_chain
 from dataloader._images.samples import synthetic_image
-from dataloader.transforms import CenterCrop, Compose, Decode, RandomResizedCrop, Resize
+from dataloader.kernels import ImageBatch
+from dataloader.transforms import (
+    CenterCrop,
+    Compose,
+    Decode,
+    Normalize,
+    RandomHFlip,
+    RandomResizedCrop,
+    Resize,
+    ToChw,
+    ToFloat,
+    ToHwc,
+)
 
 try:
     import simplejpeg
@@ -64,6 +87,8 @@ except ImportError:
     cv2 = None
 
 RESULTS = Path(__file__).parent / "results" / "kernels.json"
+FLOAT_TAIL_RESULTS = Path(__file__).parent / "results" / "float_tail.json"
+TAIL = [ToFloat(), Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)), ToChw()]
 PILLOW_SIMD_VENV = Path(__file__).resolve().parent.parent / ".venv-pillow-simd" / "bin" / "python"
 
 
@@ -213,6 +238,58 @@ def ratio_lines(results):
     return lines
 
 
+def float_tail_chains(jpeg, pixels):
+    """{operation: (head, input)}: the ops before the float tail, and what they take."""
+    return {
+        "RandomResizedCrop(224) + tail, 500x375 array": ([RandomResizedCrop(SIZE)], pixels),
+        "Resize((224, 224)) + tail, 500x375 array": ([Resize(SIZE)], pixels),
+        "decode JPEG + RandomResizedCrop(224) + tail": ([Decode(), RandomResizedCrop(SIZE)],
+                                                         jpeg),
+        "decode JPEG + Resize(256) + CenterCrop(224) + tail": (
+            [Decode(), Resize(256), CenterCrop(SIZE)], jpeg),
+        "decode JPEG + RandomResizedCrop(224) + RandomHFlip() + tail": (
+            [Decode(), RandomResizedCrop(SIZE), RandomHFlip()], jpeg),
+    }
+
+
+def float_tail(jpeg, pixels, count, repeats, rounds):
+    """Fused against unfused float tails: ms per image on 1 and 2 threads, best of rounds."""
+    batch = ImageBatch(count, *SIZE, channels=3, dtype="float32")
+    best = {}
+    for _ in range(rounds):
+        for operation, (head, data) in float_tail_chains(jpeg, pixels).items():
+            for kind, ops in (("fused", head + TAIL), ("unfused", [*head, ToHwc(), *TAIL])):
+                chain = compile_chain(Compose(ops))
+                times = per_image_seconds(
+                    lambda seed, chain=chain, data=data: chain.apply_into(
+                        data, seed, batch, seed), list(range(count)), repeats)
+                earlier = best.get((operation, kind), times)
+                best[(operation, kind)] = [min(a, b) for a, b in zip(earlier, times, strict=True)]
+    rows = []
+    for operation in float_tail_chains(jpeg, pixels):
+        fused, unfused = best[(operation, "fused")], best[(operation, "unfused")]
+        rows.append({"operation": operation, "fused_ms": [t * 1e3 for t in fused],
+                     "unfused_ms": [t * 1e3 for t in unfused],
+                     "speedup": [u / f for f, u in zip(fused, unfused, strict=True)]})
+    return rows
+
+
+def float_tail_main(args, pixels, jpeg):
+    load_before = load_average()
+    rows = float_tail(jpeg, pixels, 24, 5, args.rounds)
+    info = {"versions": versions(), "cpus": os.cpu_count(), "rounds": args.rounds,
+            "load_average": [load_before, load_average()], "results": rows}
+    print(f"float tail: {info['cpus']} CPUs, load average {load_before} -> "
+          f"{info['load_average'][1]}; ms per image, 1 thread / 2 threads")
+    for row in rows:
+        print(f"{row['operation']:62} fused {row['fused_ms'][0]:.3f} / {row['fused_ms'][1]:.3f}"
+              f"  unfused {row['unfused_ms'][0]:.3f} / {row['unfused_ms'][1]:.3f}"
+              f"  speed-up {row['speedup'][0]:.2f}x / {row['speedup'][1]:.2f}x")
+    FLOAT_TAIL_RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    FLOAT_TAIL_RESULTS.write_text(json.dumps(info, indent=2))
+    print(f"written {FLOAT_TAIL_RESULTS}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
@@ -221,15 +298,19 @@ def main():
     parser.add_argument("--rounds", type=int, default=None,
                         help="measure every library this many times, 5 runs each time, and "
                              "keep the best (default 5, 1 with --quick)")
+    parser.add_argument("--float-tail", action="store_true",
+                        help="only the fused float tail against the unfused one")
     args = parser.parse_args()
     count, repeats = (16, 5) if args.quick else (24, 5)
     args.rounds = args.rounds or (1 if args.quick else 5)
     if cv2 is not None:
         cv2.setNumThreads(1)   # one thread per call: the pool provides the parallelism
 
-    load_before = load_average()
     pixels, source = photo(375, 500)
     jpeg = encoded(pixels, "JPEG", quality=90)
+    if args.float_tail:
+        return float_tail_main(args, pixels, jpeg)
+    load_before = load_average()
     png_pixels, _ = photo(768, 1024)
     png = encoded(png_pixels, "PNG")
     windows = crop_windows(*pixels.shape[:2], count)

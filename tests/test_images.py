@@ -168,6 +168,46 @@ def test_a_deterministic_chain_equals_the_kernels(folder):
         np.testing.assert_array_equal(np.asarray(batch)[position], expected.transpose(2, 0, 1))
 
 
+def folder_epochs(loader, n=2):
+    return [[(np.asarray(batch).copy(), labels.tolist()) for batch, labels in loader]
+            for _ in range(n)]
+
+
+@pytest.mark.parametrize("collate", ["images", "default"])
+@pytest.mark.parametrize("workers", [(0, "thread", 1), (2, "thread", 1), (2, "thread", 3),
+                                     (2, "process", 1)],
+                         ids=["direct", "threads", "lanes", "processes"])
+def test_a_folders_own_chain_gives_the_loaders_batches(folder, collate, workers):
+    num_workers, worker_type, lanes = workers
+
+    def loader(dataset, transform=None):
+        return DataLoader(dataset, batch_size=4, shuffle=True, seed=23, transform=transform,
+                          num_workers=num_workers, worker_type=worker_type,
+                          item_concurrency=lanes,
+                          collate_fn=ImageCollator() if collate == "images" else None)
+
+    own, given = loader(ImageFolder(folder, transform=TRAIN)), loader(ImageFolder(folder), TRAIN)
+    own_epochs, given_epochs = folder_epochs(own), folder_epochs(given)
+    for own_epoch, given_epoch in zip(own_epochs, given_epochs, strict=True):
+        for (batch, labels), (expected, expected_labels) in zip(own_epoch, given_epoch,
+                                                                strict=True):
+            np.testing.assert_array_equal(batch, expected)
+            assert batch.dtype == np.float32 and labels == expected_labels
+    # Seeded per epoch: the second epoch draws other crops.
+    first = np.concatenate([batch for batch, _ in own_epochs[0]])
+    assert not np.array_equal(first, np.concatenate([batch for batch, _ in own_epochs[1]]))
+    own.close()
+    given.close()
+
+
+def test_a_folders_own_chain_needs_no_shuffle_for_a_seed(folder):
+    loader = DataLoader(ImageFolder(folder, transform=TRAIN), batch_size=19, seed=4)
+    batch, _ = next(iter(loader))
+    expected = reference_epoch(DataLoader(ImageFolder(folder), batch_size=19, seed=4,
+                                          transform=TRAIN), TRAIN)[0][0]
+    np.testing.assert_array_equal(np.asarray(batch), expected)
+
+
 def epochs_of(folder, mode, n=2, seed=5):
     num_workers, lanes = mode
     loader = DataLoader(ImageFolder(folder), batch_size=5, shuffle=True, seed=seed,

@@ -5,7 +5,7 @@ import pytest
 
 from dataloader import DataLoader, default_collate
 from dataloader._loading.collate import register_collate
-from dataloader._loading.plugins import bind_epoch
+from dataloader._loading.plugins import bind_epoch, item_source
 from dataloader.kernels import Image, ImageBatch
 
 
@@ -107,3 +107,42 @@ def test_lanes_and_plain_transforms_get_no_assembler():
     assert assemble is None and bound(5, "x") == (2, 5, "x")
     plain, assemble = bind_epoch(str.upper, collate, seed=1, epoch=2)
     assert plain is str.upper and assemble is None and collate.assemblers == 0
+
+
+class Transforming:
+    """A dataset applying its own transform, offering the items before it."""
+
+    def __init__(self, transform):
+        self.transform = transform
+        self.getitem_calls = 0
+
+    def __len__(self):
+        return 3
+
+    def raw_item(self, index):
+        return f"raw {index}"
+
+    def __getitem__(self, index):
+        self.getitem_calls += 1
+        return self.transform(self.raw_item(index))
+
+
+@pytest.mark.parametrize("worker_type", ["thread", "process"])
+def test_a_datasets_epoch_bound_transform_runs_in_the_loader(worker_type):
+    dataset = Transforming(EpochTagger())
+    loader = DataLoader(dataset, batch_size=None, seed=3, num_workers=2,
+                        worker_type=worker_type)
+    for epoch in range(2):
+        assert [tuple(item) for item in loader] == [
+            (epoch, index, f"raw {index}") for index in range(3)]
+    assert dataset.getitem_calls == 0
+
+
+def test_the_loaders_own_transform_leaves_the_dataset_to_apply_its_own():
+    dataset = Transforming(lambda item: ("applied", item))
+    loader = DataLoader(dataset, batch_size=None, transform=lambda index, item: (index, item))
+    assert next(iter(loader)) == [0, ["applied", "raw 0"]]
+    assert item_source(dataset, None) == (None, None)  # not epoch bound: __getitem__ fetches
+    both = Transforming(EpochTagger())
+    assert item_source(both, str.upper) == (None, str.upper)
+    assert DataLoader(both, batch_size=None, transform=lambda index, item: item).dataset is both

@@ -18,9 +18,12 @@ class ImageFolder:
     """Images in one subfolder per class, as torchvision's ``ImageFolder``.
 
     Items are ``(data, class_index)``: ``data`` is the file's bytes, read
-    without the GIL, or ``transform(data)`` when a transform is given. For
-    native random transforms seeded per epoch, pass the chain to the
-    ``DataLoader`` (``transform=``) instead.
+    without the GIL, or ``transform(data)`` when a transform is given.
+    ``raw_item(index)`` is the item before the transform. A native chain
+    given here runs in a ``DataLoader`` exactly as one given to the loader
+    (``transform=``, when the loader has none): the loader fetches
+    ``raw_item`` and runs the chain itself, seeded per epoch and written
+    straight into the batch, so both ways give the same batches.
 
     Parameters
     ----------
@@ -81,11 +84,15 @@ class ImageFolder:
         return len(self.samples)
 
     def __getitem__(self, index: int) -> tuple[Any, int]:
-        path, target = self.samples[index]
-        data = read_file(path)  # read without the GIL
+        data, target = self.raw_item(index)
         if self.transform is not None:
             data = self.transform(data)
         return data, target
+
+    def raw_item(self, index: int) -> tuple[bytes, int]:
+        """Item ``index`` before the transform: the file's bytes and its class index."""
+        path, target = self.samples[index]
+        return read_file(path), target  # read without the GIL
 
     def __repr__(self) -> str:
         return (f"ImageFolder(root={str(self.root)!r}, {len(self)} images, "

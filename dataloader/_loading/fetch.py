@@ -125,17 +125,20 @@ def dataset_recipe(
     batched: bool,
     assemble: Callable[[list[int], Sequence[Any]], Any] | None = None,
     skip: SkipBudget | None = None,
+    raw_item: Callable[[int], Any] | None = None,
 ) -> Recipe:
     """The ``Recipe`` of an epoch over a map-style ``dataset``.
 
     A truthy ``__getitems__`` fetches a whole batch in one call; without
     one (or without batching), ``__getitem__`` fetches each item.
+    ``raw_item`` (from ``plugins.item_source``) replaces both: the items
+    before the dataset's own transform, which the loader runs instead.
     ``assemble`` applies to whole batches only.
     """
-    getitems = getattr(dataset, "__getitems__", None)
+    getitems = getattr(dataset, "__getitems__", None) if raw_item is None else None
     return Recipe(
         getitems if getitems and batched else None,
-        dataset.__getitem__,
+        raw_item if raw_item is not None else dataset.__getitem__,
         transform,
         collate,
         batched,

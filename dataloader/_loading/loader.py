@@ -45,7 +45,7 @@ from dataloader._loading.pinning import (
     pinning,
 )
 from dataloader._loading.plans import EpochPlan, StreamPlan
-from dataloader._loading.plugins import bind_epoch
+from dataloader._loading.plugins import bind_epoch, item_source
 from dataloader._loading.stats import Stats
 from dataloader._loading.worker import WorkerSetup
 from dataloader._processes.choice import check_worker_type, resolve_worker_type
@@ -228,7 +228,7 @@ class DataLoader(Generic[T_co]):
                 "equal shares on every rank from DistributedSampler"
             )
         check_exclusive_options(batch_size, shuffle, sampler, batch_sampler, drop_last)
-        check_randomness(shuffle, generator, seed, transform)
+        check_randomness(shuffle, generator, seed, item_source(dataset, transform)[1])
         for name, value in (("sampler", sampler), ("batch_sampler", batch_sampler)):
             if value is not None and not isinstance(value, Iterable):
                 raise TypeError(
@@ -555,16 +555,14 @@ class DataLoader(Generic[T_co]):
                 found.append(sampler)
         return found
 
-    def _epoch_transform(self) -> tuple[Any, Any]:
+    def _epoch_transform(self, transform: Any) -> tuple[Any, Any]:
         """This epoch's ``transform(index, item)``, and a batch assembler when one applies.
 
         See :mod:`dataloader._loading.plugins`: a native chain is bound to the
-        loader's seed and this epoch; with a collator that assembles batches
-        (``ImageCollator``, for a chain of fixed output shape), batch tasks
-        write each item straight into its batch slot (lanes keep the
-        per-item path).
+        loader's seed and this epoch; with an ``ImageCollator``, batch tasks
+        write each item straight into its batch slot (lanes go item by item).
         """
-        return bind_epoch(self.transform, self.collate_fn, seed=self.seed, epoch=self.epoch,
+        return bind_epoch(transform, self.collate_fn, seed=self.seed, epoch=self.epoch,
                           lanes=self.item_concurrency > 1)
 
     def _plan_epoch(self) -> EpochPlan:
@@ -582,7 +580,9 @@ class DataLoader(Generic[T_co]):
             check = None
         else:
             check = check_batch_indices if self._auto_collation else check_index
-        transform, assemble = self._epoch_transform()
+        # A dataset's own native transform runs here (an async dataset's coroutines fetch).
+        raw_item, unbound = item_source(None if self._event_loop else self.dataset, self.transform)
+        transform, assemble = self._epoch_transform(unbound)
         source, item_lanes, on_cancel = self.dataset, False, None
         if self._event_loop is not None:
             source = EpochItems(self.dataset, self._event_loop)
@@ -595,6 +595,7 @@ class DataLoader(Generic[T_co]):
             batched=self._auto_collation,
             assemble=assemble,
             skip=SkipBudget.for_epoch(self.on_error, self.max_skipped, self.sampler),
+            raw_item=raw_item,
         )
         batches = skip_batches(index_sampler, self._auto_collation, skipped)
         # A threaded epoch's pool comes first: its worker set-up belongs to it.
@@ -616,7 +617,7 @@ class DataLoader(Generic[T_co]):
         progress, resume = self._progress.start_epoch(())
         # A native chain, bound to this epoch; with an ImageCollator, written
         # straight into the batch (the fused path of map-style datasets).
-        transform, assemble = self._epoch_transform()
+        transform, assemble = self._epoch_transform(self.transform)
         recipe = _streaming.stream_recipe(transform, self.collate_fn, self.batch_size, assemble)
         limit = _streaming.epoch_limit(self, self._rank_group)
         pool = self._live_pool() if self._threaded else None

@@ -12,6 +12,14 @@ the objects as plain callables:
 * :class:`BatchAssembling` -- ``collate_fn.assembler(item_transform)``
   returns a function ``assemble(indices, items) -> batch`` that transforms
   each item straight into its slot of the batch (``None`` when it cannot).
+* :class:`TransformingDataset` -- a dataset whose items are its own
+  ``transform`` applied to ``raw_item(index)`` (``ImageFolder(root,
+  transform=chain)``, torchvision's way of writing a pipeline). When that
+  transform is :class:`EpochBound` and the loader has none of its own, the
+  loader fetches ``raw_item(index)`` and runs the dataset's transform itself
+  (:func:`item_source`), bound to the epoch and, with a
+  :class:`BatchAssembling` collator, written straight into the batch: the
+  same batches, at the same speed, as passing the chain to the loader.
 
 Leaf types are collated through the registry of
 :mod:`dataloader._loading.collate` (``register_collate``), where the image
@@ -29,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["BatchAssembling", "EpochBound", "bind_epoch"]
+__all__ = ["BatchAssembling", "EpochBound", "TransformingDataset", "bind_epoch", "item_source"]
 
 ItemTransform = Callable[[int, Any], Any]
 Assemble = Callable[[list[int], list[Any]], Any]
@@ -47,6 +55,37 @@ class BatchAssembling(Protocol):
     """A collate function that can assemble a batch while transforming its items."""
 
     def assembler(self, item_transform: ItemTransform) -> Assemble | None: ...
+
+
+@runtime_checkable
+class TransformingDataset(Protocol):
+    """A dataset whose item ``index`` is ``transform`` applied to ``raw_item(index)``."""
+
+    transform: Any
+
+    def raw_item(self, index: int) -> Any: ...
+
+
+def item_source(dataset: Any, transform: Any) -> tuple[Callable[[int], Any] | None, Any]:
+    """Which fetch and which transform an epoch over ``dataset`` runs.
+
+    ``(dataset.raw_item, dataset.transform)`` when the loader's ``transform``
+    is ``None`` and ``dataset`` is a :class:`TransformingDataset` whose
+    transform is :class:`EpochBound`: the loader runs the dataset's
+    transform itself. Otherwise ``(None, transform)``: the dataset's
+    ``__getitem__`` fetches, and the loader's transform (if any) follows.
+
+    Examples
+    --------
+    >>> from dataloader._loading.plugins import item_source
+    >>> item_source([1, 2, 3], None)
+    (None, None)
+    """
+    offered = getattr(dataset, "transform", None)
+    if (transform is None and isinstance(offered, EpochBound)
+            and isinstance(dataset, TransformingDataset)):
+        return dataset.raw_item, offered
+    return None, transform
 
 
 def bind_epoch(

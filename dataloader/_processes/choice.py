@@ -14,8 +14,9 @@ order:
    map-style datasets); and ``item_concurrency > 1``, which says the items
    wait on I/O, as threads do best;
 4. native work -- threads: a native transform chain (the loader's, or the
-   dataset's own ``transform``), or a collate function that assembles
-   batches natively (``ImageCollator``);
+   dataset's own ``transform``, which the loader runs itself when the
+   dataset offers ``raw_item``: ``plugins.item_source``), or a collate
+   function that assembles batches natively (``ImageCollator``);
 5. items already in memory -- threads: a list, tuple, numpy array or
    ``TensorDataset`` does microseconds of work per item, less than a
    process would spend receiving its request and sending the batch back;

@@ -42,7 +42,7 @@ from dataloader._errors import BATCH, LoadingContext, add_context
 from dataloader._loading.collate import batch_allocator
 from dataloader._loading.fetch import SkipBudget, dataset_recipe
 from dataloader._loading.plans import EpochPlan
-from dataloader._loading.plugins import bind_epoch
+from dataloader._loading.plugins import bind_epoch, item_source
 from dataloader._loading.stats import Stats
 from dataloader._loading.worker import WorkerInfo, answer_torch_worker_info, set_process_worker
 from dataloader._processes.transport import SlotWriter
@@ -137,11 +137,13 @@ class _Worker:
         self.token = token
         _seed_globals(seed, epoch, self.worker_id)
         lanes = spec.item_concurrency > 1
-        transform, assemble = bind_epoch(spec.transform, spec.collate_fn, seed=seed,
+        raw_item, unbound = item_source(spec.dataset, spec.transform)
+        transform, assemble = bind_epoch(unbound, spec.collate_fn, seed=seed,
                                          epoch=epoch, lanes=lanes)
         skip = _RecordingBudget(self.skipped, spec.report_skipped) if spec.skipping else None
         self.recipe = dataset_recipe(spec.dataset, transform=transform, collate=spec.collate_fn,
-                                     batched=spec.batched, assemble=assemble, skip=skip)
+                                     batched=spec.batched, assemble=assemble, skip=skip,
+                                     raw_item=raw_item)
         if lanes and self.pool is None:
             self.pool = Pool(spec.item_concurrency)
             self.stats.ensure_threads(spec.item_concurrency)

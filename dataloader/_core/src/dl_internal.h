@@ -49,10 +49,27 @@ typedef struct {
 /* Sets part->source to the inputs that part->region's outputs read. */
 void dl_resize_source(dl_resize_part_t *part, int filter, int antialias);
 
-/* Resamples part->source (src, `src_stride` bytes a row) into part->region
- * (dst); 0, or -1 when scratch memory could not be allocated. */
+/* Where a resize's outputs go when a chain's float tail (ToFloat,
+ * Normalize, ToChw, flips after it) is fused into its last pass: each
+ * output row, rounded to uint8 as the unfused resize rounds it, is converted
+ * at once through `lut` (sample v of channel c becomes lut[c][v], the tail's
+ * value for it) into float32 at `data`: HWC rows `row_stride` bytes apart,
+ * or, with `chw`, planes of the region's size; mirrored left to right with
+ * `flip_x`, top to bottom with `flip_y`. No uint8 image is made; rows pass
+ * through a strip of a few rows that stays in cache. */
+typedef struct {
+    float lut[4][256];
+    uint8_t *data;
+    ptrdiff_t row_stride;
+    int chw, flip_x, flip_y;
+} dl_float_sink_t;
+
+/* Resamples part->source (src, `src_stride` bytes a row) into part->region:
+ * uint8 at dst (`dst_stride` bytes a row), or, with `sink`, float32 through
+ * it (dst unused); 0, or -1 when scratch memory could not be allocated. */
 int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8_t *dst,
-                   ptrdiff_t dst_stride, const dl_resize_part_t *part, int filter, int antialias);
+                   ptrdiff_t dst_stride, const dl_resize_part_t *part, int filter, int antialias,
+                   const dl_float_sink_t *sink);
 
 /* ---- transform chains: the plan pass (dl_plan.c) for the run pass -------- */
 
@@ -68,6 +85,10 @@ typedef struct {
     int apply;                    /* random flips: whether this item flips */
     int scale;                    /* Decode: the JPEG's DCT scale in eighths (8: full size) */
     int fused;                    /* Decode: how many ops after it the decode performs */
+    int tail;                     /* the op whose last pass resamples (a Resize or
+                                     RandomResizedCrop, or a Decode resampling for them):
+                                     how many value ops after it (the chain's float tail)
+                                     that pass performs as well (dl_float_sink_t) */
 } dl_step_t;
 
 /* Resolves every op of the chain for one item into steps[0..n-1] (shapes,

@@ -159,6 +159,56 @@ static int view(dl_run_t *run, int k)
     return 1;
 }
 
+/* Normalize's mean and std for each of 4 channels (one value for all when
+ * the op was given one). */
+static void normalize_params(const dl_op_t *op, float *mean, float *std)
+{
+    for (int c = 0; c < 4; c++) {
+        mean[c] = (float)op->f[op->i[0] == 1 ? 0 : c];
+        std[c] = (float)op->f[4 + (op->i[0] == 1 ? 0 : c)];
+    }
+}
+
+/* The float tail, ops first .. first + tail - 1 (none: NULL), as a sink
+ * writing the chain's output `dst`: each channel's table is the tail's own
+ * kernels run on the 256 values a uint8 sample can take, so the fused
+ * output is the unfused chain's, value for value; the flips that apply to
+ * this item compose into one mirror per axis. */
+static const dl_float_sink_t *float_sink(dl_run_t *run, int first, int tail,
+                                         const dl_image_t *dst, dl_float_sink_t *sink)
+{
+    uint8_t ramp[256];
+    float mean[4], std[4];
+    if (tail == 0) return NULL;
+    sink->flip_x = sink->flip_y = 0;
+    for (int k = first; k < first + tail; k++) {
+        const dl_op_t *op = &run->ops[k];
+        int flips = op->kind == DL_OP_FLIP || (op->kind == DL_OP_RANDOM_FLIP && run->steps[k].apply);
+        if (flips && op->i[0]) sink->flip_x ^= 1;
+        else if (flips) sink->flip_y ^= 1;
+    }
+    for (int v = 0; v < 256; v++) ramp[v] = (uint8_t)v;
+    for (int c = 0; c < dst->channels; c++) {
+        int is_float = 0;
+        for (int k = first; k < first + tail; k++) {
+            const dl_op_t *op = &run->ops[k];
+            if (op->kind == DL_OP_TO_FLOAT && !is_float) {
+                dl_to_float(ramp, sink->lut[c], 256);
+                is_float = 1;
+            } else if (op->kind == DL_OP_NORMALIZE) {
+                normalize_params(op, mean, std);
+                dl_normalize(is_float ? (const void *)sink->lut[c] : ramp, !is_float,
+                             sink->lut[c], 256, 1, 0, &mean[c], &std[c]);
+                is_float = 1;
+            }
+        }
+    }
+    sink->data = dst->data;
+    sink->row_stride = dst->row_stride;
+    sink->chw = run->steps[first + tail - 1].out.layout == DL_LAYOUT_CHW;
+    return sink;
+}
+
 /* ---- each op's run ---------------------------------------------------------
  * run_<key>(run, k) runs op k (the function its DL_OPS row names) on
  * run->current; it returns the ops consumed (2 when it fused the next op
@@ -172,8 +222,9 @@ static int run_decode(dl_run_t *run, int k)
 {
     const dl_step_t *step = &run->steps[k];
     const dl_chain_input_t *input = run->input;
-    int last = k + step->fused, consumed = 1 + step->fused;
+    int last = k + step->fused + step->tail, consumed = 1 + step->fused + step->tail;
     dl_image_t dst;
+    dl_float_sink_t sink;
     int status = begin(run, last, &dst);
     if (status != DL_OK) return end(run, last, &dst, status, consumed);
     if (dl_sniff(input->bytes, input->size) != DL_FMT_JPEG) {
@@ -185,24 +236,26 @@ static int run_decode(dl_run_t *run, int k)
     if (step->fused && (run->ops[k + 1].kind == DL_OP_RANDOM_RESIZED_CROP ||
                         run->ops[k + 1].kind == DL_OP_RESIZE)) {
         /* The window, then resampled into the output of the op(s) it stands for. */
-        dl_shape_t shape = {step->height, step->width, dst.channels, 1, DL_LAYOUT_HWC};
+        dl_shape_t shape = {step->height, step->width, step->out.channels, 1, DL_LAYOUT_HWC};
         uint8_t *data = scratch_buffer(run->pending_buffer == 0 ? 1 : 0, shape_bytes(&shape));
         if (data == NULL) return end(run, last, &dst, out_of_memory(run), consumed);
         dl_image_t src = packed(data, &shape);
         status = dl_jpeg_decode_window(input->bytes, input->size, step->scale, &window,
                                        src.channels, src.data, src.row_stride, run->msg);
         const dl_op_t *resize = &run->ops[k + 1];
-        dl_resize_part_t part = {step->height, step->width, dst.height, dst.width,
+        const dl_shape_t *out = &run->steps[k + step->fused].out; /* the resampled image */
+        dl_resize_part_t part = {step->height, step->width, out->height, out->width,
                                  {0, 0, step->height, step->width},
-                                 {0, 0, dst.height, dst.width}};
+                                 {0, 0, out->height, out->width}};
         int filter = resize->i[2], antialias = 1; /* RandomResizedCrop's */
         if (resize->kind == DL_OP_RESIZE) { /* then CenterCrop: a part of the resize */
             part = dl_fused_resize_part(&run->steps[k]);
             filter = resize->i[3];
             antialias = resize->i[4];
         }
+        const dl_float_sink_t *to = float_sink(run, k + step->fused + 1, step->tail, &dst, &sink);
         if (status == DL_OK && dl_resize_part(src.data, src.row_stride, src.channels, dst.data,
-                                              dst.row_stride, &part, filter, antialias) != 0)
+                                              dst.row_stride, &part, filter, antialias, to) != 0)
             status = out_of_memory(run);
         return end(run, last, &dst, status, consumed);
     }
@@ -261,31 +314,37 @@ static int run_random_crop(dl_run_t *run, int k) { return bordered(run, k, 1, DL
 static int run_pad(dl_run_t *run, int k) { return bordered(run, k, 0, run->ops[k].i[4]); }
 static int run_pad_to(dl_run_t *run, int k) { return bordered(run, k, 0, DL_PAD_CONSTANT); }
 
+/* Op k resamples src into its output, and performs its float tail too when
+ * the plan fused one in (steps[k].tail). */
+static int resampled(dl_run_t *run, int k, dl_image_t src, int filter, int antialias)
+{
+    const dl_step_t *step = &run->steps[k];
+    int last = k + step->tail;
+    dl_image_t dst;
+    dl_float_sink_t sink;
+    int status = begin(run, last, &dst);
+    if (status != DL_OK) return end(run, last, &dst, status, 1 + step->tail);
+    dl_resize_part_t whole = {src.height, src.width, step->out.height, step->out.width,
+                              {0, 0, src.height, src.width},
+                              {0, 0, step->out.height, step->out.width}};
+    if (dl_resize_part(src.data, src.row_stride, src.channels, dst.data, dst.row_stride, &whole,
+                       filter, antialias, float_sink(run, k + 1, step->tail, &dst, &sink)) != 0)
+        status = out_of_memory(run);
+    return end(run, last, &dst, status, 1 + step->tail);
+}
+
 /* A resize of the window the plan drew (a JPEG's decode does this itself:
  * run_decode). */
 static int run_random_resized_crop(dl_run_t *run, int k)
 {
     const dl_step_t *step = &run->steps[k];
-    dl_image_t dst, src = dl_crop_view(run->current, step->top, step->left, step->height,
-                                       step->width);
-    int status = begin(run, k, &dst);
-    if (status == DL_OK &&
-        dl_resize(src.data, src.row_stride, src.height, src.width, src.channels, dst.data,
-                  dst.row_stride, dst.height, dst.width, run->ops[k].i[2], 1) != 0)
-        status = out_of_memory(run);
-    return end(run, k, &dst, status, 1);
+    return resampled(run, k, dl_crop_view(run->current, step->top, step->left, step->height,
+                                          step->width), run->ops[k].i[2], 1);
 }
 
 static int run_resize(dl_run_t *run, int k)
 {
-    const dl_op_t *op = &run->ops[k];
-    dl_image_t dst, src = run->current;
-    int status = begin(run, k, &dst);
-    if (status == DL_OK &&
-        dl_resize(src.data, src.row_stride, src.height, src.width, src.channels, dst.data,
-                  dst.row_stride, dst.height, dst.width, op->i[3], op->i[4]) != 0)
-        status = out_of_memory(run);
-    return end(run, k, &dst, status, 1);
+    return resampled(run, k, run->current, run->ops[k].i[3], run->ops[k].i[4]);
 }
 
 static int run_flip(dl_run_t *run, int k)
@@ -336,10 +395,7 @@ static int run_normalize(dl_run_t *run, int k)
                 step->in.layout == DL_LAYOUT_HWC;
     int status = begin(run, k + fused, &dst);
     if (status != DL_OK) return end(run, k + fused, &dst, status, 1 + fused);
-    for (int c = 0; c < 4; c++) {
-        mean[c] = (float)op->f[op->i[0] == 1 ? 0 : c];
-        std[c] = (float)op->f[4 + (op->i[0] == 1 ? 0 : c)];
-    }
+    normalize_params(op, mean, std);
     if (fused)
         dl_normalize_to_chw(&src, (float *)dst.data, mean, std);
     else if (step->in.layout == DL_LAYOUT_CHW)

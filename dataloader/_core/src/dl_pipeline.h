@@ -8,7 +8,9 @@
  * with the op after it (dl_plan.c): a crop's window is decoded alone, and,
  * unless Decode(exact=True), a shrinking resize lets the decode run at a DCT
  * scale n/8 that still covers its target; the same seed draws the same crops
- * and flips whether or not the chain is fused. The run pass then does the
+ * and flips whether or not the chain is fused; a chain ending in value ops
+ * (ToFloat, Normalize, ToChw) after a resize has them done by the resize's
+ * last pass, which writes the float32 output. The run pass then does the
  * pixel work. Intermediate images live in two
  * per-thread scratch buffers; the last op writes straight into the output
  * (an item's slot of a batch buffer, or a new buffer). */

@@ -474,6 +474,34 @@ static void plan_fusion(const dl_op_t *ops, int n, const dl_chain_input_t *input
     }
 }
 
+/* ---- fusion: a float tail written by the last resampling pass ------------ *
+ * When a chain ends in value ops (ToFloat, Normalize, ToChw, and flips;
+ * the output float32) right after an op whose pass resamples (Resize,
+ * RandomResizedCrop, or a JPEG's decode doing their work), that pass writes
+ * the tail's output itself (dl_float_sink_t): no uint8 image and no pass
+ * over it. Every value op maps each uint8 sample on its own and a flip only
+ * moves it, so the output is the unfused chain's. */
+static int is_tail_op(int kind)
+{
+    return kind == DL_OP_TO_FLOAT || kind == DL_OP_NORMALIZE || kind == DL_OP_TO_CHW ||
+           kind == DL_OP_FLIP || kind == DL_OP_RANDOM_FLIP;
+}
+
+static void plan_float_tail(const dl_op_t *ops, int n, dl_step_t *steps)
+{
+    int first = n;
+    while (first > 0 && is_tail_op(ops[first - 1].kind)) first--;
+    if (first == 0 || first == n || steps[n - 1].out.sample_size != 4) return;
+    int p = first - 1; /* the op making the image the tail maps */
+    const dl_step_t *decode = &steps[0];
+    if (ops[0].kind == DL_OP_DECODE && decode->fused == p && p > 0 &&
+        (ops[1].kind == DL_OP_RESIZE || ops[1].kind == DL_OP_RANDOM_RESIZED_CROP))
+        steps[0].tail = n - first; /* the decode resamples (run_decode) */
+    else if ((ops[p].kind == DL_OP_RESIZE || ops[p].kind == DL_OP_RANDOM_RESIZED_CROP) &&
+             !(ops[0].kind == DL_OP_DECODE && decode->fused >= p))
+        steps[p].tail = n - first;
+}
+
 /* ---- the passes ----------------------------------------------------------- */
 
 typedef dl_shape_t (*dl_shape_fn)(const dl_op_t *op, dl_shape_t in);
@@ -527,5 +555,6 @@ int dl_plan(const dl_op_t *ops, int n, const dl_chain_input_t *input, uint64_t s
         shape = steps[k].out;
     }
     if (n > 0 && ops[0].kind == DL_OP_DECODE) plan_fusion(ops, n, input, steps);
+    plan_float_tail(ops, n, steps);
     return DL_OK;
 }

@@ -25,7 +25,11 @@
  *    horizontal pass for 3 and 4 channels works in place on pairs of taps of
  *    two rows at a time (dl_filter_columns_avx2), with each 22-bit weight
  *    split into two 16-bit halves so that the sums stay exact.
- * dl_resize_vectorised switches between them, for tests. */
+ * dl_resize_vectorised switches between them, for tests.
+ *
+ * The last pass writes uint8 rows, or, when a chain's float tail is fused in
+ * (dl_float_sink_t), a few rows at a time into a strip that each row leaves
+ * at once as float32 through the tail's tables (dl_emit). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -394,32 +398,6 @@ static void dl_nearest_indices(int in_size, int out_size, int first, int count, 
     }
 }
 
-static int dl_resize_nearest(const uint8_t *src, ptrdiff_t src_stride, int channels,
-                             uint8_t *dst, ptrdiff_t dst_stride, const dl_resize_part_t *part)
-{
-    const dl_window_t *r = &part->region;
-    int x, y, c;
-    int *xin = malloc(sizeof(int) * (size_t)r->width);
-    int *yin = malloc(sizeof(int) * (size_t)r->height);
-    if (xin == NULL || yin == NULL) {
-        free(xin);
-        free(yin);
-        return -1;
-    }
-    dl_nearest_indices(part->in_w, part->out_w, r->left, r->width, part->source.left, xin);
-    dl_nearest_indices(part->in_h, part->out_h, r->top, r->height, part->source.top, yin);
-    for (y = 0; y < r->height; y++) {
-        const uint8_t *in = src + yin[y] * src_stride;
-        uint8_t *out = dst + y * dst_stride;
-        for (x = 0; x < r->width; x++)
-            for (c = 0; c < channels; c++)
-                out[x * channels + c] = in[xin[x] * channels + c];
-    }
-    free(xin);
-    free(yin);
-    return 0;
-}
-
 /* The inputs one axis's outputs first .. first + count - 1 read. */
 static void dl_axis_source(int in_size, int out_size, int filter, int antialias, int first,
                            int count, int *source_first, int *source_count)
@@ -470,10 +448,96 @@ static int dl_part_coefficients(int in_size, int out_size, int filter, int antia
     return ksize;
 }
 
-int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8_t *dst,
-                   ptrdiff_t dst_stride, const dl_resize_part_t *part, int filter, int antialias)
+/* The pass that makes a resize's outputs, for output rows y0 .. y0 + n - 1
+ * of the region: a copy (nothing resampled), nearest neighbour, the
+ * vertical pass (ROWS) or the horizontal one (COLUMNS), over `src`, which
+ * starts at the region's first input (copy, ROWS without a horizontal pass,
+ * COLUMNS) or at the part's source (nearest) or is the other pass's result. */
+enum { DL_LAST_COPY, DL_LAST_NEAREST, DL_LAST_ROWS, DL_LAST_COLUMNS };
+
+typedef struct {
+    int kind, channels, in_w, out_w, ksize;
+    const uint8_t *src;
+    ptrdiff_t src_stride;
+    const int *bounds, *xin, *yin;
+    const int32_t *weights;
+} dl_last_pass_t;
+
+static int dl_last_pass(const dl_last_pass_t *p, int y0, int n, uint8_t *dst,
+                        ptrdiff_t dst_stride)
 {
-    int *hb = NULL, *vb = NULL;
+    ptrdiff_t line = (ptrdiff_t)p->out_w * p->channels;
+    int x, y, c;
+    switch (p->kind) {
+    case DL_LAST_ROWS:
+        return dl_filter_rows_any(p->src, p->src_stride, line, dst, dst_stride, n, p->ksize,
+                                  p->bounds + 2 * (ptrdiff_t)y0,
+                                  p->weights + (ptrdiff_t)y0 * p->ksize);
+    case DL_LAST_COLUMNS:
+        return dl_filter_columns(p->src + y0 * p->src_stride, p->src_stride, n, p->in_w,
+                                 p->channels, dst, dst_stride, p->out_w, p->ksize, p->bounds,
+                                 p->weights);
+    case DL_LAST_NEAREST:
+        for (y = 0; y < n; y++) {
+            const uint8_t *in = p->src + p->yin[y0 + y] * p->src_stride;
+            uint8_t *out = dst + y * dst_stride;
+            for (x = 0; x < p->out_w; x++)
+                for (c = 0; c < p->channels; c++)
+                    out[x * p->channels + c] = in[p->xin[x] * p->channels + c];
+        }
+        return 0;
+    default:
+        for (y = 0; y < n; y++)
+            memcpy(dst + y * dst_stride, p->src + (y0 + y) * p->src_stride, (size_t)line);
+        return 0;
+    }
+}
+
+/* The last pass into uint8 rows at dst, or, with a sink, strip by strip
+ * through it into float32 (see dl_float_sink_t). */
+static int dl_emit(const dl_last_pass_t *p, int out_h, uint8_t *dst, ptrdiff_t dst_stride,
+                   const dl_float_sink_t *sink)
+{
+    enum { STRIP = 8 };
+    ptrdiff_t line = (ptrdiff_t)p->out_w * p->channels, plane = (ptrdiff_t)out_h * p->out_w;
+    int y0, y, x, c, n, status = 0;
+    if (sink == NULL)
+        return dl_last_pass(p, 0, out_h, dst, dst_stride);
+    uint8_t *strip = malloc((size_t)(STRIP * line));
+    if (strip == NULL)
+        return -1;
+    /* Output column x goes to x_first + x * x_step (mirrored with flip_x). */
+    ptrdiff_t x_first = sink->flip_x ? p->out_w - 1 : 0, x_step = sink->flip_x ? -1 : 1;
+    for (y0 = 0; status == 0 && y0 < out_h; y0 += STRIP) {
+        n = out_h - y0 < STRIP ? out_h - y0 : STRIP;
+        status = dl_last_pass(p, y0, n, strip, line);
+        for (y = 0; status == 0 && y < n; y++) {
+            const uint8_t *in = strip + y * line;
+            int row = sink->flip_y ? out_h - 1 - (y0 + y) : y0 + y;
+            if (sink->chw) {
+                float *out = (float *)sink->data + (ptrdiff_t)row * p->out_w + x_first;
+                for (c = 0; c < p->channels; c++)
+                    for (x = 0; x < p->out_w; x++)
+                        out[c * plane + x * x_step] = sink->lut[c][in[x * p->channels + c]];
+            } else {
+                float *out = (float *)(sink->data + row * sink->row_stride) +
+                             x_first * p->channels;
+                for (x = 0; x < p->out_w; x++)
+                    for (c = 0; c < p->channels; c++)
+                        out[x * x_step * p->channels + c] =
+                            sink->lut[c][in[x * p->channels + c]];
+            }
+        }
+    }
+    free(strip);
+    return status;
+}
+
+int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8_t *dst,
+                   ptrdiff_t dst_stride, const dl_resize_part_t *part, int filter, int antialias,
+                   const dl_float_sink_t *sink)
+{
+    int *hb = NULL, *vb = NULL, *xin = NULL, *yin = NULL;
     int32_t *hw = NULL, *vw = NULL;
     uint8_t *tmp = NULL;
     const dl_window_t *source = &part->source, *r = &part->region;
@@ -481,31 +545,44 @@ int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8
     int hk = 0, vk = 0, status = -1, y, first, last;
     /* Which passes run, and in which order, follow the whole resize. */
     int need_h = part->out_w != part->in_w, need_v = part->out_h != part->in_h;
+    dl_last_pass_t pass = {DL_LAST_COPY, channels, in_w, out_w, 0, NULL, src_stride,
+                           NULL, NULL, NULL, NULL};
 
-    if (filter == DL_FILTER_NEAREST)
-        return dl_resize_nearest(src, src_stride, channels, dst, dst_stride, part);
+    if (filter == DL_FILTER_NEAREST) {
+        xin = malloc(sizeof(int) * (size_t)r->width);
+        yin = malloc(sizeof(int) * (size_t)r->height);
+        if (xin == NULL || yin == NULL)
+            goto done;
+        dl_nearest_indices(part->in_w, part->out_w, r->left, r->width, source->left, xin);
+        dl_nearest_indices(part->in_h, part->out_h, r->top, r->height, source->top, yin);
+        pass.kind = DL_LAST_NEAREST;
+        pass.src = src;
+        pass.xin = xin;
+        pass.yin = yin;
+        goto emit;
+    }
     if (!need_h && !need_v) {
-        for (y = 0; y < out_h; y++)
-            memcpy(dst + y * dst_stride, src + (r->top - source->top + y) * src_stride +
-                   (ptrdiff_t)(r->left - source->left) * channels, (size_t)out_w * channels);
-        return 0;
+        pass.src = src + (r->top - source->top) * src_stride +
+                   (ptrdiff_t)(r->left - source->left) * channels;
+        goto emit;
     }
     if (need_h && (hk = dl_part_coefficients(part->in_w, part->out_w, filter, antialias, r->left,
                                              out_w, source->left, &hb, &hw)) < 0)
         goto done;
+    pass = (dl_last_pass_t){DL_LAST_COLUMNS, channels, in_w, out_w, hk, NULL, src_stride, hb,
+                            NULL, NULL, hw};
     if (!need_v) {
-        status = dl_filter_columns(src + (r->top - source->top) * src_stride, src_stride, out_h,
-                                   in_w, channels, dst, dst_stride, out_w, hk, hb, hw);
-        goto done;
+        pass.src = src + (r->top - source->top) * src_stride;
+        goto emit;
     }
     if ((vk = dl_part_coefficients(part->in_h, part->out_h, filter, antialias, r->top, out_h,
                                    source->top, &vb, &vw)) < 0)
         goto done;
     if (!need_h) {
-        status = dl_filter_rows_any(src + (ptrdiff_t)(r->left - source->left) * channels,
-                                    src_stride, (ptrdiff_t)out_w * channels, dst, dst_stride,
-                                    out_h, vk, vb, vw);
-        goto done;
+        pass = (dl_last_pass_t){DL_LAST_ROWS, channels, in_w, out_w, vk,
+                                src + (ptrdiff_t)(r->left - source->left) * channels,
+                                src_stride, vb, NULL, NULL, vw};
+        goto emit;
     }
     if (part->out_h < part->in_h && part->out_w > part->in_w) {
         tmp = malloc((size_t)out_h * in_w * channels);
@@ -514,9 +591,9 @@ int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8
         if (dl_filter_rows_any(src, src_stride, (ptrdiff_t)in_w * channels, tmp,
                                (ptrdiff_t)in_w * channels, out_h, vk, vb, vw) != 0)
             goto done;
-        status = dl_filter_columns(tmp, (ptrdiff_t)in_w * channels, out_h, in_w, channels, dst,
-                                   dst_stride, out_w, hk, hb, hw);
-        goto done;
+        pass.src = tmp;
+        pass.src_stride = (ptrdiff_t)in_w * channels;
+        goto emit;
     }
     /* Only rows first..last-1 of the input are read by the vertical pass. */
     first = vb[0];
@@ -529,13 +606,17 @@ int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8
     if (dl_filter_columns(src + first * src_stride, src_stride, last - first, in_w, channels, tmp,
                           (ptrdiff_t)out_w * channels, out_w, hk, hb, hw) != 0)
         goto done;
-    status = dl_filter_rows_any(tmp, (ptrdiff_t)out_w * channels, (ptrdiff_t)out_w * channels, dst,
-                                dst_stride, out_h, vk, vb, vw);
+    pass = (dl_last_pass_t){DL_LAST_ROWS, channels, in_w, out_w, vk, tmp,
+                            (ptrdiff_t)out_w * channels, vb, NULL, NULL, vw};
+emit:
+    status = dl_emit(&pass, out_h, dst, dst_stride, sink);
 done:
     free(hb);
     free(hw);
     free(vb);
     free(vw);
+    free(xin);
+    free(yin);
     free(tmp);
     return status;
 }
@@ -546,5 +627,6 @@ int dl_resize(const uint8_t *src, ptrdiff_t src_stride, int in_h, int in_w, int 
 {
     dl_resize_part_t whole = {in_h, in_w, out_h, out_w, {0, 0, in_h, in_w},
                               {0, 0, out_h, out_w}};
-    return dl_resize_part(src, src_stride, channels, dst, dst_stride, &whole, filter, antialias);
+    return dl_resize_part(src, src_stride, channels, dst, dst_stride, &whole, filter, antialias,
+                          NULL);
 }
