@@ -419,16 +419,11 @@ class DataLoader(Generic[T_co]):
 
     def _worker_spec(self) -> WorkerSpec:
         return WorkerSpec(
-            dataset=self.dataset,
-            transform=self.transform,
-            collate_fn=self.collate_fn,
-            batched=self._auto_collation,
-            worker_init_fn=self.worker_init_fn,
-            num_workers=self.num_workers,
-            base_seed=self._base_seed,
+            dataset=self.dataset, transform=self.transform, collate_fn=self.collate_fn,
+            batched=self._auto_collation, worker_init_fn=self.worker_init_fn,
+            num_workers=self.num_workers, base_seed=self._base_seed,
             item_concurrency=self.item_concurrency,
-            report_skipped=self.max_skipped is not None,
-            skipping=self.on_error == "skip",
+            report_skipped=self.max_skipped is not None, skipping=self.on_error == "skip",
         )
 
     def _shutdown_pool(self) -> None:
