@@ -10,11 +10,14 @@ import sys
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import dataloader
 from dataloader import DataLoader, Dataset, TensorDataset, get_worker_info
+from dataloader._processes.choice import free_threaded
 from dataloader.kernels import ImageBatch
 from dataloader.transforms import Compose, Decode, Resize
 
@@ -261,7 +264,16 @@ def test_image_batches_cross_as_image_batches():
 
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])
-def test_spawn_and_forkserver_pickle_the_dataset_and_name_what_cannot_be(method):
+def test_spawn_and_forkserver_pickle_the_dataset_and_name_what_cannot_be(method, monkeypatch):
+    # A new interpreter imports dataloader through this one's sys.path: keep off it
+    # any folder whose dataloader is not the one running here (another test may
+    # have put the source tree, which has no built extensions, on it).
+    package = Path(dataloader.__file__).parent
+    monkeypatch.setattr(sys, "path", [
+        entry for entry in sys.path
+        if not (Path(entry or ".") / "dataloader").is_dir()
+        or (Path(entry or ".") / "dataloader").resolve() == package.resolve()
+    ])
     with process_loader(Squares(8), batch_size=4, multiprocessing_context=method) as loader:
         assert [batch["y"].tolist() for batch in loader] == [[0, 1, 4, 9], [16, 25, 36, 49]]
     loader = process_loader(Squares(8), batch_size=4, multiprocessing_context=method,
@@ -302,7 +314,9 @@ def test_forking_is_safe_beside_threads_an_event_loop_and_torch_threads():
 
 
 def test_auto_chooses_processes_for_python_work_and_threads_otherwise():
-    assert DataLoader(Squares(), num_workers=2).worker_type == "process"
+    # Python work runs in parallel on threads where there is no GIL.
+    python_work = "thread" if free_threaded() else "process"
+    assert DataLoader(Squares(), num_workers=2).worker_type == python_work
     assert DataLoader(list(range(5)), num_workers=2).worker_type == "thread"
     assert DataLoader(TensorDataset(np.arange(5)), num_workers=2).worker_type == "thread"
     native = Compose([Decode(), Resize(8)])

@@ -537,13 +537,17 @@ INTERRUPTIBLE = """
             if index == {blocked}:
                 release.wait(120)
                 unblocked.set()
+            # Items take a moment, so that the consumer is waiting (not in the
+            # sampler, whose generator an interrupt would end) when Ctrl-C comes.
+            time.sleep(0.002)
             return index
 
     class Endless:
         def __iter__(self):
             return itertools.count()
 
-    loader = DataLoader(Data(), batch_size=1, num_workers=2, sampler=Endless())
+    loader = DataLoader(Data(), batch_size=1, num_workers=2, sampler=Endless(),
+                        worker_type="thread")
     it = iter(loader)
     try:
         for batch in it:

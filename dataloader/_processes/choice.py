@@ -24,12 +24,13 @@ order:
 
 Examples
 --------
->>> from dataloader._processes.choice import resolve_worker_type
+>>> from dataloader._processes.choice import free_threaded, resolve_worker_type
 >>> class Tokens:
 ...     def __len__(self): return 4
 ...     def __getitem__(self, index): return [index] * 3
->>> resolve_worker_type("auto", Tokens(), num_workers=2)
-'process'
+>>> chosen = resolve_worker_type("auto", Tokens(), num_workers=2)
+>>> chosen == ("thread" if free_threaded() else "process")
+True
 >>> resolve_worker_type("auto", [1, 2, 3], num_workers=2)
 'thread'
 """
