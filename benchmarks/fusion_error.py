@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import math
 from pathlib import Path
 
@@ -31,10 +30,11 @@ import numpy as np
 from _common import load_average
 from PIL import Image as PILImage
 
+from dataloader._cli.measure import print_table, write_json
 from dataloader._images.samples import _photos, image_paths, sample_image_folder
 from dataloader.transforms import CenterCrop, Compose, Decode, RandomResizedCrop, Resize
 
-RESULTS = Path(__file__).parent / "results" / "fusion_error.json"
+RESULTS = Path(__file__).parent / "results"
 
 CHAINS = {
     "Resize(256), CenterCrop(224)": [Resize(256), CenterCrop(224)],
@@ -104,17 +104,12 @@ def main() -> None:
             rows.append({"images": set_name, "chain": chain, **measure(images, steps, args.seeds)})
     info = {"load_average": [load_before, load_average()], "seeds": args.seeds,
             "set_sizes": {name: len(images) for name, images in sets.items()}, "results": rows}
-    header = f"{'images':14} {'chain':30} {'scaled items':>13} {'max abs':>8} " \
-             f"{'mean abs':>9} {'p99 (worst)':>11} {'PSNR dB':>8}"
-    print(header)
-    print("-" * len(header))
-    for row in rows:
-        print(f"{row['images']:14} {row['chain']:30} "
-              f"{row['scaled_items']:>6}/{row['items']:<6} {row['max_abs']:8d} "
-              f"{row['mean_abs']:9.3f} {row['p99_abs_worst_item']:11.1f} {row['psnr_db']:8.2f}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(info, indent=2))
-    print(f"written {RESULTS}")
+    print_table(["images", "chain", "scaled items", "max abs", "mean abs", "p99 (worst)",
+                 "PSNR dB"],
+                [[row["images"], row["chain"], f"{row['scaled_items']}/{row['items']}",
+                  row["max_abs"], f"{row['mean_abs']:.3f}", f"{row['p99_abs_worst_item']:.1f}",
+                  f"{row['psnr_db']:.2f}"] for row in rows])
+    print(f"written {write_json(RESULTS, 'fusion_error', info)}")
 
 
 if __name__ == "__main__":

@@ -74,8 +74,6 @@ class WorkerGroup:
     """
 
     def __init__(self, spec: _worker.WorkerSpec, context: Any) -> None:
-        if context.get_start_method() != "fork":
-            _check_picklable(spec, context.get_start_method())
         self.size = spec.num_workers
         self.reader = SlotReader()
         self._free: list[list[int]] = [[] for _ in range(self.size)]
@@ -111,7 +109,15 @@ class WorkerGroup:
             target=_worker.run, args=(spec, worker_id, theirs, os.getpid()),
             name=f"dataloader-worker-{worker_id}", daemon=True,
         )
-        process.start()
+        try:
+            process.start()
+        except Exception:
+            ours.close()
+            theirs.close()
+            method = context.get_start_method()
+            if method != "fork":  # spawn and forkserver pickle the spec
+                _name_unpicklable(spec, method)
+            raise
         theirs.close()
         self._processes.append(process)
         self._conns.append(ours)
@@ -293,8 +299,8 @@ class WorkerGroup:
             process.close()
 
 
-def _check_picklable(spec: _worker.WorkerSpec, method: str) -> None:
-    """Name what cannot be pickled before a ``spawn``/``forkserver`` worker is started."""
+def _name_unpicklable(spec: _worker.WorkerSpec, method: str) -> None:
+    """After a ``spawn``/``forkserver`` worker failed to start: name what cannot be pickled."""
     for name in ("dataset", "transform", "collate_fn", "worker_init_fn"):
         value = getattr(spec, name)
         try:

@@ -227,10 +227,6 @@ class SlotReader:
         del whole, lease
         return pickle.loads(packed.header, buffers=buffers)
 
-    def forget(self, worker: int) -> None:
-        """Drop the mappings of ``worker``'s slots (views still in use keep theirs)."""
-        for key in [key for key in self._mappings if key[0] == worker]:
-            del self._mappings[key]
 
 
 def _release(mapping: mmap.mmap, release: Callable[[], None]) -> None:

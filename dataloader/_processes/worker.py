@@ -31,6 +31,7 @@ import signal
 import sys
 import traceback
 from dataclasses import dataclass
+from multiprocessing.reduction import send_handle
 from typing import Any
 
 import numpy as np
@@ -89,9 +90,9 @@ def run(spec: WorkerSpec, worker_id: int, conn: Any, parent_pid: int) -> None:
         if spec.worker_init_fn is not None:
             spec.worker_init_fn(worker_id)
     except Exception as exc:  # noqa: BLE001 -- raised in the consumer
-        _send(conn, (FAILED, None, None, _portable(exc), ()))
+        conn.send((FAILED, None, None, _portable(exc), ()))
         return
-    _send(conn, (READY, os.getpid()))
+    conn.send((READY, os.getpid()))
     _Worker(spec, worker_id, conn, parent_pid).serve()
 
 
@@ -158,22 +159,20 @@ class _Worker:
         except Exception as exc:  # noqa: BLE001 -- raised in the consumer
             add_context(exc, LoadingContext(BATCH, batch=position, indices=indices,
                                             worker=self.worker_id))
-            _send(self.conn, (FAILED, token, position, _portable(exc), self._stats_delta()))
+            self.conn.send((FAILED, token, position, _portable(exc), self._stats_delta()))
             return
         finally:
             batch_allocator(None)
         skipped = list(self.skipped)
         if batch is EMPTY_BATCH:
-            _send(self.conn, (BATCH_DONE, token, position, None, self._stats_delta(), skipped))
+            self.conn.send((BATCH_DONE, token, position, None, self._stats_delta(), skipped))
             return
         packed = self.writer.pack(slot, batch, arena)
         del batch
         if self.writer.needs_sharing(slot):
-            from multiprocessing.reduction import send_handle
-
-            _send(self.conn, (SLOT, slot))
+            self.conn.send((SLOT, slot))
             send_handle(self.conn, self.writer.share(slot), self.parent_pid)
-        _send(self.conn, (BATCH_DONE, token, position, packed, self._stats_delta(), skipped))
+        self.conn.send((BATCH_DONE, token, position, packed, self._stats_delta(), skipped))
 
     def _load_batch(self, indices: Any) -> Any:
         if self.pool is None or not self.spec.batched:
@@ -275,7 +274,3 @@ def restore_error(portable: tuple[Any, str]) -> BaseException:
     error = pickle.loads(blob)
     error.__cause__ = RemoteTraceback(text)
     return error
-
-
-def _send(conn: Any, message: Any) -> None:
-    conn.send(message)
