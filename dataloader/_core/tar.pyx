@@ -14,7 +14,7 @@ thread calling it at once gets a ``RuntimeError``, never a corrupt state.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.string cimport memchr
+from libc.string cimport memchr, memcmp, memcpy
 
 cdef extern from "<string.h>" nogil:
     void* memrchr(const void* s, int c, size_t n)
@@ -62,6 +62,18 @@ def split_name(name):
     return match.group(1), match.group(2)
 
 
+# Extensions remembered by their raw bytes, so that a shard's few extensions are
+# decoded once per reader rather than once per member.
+# Keys up to KEY_BYTES long are remembered by their raw bytes: a sample's members after
+# the first compare bytes rather than decode their key.
+cdef enum:
+    EXTENSIONS = 8
+    EXTENSION_BYTES = 32
+    KEY_BYTES = 256
+# key_len when no key is remembered.
+cdef size_t NO_KEY = <size_t> -1
+
+
 cdef class TarReader:
     """The members of a tar stream read from a file descriptor, and their samples."""
 
@@ -69,13 +81,25 @@ cdef class TarReader:
     cdef bint ready
     cdef pthread_mutex_t busy
     cdef str url
-    # The sample being assembled, and a member read ahead that starts the next.
+    # The sample being assembled; ``ahead``: the member read last starts the next one.
     cdef dict sample
     cdef int64_t sample_start
-    cdef object ahead
-    # The member read last (no tuple per member: samples are what is returned).
+    cdef bint ahead
+    # The member read last (no tuple per member: samples are what is returned): its
+    # data, first header, key and lowercased extension; ``name`` is set only when the
+    # key came from ``split_name``.
     cdef bytes data
     cdef int64_t member_start
+    cdef object key, extension
+    cdef str member_name
+    # ``key`` as raw bytes, or key_len NO_KEY.
+    cdef char key_raw[KEY_BYTES]
+    cdef size_t key_len
+    # extension_raw[i] (extension_len[i] bytes) decodes to extension_str[i].
+    cdef char extension_raw[EXTENSIONS][EXTENSION_BYTES]
+    cdef size_t extension_len[EXTENSIONS]
+    cdef list extension_str
+    cdef int extensions
 
     def __cinit__(self, int fd, str url not None, int64_t offset=0,
                   Py_ssize_t block=BLOCK_BYTES):
@@ -87,6 +111,8 @@ cdef class TarReader:
         pthread_mutex_init(&self.busy, NULL)
         self.ready = True
         self.url = url
+        self.key_len = NO_KEY
+        self.extension_str = []
 
     def __dealloc__(self):
         if self.ready:
@@ -135,72 +161,90 @@ cdef class TarReader:
 
     cdef object _sample(self):
         cdef dict sample
-        cdef str name
-        cdef object key, extension
         cdef int64_t offset
         while True:
-            if self.ahead is not None:
-                # Its data and offset are still the member read last.
-                key, extension, name = self.ahead
-                self.ahead = None
+            if self.ahead:
+                # Its data, offset, key and extension are still the member read last.
+                self.ahead = False
             elif not self._read_member():
                 sample, self.sample = self.sample, None
                 if sample is not None and len(sample) > 2:
                     return sample, self.sample_start, None
                 return None
-            else:
-                name = None
-                key, extension = self._key_extension()
+            elif not self._key_extension():
+                self.member_name = self.name
+                if self.member_name[:2] == "__" and META_NAME.match(self.member_name):
+                    continue
+                key, extension = split_name(self.member_name)
                 if key is None:
-                    name = self.name
-                    if name[:2] == "__" and META_NAME.match(name):
-                        continue
-                    key, extension = split_name(name)
-                    if key is None:
-                        continue
-                    extension = extension.lower()
+                    continue
+                self.key, self.extension = key, extension.lower()
+                self.key_len = NO_KEY
             offset = self.member_start
             sample = self.sample
-            if sample is None or sample["__key__"] != key:
+            if sample is None or sample["__key__"] != self.key:
                 if sample is not None and len(sample) > 2:
                     # The member starts the next sample, assembled on the next call.
-                    self.sample, self.ahead = None, (key, extension, name)
+                    self.sample, self.ahead = None, True
                     return sample, self.sample_start, offset
-                sample = {"__key__": key, "__url__": self.url}
+                sample = {"__key__": self.key, "__url__": self.url}
                 self.sample, self.sample_start = sample, offset
-            if extension in sample:
-                name = self.name if name is None else name
-                raise self._error(offset, f"duplicate member {name!r} in sample {key!r}")
-            sample[extension] = self.data
+            if self.extension in sample:
+                name = self.name if self.member_name is None else self.member_name
+                raise self._error(offset, f"duplicate member {name!r} in sample {self.key!r}")
+            sample[self.extension] = self.data
 
-    cdef tuple _key_extension(self):
-        """``(key, extension)`` of the member read last, found in its bytes; ``(None, None)``
+    cdef bint _key_extension(self) except -1:
+        """Set ``key`` and ``extension`` of the member read last from its bytes; False
         when the name needs ``split_name`` (a ``__meta__`` name, a newline, no dot)."""
         cdef const char* name = self.state.name
-        cdef size_t length = self.state.name_len, base, dot, i
+        cdef size_t length = self.state.name_len, base, dot, n, i
         cdef const char* found
-        cdef char lowered[32]
+        cdef char* lowered
         cdef char c
+        cdef int slot
+        self.member_name = None
         if (length >= 2 and name[0] == b"_" and name[1] == b"_") \
                 or memchr(name, b"\n", length) != NULL:
-            return None, None
+            return False
         found = <const char*> memrchr(name, b"/", length)
         base = 0 if found == NULL else <size_t> (found - name) + 1
         found = <const char*> memchr(name + base, b".", length - base)
         if found == NULL or found == name + base:
-            return None, None
+            return False
         dot = <size_t> (found - name)
-        key = PyUnicode_DecodeUTF8(name, dot, "surrogateescape")
-        if length - dot - 1 > sizeof(lowered):
-            return key, PyUnicode_DecodeUTF8(
-                name + dot + 1, length - dot - 1, "surrogateescape").lower()
-        for i in range(length - dot - 1):
-            if <unsigned char> name[dot + 1 + i] > 127:
-                return key, PyUnicode_DecodeUTF8(
-                    name + dot + 1, length - dot - 1, "surrogateescape").lower()
-            c = name[dot + 1 + i]
+        if dot != self.key_len or memcmp(name, self.key_raw, dot) != 0:
+            self.key = PyUnicode_DecodeUTF8(name, dot, "surrogateescape")
+            self.key_len = dot if dot <= KEY_BYTES else NO_KEY
+            if dot <= KEY_BYTES:
+                memcpy(self.key_raw, name, dot)
+        name, n = name + dot + 1, length - dot - 1
+        for slot in range(self.extensions):
+            if self.extension_len[slot] == n and memcmp(self.extension_raw[slot], name, n) == 0:
+                self.extension = self.extension_str[slot]
+                return True
+        if n >= EXTENSION_BYTES:
+            self.extension = PyUnicode_DecodeUTF8(name, n, "surrogateescape").lower()
+            return True
+        for i in range(n):
+            if <unsigned char> name[i] > 127:
+                self.extension = PyUnicode_DecodeUTF8(name, n, "surrogateescape").lower()
+                return True
+        # A new ASCII extension: lowered in place in its slot (the oldest when all are taken).
+        slot = self.extensions if self.extensions < EXTENSIONS else 0
+        lowered = self.extension_raw[slot]
+        for i in range(n):
+            c = name[i]
             lowered[i] = c + 32 if b"A" <= c <= b"Z" else c
-        return key, PyUnicode_DecodeUTF8(lowered, length - dot - 1, NULL)
+        self.extension = PyUnicode_DecodeUTF8(lowered, n, NULL)
+        memcpy(lowered, name, n)
+        self.extension_len[slot] = n
+        if slot == self.extensions:
+            self.extension_str.append(self.extension)
+            self.extensions += 1
+        else:
+            self.extension_str[slot] = self.extension
+        return True
 
     cdef object _member(self):
         if not self._read_member():

@@ -249,21 +249,43 @@ def as_tuple(sample: dict, fields: tuple[tuple[str, ...], ...]) -> tuple:
 
 
 class _Counts:
-    """Counters shared by a dataset's iterators (one per worker thread)."""
+    """Counters shared by a dataset's iterators (one per worker thread).
 
-    __slots__ = ("_lock", "_values")
+    Samples are counted by each live iterator in its own tally, written by
+    that iterator's thread only, so that counting one costs no lock; a
+    snapshot adds the tallies up, and an iterator's tally is folded into
+    the totals when it is collected.
+    """
+
+    __slots__ = ("_lock", "_tallies", "_values")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._values = {"samples": 0, "shards": 0, "skipped_shards": 0}
+        self._tallies: list[list[int]] = []
 
     def add(self, name: str, n: int = 1) -> None:
         with self._lock:
             self._values[name] += n
 
+    def tally(self) -> list[int]:
+        """A new live tally of samples, ``[count]``."""
+        tally = [0]
+        with self._lock:
+            self._tallies.append(tally)
+        return tally
+
+    def retire(self, tally: list[int]) -> None:
+        """Fold a tally into the totals; it is no longer live."""
+        with self._lock:
+            self._tallies = [live for live in self._tallies if live is not tally]
+            self._values["samples"] += tally[0]
+
     def snapshot(self) -> dict[str, int]:
         with self._lock:
-            return dict(self._values)
+            values = dict(self._values)
+            values["samples"] += sum(tally[0] for tally in self._tallies)
+        return values
 
 
 class _TarIterator:
@@ -273,6 +295,8 @@ class _TarIterator:
         self._dataset = dataset
         self._worker = worker
         self._workers = workers
+        # This iterator's count of samples, in the dataset's stats (see _Counts).
+        self._tally = dataset._counts.tally()
         self._start(dataset.epoch)
 
     def _start(self, epoch: int) -> None:
@@ -294,27 +318,26 @@ class _TarIterator:
         dataset = self._dataset
         capacity = dataset.shuffle_buffer
         if capacity == 0:
-            sample = self._read()
-            if sample is None:
-                raise StopIteration
-            dataset._counts.add("samples")
-            return self._emit(sample[0])
-        buffer = self._buffer
-        while len(buffer) < capacity:
             entry = self._read()
             if entry is None:
-                break
-            buffer.append(entry)
-        if not buffer:
-            raise StopIteration
-        j = int(self._rng.integers(len(buffer)))
-        buffer[j], buffer[-1] = buffer[-1], buffer[j]
-        self._dataset._counts.add("samples")
-        return self._emit(buffer.pop()[0])
-
-    def _emit(self, sample: dict) -> Any:
-        fields = self._dataset.fields
-        return sample if fields is None else as_tuple(sample, fields)
+                raise StopIteration
+        else:
+            buffer = self._buffer
+            while len(buffer) < capacity:
+                found = self._read()
+                if found is None:
+                    break
+                buffer.append(found)
+            if not buffer:
+                raise StopIteration
+            j = int(self._rng.integers(len(buffer)))
+            buffer[j], buffer[-1] = buffer[-1], buffer[j]
+            entry = buffer.pop()
+        self._tally[0] += 1
+        fields = dataset.fields
+        # A dict, or a tuple of its fields (typed as the dataset's dict items).
+        item: Any = entry[0] if fields is None else as_tuple(entry[0], fields)
+        return item
 
     def _read(self) -> tuple[dict, int, int] | None:
         """The next sample of this stream's shards, with its location; ``None`` at the end."""
@@ -393,6 +416,9 @@ class _TarIterator:
         self._offset = int(state["offset"])
 
     def __del__(self) -> None:
+        tally = getattr(self, "_tally", None)
+        if tally is not None:
+            self._dataset._counts.retire(tally)
         stream = getattr(self, "_stream", None)
         if stream is not None:
             stream.close()
