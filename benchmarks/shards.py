@@ -12,7 +12,9 @@ packed with ``TarWriter``), in one run:
   persistent workers. Best epoch after a warm-up.
 * ``raw``    -- every sample of every shard read and grouped, no decoding,
   one stream, against ``cat shards > /dev/null`` (both after a warm-up
-  read, so from the page cache).
+  read, so from the page cache), in alternating rounds; medians of the
+  rates and of the CPU time (the CPU fraction is the figure a loaded
+  machine disturbs least).
 * ``memory`` -- peak RSS of a fresh process streaming the shards with a
   shuffle buffer of 256, through the train chain and with no decoding, at
   two shard sizes (8 and 32 MB, so that both workers have shards at either
@@ -28,6 +30,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -131,22 +135,40 @@ def epoch_rates(make, shards: list[str], repeats: int) -> list[float]:
     return rates
 
 
-def raw_rates(shards: list[str], repeats: int) -> tuple[list[float], list[float]]:
-    """MB/s of reading and grouping every sample, and of ``cat shards > /dev/null``."""
+def raw_rates(shards: list[str], rounds: int) -> dict[str, list[float]]:
+    """MB/s and CPU seconds of reading and grouping every sample, and of ``cat shards > /dev/null``.
+
+    Both read the same files from the page cache (each once before timing);
+    the two alternate, each going first in every other round, so that the
+    load of the machine falls on both alike: compare medians.
+    """
     from dataloader.sources import TarDataset
 
-    total = sum(os.path.getsize(shard) for shard in shards)
-    ours, cat = [], []
-    subprocess.run(["cat", *shards], stdout=subprocess.DEVNULL, check=True)
-    for _ in range(repeats):
-        start = time.perf_counter()
-        subprocess.run(["cat", *shards], stdout=subprocess.DEVNULL, check=True)
-        cat.append(total / 1e6 / (time.perf_counter() - start))
-        start = time.perf_counter()
+    def ours() -> None:
         for _sample in TarDataset(shards):
             pass
-        ours.append(total / 1e6 / (time.perf_counter() - start))
-    return ours, cat
+
+    def cat() -> None:
+        subprocess.run(["cat", *shards], stdout=subprocess.DEVNULL, check=True)
+
+    def cpu(who: int) -> float:
+        usage = resource.getrusage(who)
+        return usage.ru_utime + usage.ru_stime
+
+    total = sum(os.path.getsize(shard) for shard in shards)
+    contenders = {"ours": (ours, resource.RUSAGE_SELF), "cat": (cat, resource.RUSAGE_CHILDREN)}
+    figures: dict[str, list[float]] = {f"{name}_{unit}": [] for name in contenders
+                                       for unit in ("mb_s", "cpu_s")}
+    cat()
+    ours()
+    for n in range(rounds):
+        for name in sorted(contenders, reverse=n % 2 == 1):
+            run, who = contenders[name]
+            used, start = cpu(who), time.perf_counter()
+            run()
+            figures[f"{name}_mb_s"].append(total / 1e6 / (time.perf_counter() - start))
+            figures[f"{name}_cpu_s"].append(cpu(who) - used)
+    return figures
 
 
 def raw_loader(shards: list[str]):
@@ -175,7 +197,8 @@ def child(loader: str, shards: list[str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=2000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3, help="timed epochs of train")
+    parser.add_argument("--rounds", type=int, default=15, help="alternating rounds of raw")
     parser.add_argument("--only", choices=["train", "raw", "memory"],
                         help="run one of the three measurements")
     args = parser.parse_args()
@@ -186,12 +209,15 @@ def main() -> None:
     if args.only in (None, "train"):
         train(small, args.repeats, result)
     if args.only in (None, "raw"):
-        raw, cat = raw_rates(small, args.repeats)
-        result["raw"] = {"tar_dataset_mb_s": raw, "cat_mb_s": cat,
-                         "fraction_of_cat": max(raw) / max(cat)}
-        print_table(["raw read, MB/s (best)", "rate"],
-                    [["TarDataset, no decoding", max(raw)], ["cat > /dev/null", max(cat)],
-                     ["fraction of cat", max(raw) / max(cat)]])
+        raw = raw_rates(small, args.rounds)
+        median = {name: statistics.median(values) for name, values in raw.items()}
+        result["raw"] = {**raw, "fraction_of_cat": median["ours_mb_s"] / median["cat_mb_s"],
+                         "cpu_fraction_of_cat": median["cat_cpu_s"] / median["ours_cpu_s"]}
+        print_table([f"raw read (median of {args.rounds})", "MB/s", "CPU ms"],
+                    [["TarDataset, no decoding", median["ours_mb_s"], 1e3 * median["ours_cpu_s"]],
+                     ["cat > /dev/null", median["cat_mb_s"], 1e3 * median["cat_cpu_s"]],
+                     ["fraction of cat", result["raw"]["fraction_of_cat"],
+                      result["raw"]["cpu_fraction_of_cat"]]])
     if args.only in (None, "memory"):
         memory = {size: {"train": peak_rss_mib(shards, "ours_loader"),
                          "no_decoding": peak_rss_mib(shards, "raw_loader")}
