@@ -83,6 +83,7 @@ cdef class TarReader:
     cdef str url
     # The sample being assembled; ``ahead``: the member read last starts the next one.
     cdef dict sample
+    cdef object sample_key
     cdef int64_t sample_start
     cdef bint ahead
     # The member read last (no tuple per member: samples are what is returned): its
@@ -182,13 +183,14 @@ cdef class TarReader:
                 self.key_len = NO_KEY
             offset = self.member_start
             sample = self.sample
-            if sample is None or sample["__key__"] != self.key:
+            if sample is None or (self.key is not self.sample_key
+                                  and self.key != self.sample_key):
                 if sample is not None and len(sample) > 2:
                     # The member starts the next sample, assembled on the next call.
                     self.sample, self.ahead = None, True
                     return sample, self.sample_start, offset
                 sample = {"__key__": self.key, "__url__": self.url}
-                self.sample, self.sample_start = sample, offset
+                self.sample, self.sample_key, self.sample_start = sample, self.key, offset
             if self.extension in sample:
                 name = self.name if self.member_name is None else self.member_name
                 raise self._error(offset, f"duplicate member {name!r} in sample {self.key!r}")

@@ -16,9 +16,12 @@
 /* Numbers that do not fit an int64_t are malformed (8 EiB members do not exist). */
 #define MAX_DIGITS 18
 /* Member data left to read past this size is read straight into the
- * member's memory, with LOOKAHEAD_BYTES after it into the buffer. */
+ * member's memory, with at most LOOKAHEAD_BYTES after it into the buffer. */
 #define DIRECT_BYTES (16 * 1024)
 #define LOOKAHEAD_BYTES (8 * 1024)
+/* Read after such a member beyond the span seen before it, for padding and
+ * small members that differ in length from sample to sample. */
+#define LOOKAHEAD_SLACK (2 * DL_TAR_BLOCK)
 
 static int fail(dl_tar_t *tar, int64_t offset, const char *format, ...)
 {
@@ -38,6 +41,8 @@ int dl_tar_init(dl_tar_t *tar, int fd, int64_t offset, size_t block)
     tar->cap = block < 4 * DL_TAR_BLOCK ? 4 * DL_TAR_BLOCK : block;
     tar->buf = malloc(tar->cap);
     tar->name_cap = 256;
+    tar->lookahead = LOOKAHEAD_BYTES;
+    tar->direct_end = -1;
     tar->name = malloc(tar->name_cap);
     if (tar->buf == NULL || tar->name == NULL) {
         dl_tar_free(tar);
@@ -83,13 +88,13 @@ static int read_some(dl_tar_t *tar, unsigned char *dst, size_t n, size_t *got)
     }
 }
 
-/* Read up to n bytes into dst and then up to LOOKAHEAD_BYTES into the
+/* Read up to n bytes into dst and then up to tar->lookahead into the
  * buffer, which is empty (all of it was copied out before). */
 static int read_into(dl_tar_t *tar, unsigned char *dst, size_t n, size_t *got)
 {
     struct iovec parts[2] = {
         {dst, n},
-        {tar->buf, tar->cap < LOOKAHEAD_BYTES ? tar->cap : LOOKAHEAD_BYTES},
+        {tar->buf, tar->cap < tar->lookahead ? tar->cap : tar->lookahead},
     };
     tar->pos = tar->len = 0;
     for (;;) {
@@ -453,7 +458,7 @@ int64_t dl_tar_buffered(const dl_tar_t *tar)
 
 int dl_tar_data(dl_tar_t *tar, unsigned char *dst)
 {
-    int64_t size = tar->size, got = dl_tar_buffered(tar);
+    int64_t size = tar->size, got = dl_tar_buffered(tar), data_start = tar->offset;
     memcpy(dst, tar->buf + tar->pos, (size_t)got);
     consume(tar, (size_t)got);
     while (got < size) {
@@ -477,7 +482,15 @@ int dl_tar_data(dl_tar_t *tar, unsigned char *dst)
         } else {
             /* The rest straight into dst, and what follows it (the next
              * headers and small members) into the emptied buffer, in one
-             * call: the member's bytes are copied once, as cat copies them. */
+             * call: the member's bytes are copied once, as cat copies them.
+             * Shards repeat a layout, so what follows is about as long as
+             * what came between the last large member and this one: no more
+             * of the next member is read than that, as the buffer's bytes
+             * are copied twice. */
+            if (tar->direct_end >= 0) {
+                int64_t gap = data_start - tar->direct_end + LOOKAHEAD_SLACK;
+                tar->lookahead = gap < LOOKAHEAD_BYTES ? (size_t)gap : LOOKAHEAD_BYTES;
+            }
             size_t n;
             int status = read_into(tar, dst + got, (size_t)rest, &n);
             if (status != 0)
@@ -489,9 +502,11 @@ int dl_tar_data(dl_tar_t *tar, unsigned char *dst)
     }
     tar->data_pending = 0;
     tar->skip_pad = (DL_TAR_BLOCK - size % DL_TAR_BLOCK) % DL_TAR_BLOCK;
-    if (size >= DIRECT_BYTES)
+    if (size >= DIRECT_BYTES) {
         tar->large = 1;
-    else if (size > LOOKAHEAD_BYTES)
+        tar->direct_end = data_start + size;
+    } else if (size > LOOKAHEAD_BYTES) {
         tar->large = 0;
+    }
     return 0;
 }

@@ -40,6 +40,8 @@ typedef struct {
     int eof;                   /* read(2) returned 0 */
     int ended;                 /* DL_TAR_END was returned */
     int large;                 /* the last sizeable member was read straight into its memory */
+    int64_t direct_end;        /* the shard offset where that member ended, or -1 */
+    size_t lookahead;          /* bytes read into the buffer after such a member */
     /* Bytes to pass over before the next header: the data of a member
      * that is not returned (its header at skip_header), then padding. */
     int64_t skip_data, skip_data_size, skip_header, skip_pad;
