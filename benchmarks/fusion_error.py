@@ -13,9 +13,9 @@ Two image sets: the benchmarks' ImageNet-like folder
 (``dataloader._images.samples.sample_image_folder(photographs="installed")``:
 quality-90 JPEGs of 400-500 x 300-375 pixels cut from the camera photographs
 of two Debian wallpaper packages, which ``make bench`` installs), and those
-photographs whole (``samples.INSTALLED_PHOTOS``, decoded at the DCT scale
-that keeps 1200 pixels or more on the shorter side: 1200 to 2656 pixels a
-side, quality 90), where 224-pixel targets shrink enough for scaling.
+photographs whole (``samples.INSTALLED_PHOTOS``, decoded at the smallest
+DCT scale that keeps 1200 pixels on the shorter side: 1024 to 3088 pixels
+a side, quality 90), where 224-pixel targets shrink enough for scaling.
 Without the packages, both sets come from scikit-image's photographs
 (``samples.PHOTOS``, 300 to 1411 pixels a side).
 

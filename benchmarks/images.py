@@ -404,7 +404,8 @@ def compare(repeats: int, rounds: int = 3, n_images: int = N_IMAGES,
             "pss_ratio_vs_torch": ours["pss_at_end_mib"] / theirs["pss_at_end_mib"],
         }
         rows.append([chain, f"{ours['images_per_s']:,.0f}/s",
-                     f"{folder['images_per_s']:,.0f}/s ({entry['folder_fraction_of_loader']:.2f})",
+                     f"{folder['images_per_s']:,.0f}/s ({entry['folder_fraction_of_loader']:.2f}), "
+                     f"{folder['cpu_ms_per_image']:.2f} CPU ms",
                      f"{theirs['images_per_s']:,.0f}/s",
                      f"{entry['speedup_vs_torch']:.2f}x", f"{entry['fraction_of_raw_limit']:.2f}",
                      f"{ours['cpu_ms_per_image']:.2f}", f"{theirs['cpu_ms_per_image']:.2f}",

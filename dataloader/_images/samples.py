@@ -73,7 +73,7 @@ INSTALLED_PHOTOS = tuple(
         "RainDrops", "Storm", "TwoWings", "Wood", "YellowFlower")])
 # Installed photographs are decoded at the smallest DCT scale that keeps
 # this many pixels on their shorter side: crops of ImageNet's size are then
-# still 1.3x to 8x downscaled, at a quarter of the memory or less.
+# still about 1x to 8x downscaled, in a quarter of the memory or less.
 INSTALLED_SHORT_SIDE = 1200
 SOURCES = ("installed", "bundled", "synthetic")
 
