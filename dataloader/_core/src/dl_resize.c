@@ -31,7 +31,6 @@
  * (dl_float_sink_t), a few rows at a time into a strip that each row leaves
  * at once as float32 through the tail's tables (dl_emit). */
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -534,58 +533,13 @@ static int dl_emit(const dl_last_pass_t *p, int out_h, uint8_t *dst, ptrdiff_t d
     return status;
 }
 
-/* The intermediate image between the two passes lives in a buffer of the
- * calling thread, grown and kept until the thread ends: allocated afresh
- * for every image it is large enough to be mapped and unmapped each time
- * (above malloc's mmap threshold), and page faults then cost as much as a
- * pass. A thread runs one resize at a time. */
-typedef struct {
-    uint8_t *data;
-    size_t size;
-} dl_between_t;
-
-static pthread_key_t between_key;
-static pthread_once_t between_once = PTHREAD_ONCE_INIT;
-
-static void between_free(void *raw)
-{
-    dl_between_t *between = raw;
-    free(between->data);
-    free(between);
-}
-
-static void between_key_create(void) { pthread_key_create(&between_key, between_free); }
-
-/* This thread's intermediate buffer of at least `bytes`, or NULL. */
-static uint8_t *dl_between(size_t bytes)
-{
-    pthread_once(&between_once, between_key_create);
-    dl_between_t *between = pthread_getspecific(between_key);
-    if (between == NULL) {
-        if ((between = calloc(1, sizeof *between)) == NULL)
-            return NULL;
-        if (pthread_setspecific(between_key, between) != 0) {
-            free(between);
-            return NULL;
-        }
-    }
-    if (between->size < bytes) {
-        free(between->data);
-        between->size = 0;
-        if ((between->data = malloc(bytes)) == NULL)
-            return NULL;
-        between->size = bytes;
-    }
-    return between->data;
-}
-
 int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8_t *dst,
                    ptrdiff_t dst_stride, const dl_resize_part_t *part, int filter, int antialias,
                    const dl_float_sink_t *sink)
 {
     int *hb = NULL, *vb = NULL, *xin = NULL, *yin = NULL;
     int32_t *hw = NULL, *vw = NULL;
-    uint8_t *tmp = NULL; /* this thread's dl_between buffer, not freed here */
+    uint8_t *tmp = NULL; /* this thread's scratch (DL_SCRATCH_BETWEEN), not freed */
     const dl_window_t *source = &part->source, *r = &part->region;
     int in_w = source->width, out_h = r->height, out_w = r->width;
     int hk = 0, vk = 0, status = -1, y, first, last;
@@ -631,7 +585,7 @@ int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8
         goto emit;
     }
     if (part->out_h < part->in_h && part->out_w > part->in_w) {
-        tmp = dl_between((size_t)out_h * in_w * channels);
+        tmp = dl_scratch(DL_SCRATCH_BETWEEN, (size_t)out_h * in_w * channels);
         if (tmp == NULL)
             goto done;
         if (dl_filter_rows_any(src, src_stride, (ptrdiff_t)in_w * channels, tmp,
@@ -646,7 +600,7 @@ int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8
     last = vb[2 * out_h - 2] + vb[2 * out_h - 1];
     for (y = 0; y < out_h; y++)
         vb[2 * y] -= first;
-    tmp = dl_between((size_t)(last - first) * out_w * channels);
+    tmp = dl_scratch(DL_SCRATCH_BETWEEN, (size_t)(last - first) * out_w * channels);
     if (tmp == NULL)
         goto done;
     if (dl_filter_columns(src + first * src_stride, src_stride, last - first, in_w, channels, tmp,
