@@ -40,7 +40,7 @@ SANITIZER_ENV = LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-fi
 LSAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: demo test bench docs soak mutate fuzz test-asan test-ft asan-install ft-install fuzz-install fuzz-deps sysdeps pillow-simd clean
+.PHONY: demo test bench bench-photos docs soak mutate fuzz test-asan test-ft asan-install ft-install fuzz-install fuzz-deps sysdeps pillow-simd clean
 
 demo: $(VENV)/.installed-demo
 	$(BIN)/python examples/demo.py
@@ -178,7 +178,7 @@ ft-install: $(FT_VENV)/.installed
 
 # Every benchmark, each against its peers in the same run (docs/benchmarks.md);
 # JSON into benchmarks/results/, the image chart into docs/images/.
-bench: $(VENV)/.installed-test
+bench: $(VENV)/.installed-test bench-photos
 	$(BIN)/python benchmarks/loader_overhead.py
 	$(BIN)/python benchmarks/compare_torch.py
 	$(BIN)/python benchmarks/drop_in.py
@@ -188,6 +188,18 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/thread_scaling.py
 	$(BIN)/python benchmarks/shuffle.py
 	$(BIN)/python benchmarks/shards.py
+
+# Real photographs for the image benchmarks (dataloader/_images/samples.py,
+# INSTALLED_PHOTOS): two Debian wallpaper packages of camera pictures.
+PHOTO_APT_PACKAGES := lomiri-wallpapers-16.04 mate-backgrounds
+PHOTO_CHECK := /usr/share/backgrounds/Bridge_by_Sander_Klootwijk.jpg /usr/share/backgrounds/mate/nature/Storm.jpg
+bench-photos:
+	@if ls $(PHOTO_CHECK) >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PHOTO_APT_PACKAGES); \
+	else \
+		echo "The image benchmarks use scikit-image's photographs; for real ones: sudo apt-get install $(PHOTO_APT_PACKAGES)"; \
+	fi
 
 # Pillow-SIMD, the peer of benchmarks/kernels.py, in its own venv (it
 # replaces Pillow): built from source with AVX2 enabled, against the system

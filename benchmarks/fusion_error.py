@@ -10,10 +10,14 @@ percentile and the PSNR (from the mean squared difference over all their
 samples).
 
 Two image sets: the benchmarks' ImageNet-like folder
-(``dataloader._images.samples.sample_image_folder``: quality-90 JPEGs of
-400-500 x 300-375 pixels cut from scikit-image's photographs), and those
-photographs whole (``samples.PHOTOS``, 300 to 1411 pixels a side, quality
-90), where 224-pixel targets shrink enough for scaling.
+(``dataloader._images.samples.sample_image_folder(photographs="installed")``:
+quality-90 JPEGs of 400-500 x 300-375 pixels cut from the camera photographs
+of two Debian wallpaper packages, which ``make bench`` installs), and those
+photographs whole (``samples.INSTALLED_PHOTOS``, decoded at the smallest
+DCT scale that keeps 1200 pixels on the shorter side: 1024 to 3088 pixels
+a side, quality 90), where 224-pixel targets shrink enough for scaling.
+Without the packages, both sets come from scikit-image's photographs
+(``samples.PHOTOS``, 300 to 1411 pixels a side).
 
 Run ``python benchmarks/fusion_error.py`` (``--images N``, ``--seeds N``);
 JSON into ``benchmarks/results/fusion_error.json``.
@@ -31,7 +35,12 @@ from _common import load_average
 from PIL import Image as PILImage
 
 from dataloader._cli.measure import print_table, write_json
-from dataloader._images.samples import _photos, image_paths, sample_image_folder
+from dataloader._images.samples import (
+    _installed_photos,
+    _photos,
+    image_paths,
+    sample_image_folder,
+)
 from dataloader.transforms import CenterCrop, Compose, Decode, RandomResizedCrop, Resize
 
 RESULTS = Path(__file__).parent / "results"
@@ -49,9 +58,9 @@ RANDOM = ("RandomResizedCrop",)
 
 
 def photographs() -> list[bytes]:
-    """scikit-image's photographs, whole, as quality-90 JPEGs."""
+    """The installed photographs (else scikit-image's), whole, as quality-90 JPEGs."""
     out = []
-    for image in _photos(PILImage):
+    for image in _installed_photos(PILImage) or _photos(PILImage):
         buffer = io.BytesIO()
         image.save(buffer, "JPEG", quality=90)
         out.append(buffer.getvalue())
@@ -95,8 +104,8 @@ def main() -> None:
                         help="draws per image of the random chains (default 8)")
     args = parser.parse_args()
     load_before = load_average()
-    sets = {"sample folder": [path.read_bytes() for path in
-                              image_paths(sample_image_folder(args.images))],
+    folder = sample_image_folder(args.images, photographs="installed")
+    sets = {"sample folder": [path.read_bytes() for path in image_paths(folder)],
             "photographs": photographs()}
     rows = []
     for set_name, images in sets.items():

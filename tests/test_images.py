@@ -7,7 +7,17 @@ import numpy as np
 import pytest
 from conftest import encode, natural_image
 
-from dataloader import DataLoader, ImageCollator, ImageFolder, default_collate, item_seed, kernels
+from dataloader import (
+    DataLoader,
+    ImageCollator,
+    ImageFolder,
+    Subset,
+    default_collate,
+    item_seed,
+    kernels,
+    random_split,
+)
+from dataloader._loading.plugins import item_source
 from dataloader.kernels import Image, ImageBatch
 from dataloader.transforms import (
     CenterCrop,
@@ -206,6 +216,56 @@ def test_a_folders_own_chain_needs_no_shuffle_for_a_seed(folder):
     expected = reference_epoch(DataLoader(ImageFolder(folder), batch_size=19, seed=4,
                                           transform=TRAIN), TRAIN)[0][0]
     np.testing.assert_array_equal(np.asarray(batch), expected)
+
+
+@pytest.mark.parametrize("split", ["subset", "random_split", "nested"])
+@pytest.mark.parametrize("workers", [(0, "thread"), (2, "thread"), (2, "process")],
+                         ids=["direct", "threads", "processes"])
+def test_a_subset_of_a_folder_keeps_its_chain_on_the_fast_path(folder, split, workers):
+    def part(dataset):
+        if split == "subset":
+            return Subset(dataset, [5, 0, 17, 3, 3, 12, 9, 1, 14])
+        halves = random_split(dataset, [0.5, 0.5], generator=7)
+        return halves[1] if split == "random_split" else Subset(halves[0], [4, 2, 0, 1, 3])
+
+    fast = DataLoader(part(ImageFolder(folder, transform=TRAIN)), batch_size=3, shuffle=True,
+                      seed=9, num_workers=workers[0], worker_type=workers[1],
+                      collate_fn=ImageCollator())
+    assert item_source(fast.dataset, None)[1] is TRAIN
+    plain = part(ImageFolder(folder))   # the same items before the chain
+    first = None
+    for _ in range(2):
+        epoch = [(np.asarray(batch).copy(), labels.tolist()) for batch, labels in fast]
+        # The chain applied item by item with the loader's per-item seeds.
+        expected = [(np.stack([np.asarray(TRAIN(plain[i][0], seed=item_seed(9, fast.epoch, i)))
+                               for i in indices]), [plain[i][1] for i in indices])
+                    for indices in fast.batch_sampler]
+        assert len(epoch) == len(expected) > 1
+        for (batch, labels), (reference, reference_labels) in zip(epoch, expected, strict=True):
+            np.testing.assert_array_equal(batch, reference)
+            assert labels == reference_labels
+        if first is None:
+            first = epoch[0][0]
+        else:
+            assert not np.array_equal(first, epoch[0][0])   # seeded per epoch
+    fast.close()
+
+
+def test_a_subset_that_fetches_its_own_way_is_not_taken_for_its_dataset(folder):
+    class Renamed(Subset):
+        def __getitem__(self, index):
+            return "own", self.dataset[self.indices[index]][1]
+
+        def __getitems__(self, indices):
+            return [self[index] for index in indices]
+
+    dataset = ImageFolder(folder, transform=TRAIN)
+    assert item_source(Renamed(dataset, [0, 1]), None) == (None, None)
+    with_own = Subset(dataset, [0, 1])
+    with_own.transform = None
+    assert item_source(with_own, None) == (None, None)
+    assert item_source(Subset(ImageFolder(folder), [0]), None) == (None, None)
+    assert not hasattr(Subset(list("ab"), [0]), "raw_item")
 
 
 def epochs_of(folder, mode, n=2, seed=5):

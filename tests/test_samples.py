@@ -1,6 +1,8 @@
 """The generated sample images of dataloader._images.samples."""
 
 import io
+import json
+import os
 
 import numpy as np
 import pytest
@@ -116,3 +118,24 @@ def test_synthetic_image_is_deterministic_and_varied(channels):
     np.testing.assert_array_equal(image, images.synthetic_image(17, 9, channels, seed=4))
     assert not np.array_equal(image, images.synthetic_image(17, 9, channels, seed=5))
     assert all(np.ptp(image[:, :, c]) > 50 for c in range(channels))
+
+
+def test_installed_photographs_when_the_packages_are_there(tmp_path):
+    root = images.sample_image_folder(root=tmp_path / "set", n_images=3, n_classes=1, seed=2,
+                                      photographs="installed")
+    installed = any(os.path.exists(path) for path in images.INSTALLED_PHOTOS)
+    bundled = bool(images._photos(PILImage))
+    marker = json.loads((root / images.MARKER).read_text())
+    assert marker["photos"] == ("installed" if installed else
+                                "bundled" if bundled else "synthetic")
+    for path in images.image_paths(root):
+        info = image_info(path.read_bytes())
+        assert images.WIDTHS[0] <= info.width <= images.WIDTHS[1]
+        assert images.HEIGHTS[0] <= info.height <= images.HEIGHTS[1]
+    if installed:   # cut from other pictures than the default set's
+        other = images.sample_image_folder(root=tmp_path / "other", n_images=3, n_classes=1,
+                                           seed=2)
+        assert ([p.read_bytes() for p in images.image_paths(other)]
+                != [p.read_bytes() for p in images.image_paths(root)])
+    with pytest.raises(ValueError, match="photographs"):
+        images.sample_image_folder(root=tmp_path / "bad", n_images=1, photographs="web")

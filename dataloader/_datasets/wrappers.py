@@ -10,7 +10,12 @@ takes numpy arrays, ``random_split`` takes a numpy generator or an int
 seed, and a ``Subset`` of an async dataset is async.
 
 The wrappers forward a batch's ``__getitems__`` to the datasets they wrap,
-so a wrapped dataset that fetches whole batches at once still does.
+so a wrapped dataset that fetches whole batches at once still does. A
+``Subset`` (and so each part of ``random_split``) of a dataset that applies
+its own transform (``ImageFolder(root, transform=chain)``: a
+``transform`` and a ``raw_item(index)``, the ``TransformingDataset`` protocol
+of ``dataloader._loading.plugins``) offers the same two, so the loader runs
+that transform on its fused batch path through the subset too.
 """
 
 from __future__ import annotations
@@ -109,6 +114,26 @@ class Subset(Dataset[T_co]):
 
     def __len__(self) -> int:
         return len(self.indices)
+
+    def __getattr__(self, name: str) -> Any:
+        # The TransformingDataset protocol, forwarded: present only when the
+        # wrapped dataset has it and this subset fetches as Subset does (a
+        # subclass with its own fetch, or its own ``transform`` attribute,
+        # means something else by its items). Only these two names are
+        # looked up here, so unpickling (which asks for others before
+        # ``__dict__`` is filled) never recurses.
+        if name in ("transform", "raw_item"):
+            dataset = self.__dict__.get("dataset")
+            cls = type(self)
+            if ("transform" not in self.__dict__ and cls.__getitem__ is Subset.__getitem__
+                    and cls.__getitems__ is Subset.__getitems__
+                    and callable(getattr(dataset, "raw_item", None))
+                    and hasattr(dataset, "transform")):
+                return dataset.transform if name == "transform" else self._raw_item
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _raw_item(self, index: int) -> Any:
+        return self.dataset.raw_item(self.indices[index])
 
 
 class _AsyncSubset(Subset[T_co]):

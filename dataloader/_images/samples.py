@@ -9,8 +9,7 @@ resampling and codecs behave on it as on photographs, and it needs nothing
 but numpy.
 
 :func:`sample_image_folder` writes an ImageNet-like folder: random crops of
-scikit-image's bundled photographs (they load offline) when scikit-image is
-installed, else synthetic images, rescaled to 400-500 x 300-375 pixels
+photographs, rescaled to 400-500 x 300-375 pixels
 (width x height, the size of a typical ImageNet JPEG) and saved as quality-90
 JPEGs in torchvision's ``ImageFolder`` layout, ``root/class_k/img_nnnnn.jpg``.
 The set depends only on its parameters: every random choice comes from one
@@ -19,6 +18,18 @@ work, so the threads that do the pixel work cannot change the result. A
 folder is reused when its marker file, written last, records the same
 parameters; otherwise it is generated into a sibling folder and renamed into
 place, so a concurrent reader never sees a half-written set.
+
+The photographs come from one of three sources, the first available of the
+order asked for (``photographs=``):
+
+* ``"installed"``: camera photographs of two Debian packages (``make
+  bench`` installs them): the Ubuntu 16.04 community wallpapers of
+  ``lomiri-wallpapers-16.04`` (CC-BY-4.0, CC-BY-SA-4.0, CC0) and the nature
+  set of ``mate-backgrounds`` (GPL-2+), 1280 to 5312 pixels a side, so each
+  crop is a downscaled camera picture as in ImageNet;
+* ``"bundled"``: scikit-image's photographs (they load offline), 300 to
+  1411 pixels, smaller and smoother;
+* synthetic images, which need nothing but numpy.
 """
 
 from __future__ import annotations
@@ -37,7 +48,7 @@ import numpy as np
 __all__ = ["image_paths", "sample_image_folder", "synthetic_image"]
 
 # Bump when the generation changes: cached sets of another version are remade.
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 MARKER = ".complete.json"
 WIDTHS = (400, 500)
 HEIGHTS = (300, 375)
@@ -46,6 +57,25 @@ QUALITY = 90
 # needed); stereo_motorcycle gives (left, right, disparity): the left view.
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field",
           "immunohistochemistry", "retina", "stereo_motorcycle")
+# The Debian packages' photographs (the packages' copyright files name each
+# author and licence); umang_by_Abhishek_Mudgal.jpg, a colour gradient, is
+# left out. A missing file is skipped.
+INSTALLED_PHOTOS = tuple(
+    [f"/usr/share/backgrounds/{name}.jpg" for name in (
+        "Bridge_by_Sander_Klootwijk", "Dragonfly_by_Bolly", "Picture_0B_by_freespace",
+        "Picture_1A_by_freespace", "Wine_by_Jakkub_Mede", "aitzgorri_by_Aitzol_Berasategi",
+        "analogpattern_by_Peter_Nerlich", "free_by_Peter_Nerlich",
+        "friends_by_Aitzol_Berasategi", "greentock_by_Peter_Nerlich",
+        "life_by_Aitzol_Berasategi", "picosdeeuropa_by_Aitzol_Berasategi",
+        "seeding_by_Clements_Engelhardt", "sunset_by_Aitzol_Berasategi")]
+    + [f"/usr/share/backgrounds/mate/nature/{name}.jpg" for name in (
+        "Aqua", "Blinds", "Dune", "FreshFlower", "Garden", "GreenMeadow", "LadyBird",
+        "RainDrops", "Storm", "TwoWings", "Wood", "YellowFlower")])
+# Installed photographs are decoded at the smallest DCT scale that keeps
+# this many pixels on their shorter side: crops of ImageNet's size are then
+# still about 1x to 8x downscaled, in a quarter of the memory or less.
+INSTALLED_SHORT_SIDE = 1200
+SOURCES = ("installed", "bundled", "synthetic")
 
 
 def synthetic_image(height: int, width: int, channels: int = 3, seed: int = 0) -> np.ndarray:
@@ -97,12 +127,15 @@ class _Plan:
     flip: bool
 
 
-def _default_root(n_images: int, n_classes: int, seed: int) -> Path:
-    return Path(tempfile.gettempdir()) / f"dataloader-sample-images-{n_images}-{n_classes}c-{seed}"
+def _default_root(n_images: int, n_classes: int, seed: int, source: str) -> Path:
+    suffix = "" if source == "bundled" else f"-{source}"
+    return Path(tempfile.gettempdir()) / (
+        f"dataloader-sample-images-{n_images}-{n_classes}c-{seed}{suffix}")
 
 
 def sample_image_folder(n_images: int = 2000, root: str | os.PathLike[str] | None = None, *,
-                        n_classes: int = 10, seed: int = 0) -> Path:
+                        n_classes: int = 10, seed: int = 0,
+                        photographs: str = "bundled") -> Path:
     """Make (or reuse) an ImageFolder of ``n_images`` JPEGs in ``n_classes`` classes.
 
     Parameters
@@ -116,8 +149,12 @@ def sample_image_folder(n_images: int = 2000, root: str | os.PathLike[str] | Non
     n_classes : int, default 10
         Number of class subfolders ``class_0`` ... ``class_{n_classes - 1}``.
     seed : int, default 0
-        The set is a function of (n_images, n_classes, seed) and of whether
-        scikit-image's photographs are available.
+        The set is a function of (n_images, n_classes, seed) and of the
+        source of its photographs.
+    photographs : {"bundled", "installed"}, default "bundled"
+        Where the set is cut from: ``"installed"``, the Debian packages'
+        photographs, else the ones below; ``"bundled"``, scikit-image's,
+        else synthetic images.
 
     Returns
     -------
@@ -141,15 +178,21 @@ def sample_image_folder(n_images: int = 2000, root: str | os.PathLike[str] | Non
     """
     if n_images < 1 or n_classes < 1:
         raise ValueError(f"n_images and n_classes must be positive, got {n_images}, {n_classes}")
+    if photographs not in SOURCES[:2]:
+        raise ValueError(f"photographs must be 'installed' or 'bundled', got {photographs!r}")
     try:
         from PIL import Image as PILImage
     except ImportError:
         raise RuntimeError("generating the sample images needs Pillow: "
                            "pip install 'dataloader[bench]', or pass an image folder") from None
-    folder = Path(root) if root is not None else _default_root(n_images, n_classes, seed)
-    photos = _photos(PILImage)
+    source, photos = "synthetic", []
+    for source in SOURCES[SOURCES.index(photographs):]:
+        photos = _SOURCES[source](PILImage)
+        if photos or source == "synthetic":
+            break
+    folder = Path(root) if root is not None else _default_root(n_images, n_classes, seed, source)
     params = {"version": GENERATOR_VERSION, "n_images": n_images, "n_classes": n_classes,
-              "seed": seed, "quality": QUALITY, "photos": bool(photos)}
+              "seed": seed, "quality": QUALITY, "photos": source}
     if _complete(folder, params):
         return folder
     staging = folder.with_name(f"{folder.name}.partial-{os.getpid()}")
@@ -208,6 +251,24 @@ def _photos(pil_image: Any) -> list[Any]:
             pixels = pixels[0]
         photos.append(pil_image.fromarray(np.asarray(pixels)).convert("RGB"))
     return photos
+
+
+def _installed_photos(pil_image: Any) -> list[Any]:
+    """The Debian packages' photographs as RGB Pillow images; empty when none is installed."""
+    photos = []
+    for path in INSTALLED_PHOTOS:
+        try:
+            with pil_image.open(path) as file:
+                side = INSTALLED_SHORT_SIDE
+                file.draft("RGB", (side, side))
+                photos.append(file.convert("RGB"))
+        except OSError:
+            continue
+    return photos
+
+
+_SOURCES = {"installed": _installed_photos, "bundled": lambda pil_image: _photos(pil_image),
+            "synthetic": lambda pil_image: []}
 
 
 def _plans(root: Path, photos: list[Any], n_images: int, n_classes: int,

@@ -108,6 +108,17 @@ const char *dl_op_name(const dl_op_t *op);
 /* "a uint8 HWC image of shape (h, w, c)"; one message at a time per thread. */
 const char *dl_describe(const dl_shape_t *s);
 
+/* ---- per-thread scratch memory (dl_scratch.c) ---------------------------- */
+
+/* The buffers: the run pass's two (dl_pipeline.c), in turn the input and
+ * the output of a step, and the image between a resize's two passes
+ * (dl_resize.c). A thread uses each for one thing at a time. */
+enum { DL_SCRATCH_STEP_A, DL_SCRATCH_STEP_B, DL_SCRATCH_BETWEEN, DL_SCRATCH_SLOTS };
+
+/* This thread's buffer `slot` of at least `bytes`, grown (never shrunk)
+ * and kept until the thread ends; NULL when out of memory. */
+uint8_t *dl_scratch(int slot, size_t bytes);
+
 /* Writes the printf-style message into `msg` (DL_MSG_LEN bytes); returns `status`. */
 int dl_fail(char *msg, int status, const char *format, ...);
 

@@ -239,8 +239,16 @@ static void zero_border(uint8_t *dst, ptrdiff_t stride, const dl_window_t *w, in
     }
 }
 
-int dl_jpeg_decode_window(const uint8_t *data, size_t size, int scale, const dl_window_t *window,
-                          int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg)
+/* Rows handed to one jpeg_read_scanlines call when they go straight into
+ * the destination: libjpeg-turbo then upsamples and converts a whole row
+ * group per call instead of returning to us after each row. */
+#define DL_JPEG_ROWS 16
+
+/* Decodes `window` of the image at DCT scale `scale`/8 into `dst`. With
+ * `whole`, the window must be the whole scaled image (checked against the
+ * header this call reads: one header parse per image). */
+static int decode(const uint8_t *data, size_t size, int scale, const dl_window_t *window,
+                  int whole, int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg)
 {
     dl_jpeg_state_t *state = thread_state();
     if (state == NULL) return fail(msg, DL_ERR_NOMEM, "cannot create a decompressor");
@@ -251,6 +259,17 @@ int dl_jpeg_decode_window(const uint8_t *data, size_t size, int scale, const dl_
         return state->error.status;
     }
     read_header(state, data, size);
+    if (whole) {
+        int h, w;
+        dl_jpeg_scaled_size((int)cinfo->image_height, (int)cinfo->image_width, scale, &h, &w);
+        if (h != window->height || w != window->width) {
+            jpeg_abort_decompress(cinfo);
+            snprintf(msg, DL_MSG_LEN,
+                     "JPEG: decoded size %dx%d does not match the destination %dx%d",
+                     h, w, window->height, window->width);
+            return DL_ERR_MISMATCH;
+        }
+    }
     cinfo->out_color_space = output_space(cinfo->jpeg_color_space, channels);
     cinfo->scale_num = (unsigned int)scale;
     cinfo->scale_denom = 8;
@@ -264,7 +283,7 @@ int dl_jpeg_decode_window(const uint8_t *data, size_t size, int scale, const dl_
     int x0 = window->left < 0 ? -window->left : 0;
     int y1 = height - window->top < window->height ? height - window->top : window->height;
     int x1 = width - window->left < window->width ? width - window->left : window->width;
-    zero_border(dst, row_stride, window, channels, y0, y1, x0, x1);
+    if (!whole) zero_border(dst, row_stride, window, channels, y0, y1, x0, x1);
     if (y0 >= y1 || x0 >= x1) {
         jpeg_abort_decompress(cinfo);
         return DL_OK;
@@ -284,8 +303,19 @@ int dl_jpeg_decode_window(const uint8_t *data, size_t size, int scale, const dl_
     while ((int)cinfo->output_scanline < last) {
         int y = (int)cinfo->output_scanline - window->top;
         uint8_t *out = y >= y0 ? dst + y * row_stride + (ptrdiff_t)x0 * channels : NULL;
-        JSAMPROW row = direct && out != NULL ? out
-                       : grown_buffer(&state->row, &state->row_size, (size_t)decoded * components);
+        if (direct && out != NULL) {
+            /* Many rows at once, straight into the destination. */
+            JSAMPROW rows[DL_JPEG_ROWS];
+            int n = last - (int)cinfo->output_scanline;
+            if (n > DL_JPEG_ROWS) n = DL_JPEG_ROWS;
+            for (int k = 0; k < n; k++) rows[k] = out + k * row_stride;
+            if (jpeg_read_scanlines(cinfo, rows, (JDIMENSION)n) < 1) {
+                jpeg_abort_decompress(cinfo);
+                return fail(msg, DL_ERR_CORRUPT, "no scanline decoded");
+            }
+            continue;
+        }
+        JSAMPROW row = grown_buffer(&state->row, &state->row_size, (size_t)decoded * components);
         if (row == NULL) {
             jpeg_abort_decompress(cinfo);
             return fail(msg, DL_ERR_NOMEM, "out of memory");
@@ -307,19 +337,15 @@ int dl_jpeg_decode_window(const uint8_t *data, size_t size, int scale, const dl_
     return DL_OK;
 }
 
+int dl_jpeg_decode_window(const uint8_t *data, size_t size, int scale, const dl_window_t *window,
+                          int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg)
+{
+    return decode(data, size, scale, window, 0, channels, dst, row_stride, msg);
+}
+
 int dl_jpeg_decode(const uint8_t *data, size_t size, int scale, int height, int width,
                    int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg)
 {
-    dl_info_t info;
-    int status = dl_jpeg_info(data, size, &info, msg);
-    if (status != DL_OK) return status;
-    int h, w;
-    dl_jpeg_scaled_size(info.height, info.width, scale, &h, &w);
-    if (h != height || w != width) {
-        snprintf(msg, DL_MSG_LEN, "JPEG: decoded size %dx%d does not match the destination %dx%d",
-                 h, w, height, width);
-        return DL_ERR_MISMATCH;
-    }
     dl_window_t whole = {0, 0, height, width};
-    return dl_jpeg_decode_window(data, size, scale, &whole, channels, dst, row_stride, msg);
+    return decode(data, size, scale, &whole, 1, channels, dst, row_stride, msg);
 }

@@ -1,7 +1,7 @@
 /* The run pass of a transform chain (see dl_pipeline.h): the pixel work of
  * the steps the plan pass (dl_plan.c) resolved, through two per-thread
- * scratch buffers, the last op writing straight into the output. */
-#include <pthread.h>
+ * scratch buffers (dl_scratch.c, slots DL_SCRATCH_STEP_A and _B), the last
+ * op writing straight into the output. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,43 +10,6 @@
 #include "dl_resize.h"
 
 #define DL_ALIGNMENT 64
-
-/* ---- scratch memory: two growing buffers per thread --------------------- */
-
-typedef struct {
-    uint8_t *data[2];
-    size_t size[2];
-} dl_scratch_t;
-
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-
-static void scratch_free(void *raw)
-{
-    dl_scratch_t *scratch = raw;
-    free(scratch->data[0]);
-    free(scratch->data[1]);
-    free(scratch);
-}
-
-static void scratch_key_create(void) { pthread_key_create(&scratch_key, scratch_free); }
-
-static uint8_t *scratch_buffer(int which, size_t bytes)
-{
-    pthread_once(&scratch_once, scratch_key_create);
-    dl_scratch_t *scratch = pthread_getspecific(scratch_key);
-    if (scratch == NULL) {
-        if ((scratch = calloc(1, sizeof *scratch)) == NULL) return NULL;
-        pthread_setspecific(scratch_key, scratch);
-    }
-    if (scratch->size[which] < bytes) {
-        free(scratch->data[which]);
-        scratch->size[which] = 0;
-        if ((scratch->data[which] = malloc(bytes)) == NULL) return NULL;
-        scratch->size[which] = bytes;
-    }
-    return scratch->data[which];
-}
 
 /* ---- the run pass ------------------------------------------------------- */
 
@@ -119,7 +82,7 @@ static int destination(dl_run_t *run, int k, dl_image_t *dst, int *buffer)
         return DL_OK;
     }
     *buffer = run->current_buffer == 0 ? 1 : 0;
-    uint8_t *data = scratch_buffer(*buffer, shape_bytes(out));
+    uint8_t *data = dl_scratch(*buffer, shape_bytes(out));
     if (data == NULL) return dl_fail(run->msg, DL_ERR_NOMEM, "cannot allocate scratch memory");
     *dst = packed(data, out);
     return DL_OK;
@@ -237,7 +200,7 @@ static int run_decode(dl_run_t *run, int k)
                         run->ops[k + 1].kind == DL_OP_RESIZE)) {
         /* The window, then resampled into the output of the op(s) it stands for. */
         dl_shape_t shape = {step->height, step->width, step->out.channels, 1, DL_LAYOUT_HWC};
-        uint8_t *data = scratch_buffer(run->pending_buffer == 0 ? 1 : 0, shape_bytes(&shape));
+        uint8_t *data = dl_scratch(run->pending_buffer == 0 ? 1 : 0, shape_bytes(&shape));
         if (data == NULL) return end(run, last, &dst, out_of_memory(run), consumed);
         dl_image_t src = packed(data, &shape);
         status = dl_jpeg_decode_window(input->bytes, input->size, step->scale, &window,

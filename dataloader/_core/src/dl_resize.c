@@ -539,7 +539,7 @@ int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8
 {
     int *hb = NULL, *vb = NULL, *xin = NULL, *yin = NULL;
     int32_t *hw = NULL, *vw = NULL;
-    uint8_t *tmp = NULL;
+    uint8_t *tmp = NULL; /* this thread's scratch (DL_SCRATCH_BETWEEN), not freed */
     const dl_window_t *source = &part->source, *r = &part->region;
     int in_w = source->width, out_h = r->height, out_w = r->width;
     int hk = 0, vk = 0, status = -1, y, first, last;
@@ -585,7 +585,7 @@ int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8
         goto emit;
     }
     if (part->out_h < part->in_h && part->out_w > part->in_w) {
-        tmp = malloc((size_t)out_h * in_w * channels);
+        tmp = dl_scratch(DL_SCRATCH_BETWEEN, (size_t)out_h * in_w * channels);
         if (tmp == NULL)
             goto done;
         if (dl_filter_rows_any(src, src_stride, (ptrdiff_t)in_w * channels, tmp,
@@ -600,7 +600,7 @@ int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8
     last = vb[2 * out_h - 2] + vb[2 * out_h - 1];
     for (y = 0; y < out_h; y++)
         vb[2 * y] -= first;
-    tmp = malloc((size_t)(last - first) * out_w * channels);
+    tmp = dl_scratch(DL_SCRATCH_BETWEEN, (size_t)(last - first) * out_w * channels);
     if (tmp == NULL)
         goto done;
     if (dl_filter_columns(src + first * src_stride, src_stride, last - first, in_w, channels, tmp,
@@ -617,7 +617,6 @@ done:
     free(vw);
     free(xin);
     free(yin);
-    free(tmp);
     return status;
 }
 

@@ -242,15 +242,20 @@ int dl_filter_columns_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows, i
             int xmin = bounds[2 * xx], n = bounds[2 * xx + 1];
             int s = xmin < in_w - taps ? xmin : in_w - taps;
             start[xx] = s;
-            for (int t = 0; t < taps; t++) {
-                int j = t - (xmin - s);
-                int32_t k = j >= 0 && j < n ? weights[(ptrdiff_t)xx * ksize + j] : 0;
-                int16_t *lo = (int16_t *)&w[(ptrdiff_t)xx * pairs + t / 2].lo;
-                int16_t *hi = (int16_t *)&w[(ptrdiff_t)xx * pairs + t / 2].hi;
-                /* Tap t is the first or second of each [w0 w1] of its pair. */
-                for (int i = t % 2; i < 16; i += 2) {
-                    lo[i] = (int16_t)(k & ((1 << DL_SPLIT_BITS) - 1));
-                    hi[i] = (int16_t)(k >> DL_SPLIT_BITS);
+            for (int q = 0; q < pairs; q++) {
+                uint32_t lo = 0, hi = 0;
+                /* Tap 2q in the low 16 bits of each [w0 w1], tap 2q + 1 in the high. */
+                for (int t = 2 * q; t < 2 * q + 2; t++) {
+                    int j = t - (xmin - s), shift = 16 * (t % 2);
+                    int32_t k = j >= 0 && j < n ? weights[(ptrdiff_t)xx * ksize + j] : 0;
+                    lo |= (uint32_t)(uint16_t)(k & ((1 << DL_SPLIT_BITS) - 1)) << shift;
+                    hi |= (uint32_t)(uint16_t)(k >> DL_SPLIT_BITS) << shift;
+                }
+                uint32_t *lo_lanes = (uint32_t *)&w[(ptrdiff_t)xx * pairs + q].lo;
+                uint32_t *hi_lanes = (uint32_t *)&w[(ptrdiff_t)xx * pairs + q].hi;
+                for (int i = 0; i < 8; i++) {
+                    lo_lanes[i] = lo;
+                    hi_lanes[i] = hi;
                 }
             }
         }
