@@ -161,10 +161,11 @@ class DataLoader(Generic[T_co]):
     worker_type : {"auto", "thread", "process"}, default "auto"
         What the ``num_workers`` workers are. Threads share the process and
         run native work in parallel; processes run Python ``__getitem__``
-        code in parallel on a build with the GIL, and hand batches back
-        through shared memory. ``"auto"`` picks processes for a map-style
-        dataset doing Python work and threads otherwise; ``worker_type``
-        reads the choice (see ``docs/from-torch.md``, "Which worker type").
+        (or ``__iter__``: each process iterates its own stream) code in
+        parallel on a build with the GIL, and hand batches back through
+        shared memory. ``"auto"`` picks processes for a dataset doing Python
+        work and threads otherwise; ``worker_type`` reads the choice (see
+        ``docs/from-torch.md``, "Which worker type").
 
     Examples
     --------
