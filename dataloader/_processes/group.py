@@ -90,7 +90,9 @@ class WorkerGroup:
         # Requests from the consumer, and a pipe that wakes the I/O thread.
         self._outbox: collections.deque[tuple[Any, ...]] = collections.deque()
         self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        # The epoch being served; ``_lock`` pairs it with ``death``.
         self._channel: Channel | None = None
+        self._lock = threading.Lock()
         self._stopping = False
         self._io: threading.Thread | None = None
         self.death: BaseException | None = None
@@ -144,6 +146,14 @@ class WorkerGroup:
         ``stream_states``: streaming workers, the state each resumes its stream from.
         """
         channel = Channel(next(_tokens), self.size, ordered)
+        # Replies are matched against this channel from now on (an older
+        # epoch's carry its own token), and a death, even before this
+        # epoch's first request, fails it.
+        with self._lock:
+            self._channel = channel
+            death = self.death
+        if death is not None:
+            channel.fail(death)
         self.post((_worker.EPOCH, channel, seed, epoch, stream_states))
         return channel
 
@@ -194,7 +204,6 @@ class WorkerGroup:
             request = self._outbox.popleft()
             kind, channel = request[0], request[1]
             if kind == _worker.EPOCH:
-                self._channel = channel
                 seed, epoch, states = request[2:]
                 for worker_id, conn in enumerate(self._conns):
                     state = states[worker_id] if states is not None else None
@@ -250,9 +259,11 @@ class WorkerGroup:
 
     def _broken(self, death: BaseException) -> None:
         """The group cannot serve on: a worker died, or a request could not be sent."""
-        self.death = death
-        if self._channel is not None:
-            self._channel.fail(death)
+        with self._lock:
+            self.death = death
+            channel = self._channel
+        if channel is not None:
+            channel.fail(death)
 
     def _receive_from(self, worker_id: int) -> Any:
         conn = self._conns[worker_id]

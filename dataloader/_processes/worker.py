@@ -143,6 +143,9 @@ class _Worker:
         self.worker_id = worker_id
         self.conn = conn
         self.parent_pid = parent_pid
+        # A forkserver's child is not the consumer's: it learns of the
+        # consumer's death from its pipe's end of file alone.
+        self.watch_parent = os.getppid() == parent_pid
         self.writer = SlotWriter()
         self.stats = Stats()
         self.sent_totals = [0] * len(self.stats.rows[0].totals())
@@ -177,7 +180,7 @@ class _Worker:
 
     def _next_request(self) -> Any:
         while not self.conn.poll(_WATCHDOG_SECONDS):
-            if os.getppid() != self.parent_pid:
+            if self.watch_parent and os.getppid() != self.parent_pid:
                 return None
         return self.conn.recv()
 
