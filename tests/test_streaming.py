@@ -77,7 +77,7 @@ def test_worker_info_describes_the_streams(num_workers, item_concurrency):
             return iter(range(info.id, 30, info.num_workers))
 
     loader = DataLoader(Recording(), batch_size=4, num_workers=num_workers,
-                        item_concurrency=item_concurrency)
+                        item_concurrency=item_concurrency, worker_type="thread")
     assert flat(loader) == list(range(30))
     assert seen == {(worker, num_workers) for worker in range(num_workers)}
     loader.close()
@@ -276,7 +276,8 @@ def test_window_bounds_batches_loaded_ahead():
                     changed.notify_all()
                 yield value
 
-    with DataLoader(Endless(), batch_size=1, num_workers=2, prefetch_factor=2) as loader:
+    with DataLoader(Endless(), batch_size=1, num_workers=2, prefetch_factor=2,
+                    worker_type="thread") as loader:
         it = iter(loader)
         for _ in range(60):
             next(it)
@@ -342,7 +343,8 @@ def test_timeout_applies_to_streams():
             release.wait(30)
             return iter(range(get_worker_info().id, 4, 2))
 
-    with DataLoader(Slow(), batch_size=2, num_workers=2, timeout=0.3) as loader:
+    with DataLoader(Slow(), batch_size=2, num_workers=2, timeout=0.3,
+                    worker_type="thread") as loader:
         it = iter(loader)
         with pytest.raises(TimeoutError, match=r"0\.3"):
             next(it)

@@ -159,3 +159,28 @@ def test_torch_batches_are_stacked_in_the_slot():
     assert used == [((48,), np.dtype(np.uint8))]
     assert batch.shape == (2, 2, 3) and batch.dtype == torch.float32
     assert memory[:24].view(np.float32).tolist() == [1.0] * 6
+
+
+def memfd_resident_kib():
+    """Resident KiB of this process's mappings of batch slots (its page-table entries)."""
+    total, slot = 0, False
+    with open("/proc/self/smaps") as maps:
+        for line in maps:
+            fields = line.split()
+            if fields and "-" in fields[0] and not fields[0].endswith(":"):
+                slot = "memfd:dataloader-batch" in line
+            elif slot and fields[0] == "Rss:":
+                total += int(fields[1])
+    return total
+
+
+def test_a_packed_batch_is_handed_over_its_pages_kept_in_the_file_not_the_writer(pipe):
+    # As a segment its writer unmapped: the batch waiting for the consumer is
+    # memory of no process until the consumer reads it (torch's accounting).
+    before = memfd_resident_kib()
+    values = np.arange(1 << 20, dtype=np.float64)  # 8 MiB
+    batch = pipe({"x": values})
+    assert memfd_resident_kib() - before < 1024
+    assert os.fstat(pipe.writer.share(0)).st_blocks * 512 >= values.nbytes
+    np.testing.assert_array_equal(batch["x"], values)  # the consumer reads the pages
+    assert memfd_resident_kib() - before >= values.nbytes // 1024

@@ -51,6 +51,7 @@ from dataloader._loading.worker import WorkerSetup
 from dataloader._processes.choice import check_worker_type, resolve_worker_type
 from dataloader._processes.epoch import ProcessEpoch
 from dataloader._processes.group import WorkerGroup, start_method
+from dataloader._processes.stream import ProcessStream
 from dataloader._processes.worker import WorkerSpec
 from dataloader._sampling.distributed import RankGroup
 from dataloader._sampling.sampler import (
@@ -160,10 +161,11 @@ class DataLoader(Generic[T_co]):
     worker_type : {"auto", "thread", "process"}, default "auto"
         What the ``num_workers`` workers are. Threads share the process and
         run native work in parallel; processes run Python ``__getitem__``
-        code in parallel on a build with the GIL, and hand batches back
-        through shared memory. ``"auto"`` picks processes for a map-style
-        dataset doing Python work and threads otherwise; ``worker_type``
-        reads the choice (see ``docs/from-torch.md``, "Which worker type").
+        (or ``__iter__``: each process iterates its own stream) code in
+        parallel on a build with the GIL, and hand batches back through
+        shared memory. ``"auto"`` picks processes for a dataset doing Python
+        work and threads otherwise; ``worker_type`` reads the choice (see
+        ``docs/from-torch.md``, "Which worker type").
 
     Examples
     --------
@@ -213,11 +215,6 @@ class DataLoader(Generic[T_co]):
         check_pin_memory_device(pin_memory_device)
         check_worker_type(worker_type)
         iterable = is_iterable_style(dataset)
-        if worker_type == "process" and (iterable or is_async_dataset(dataset)):
-            raise ValueError(
-                "worker_type='process' runs map-style datasets; an iterable-style or async "
-                "dataset runs on worker threads (worker_type='thread' or 'auto')"
-            )
         if iterable:
             _streaming.check_options(shuffle, sampler, batch_sampler)
             if on_error != "raise":
@@ -280,7 +277,7 @@ class DataLoader(Generic[T_co]):
         # Worker processes kept across epochs (persistent_workers=True), and
         # the process epochs running, stopped by close().
         self._workers: WorkerGroup | None = None
-        self._process_epochs: weakref.WeakSet[ProcessEpoch] = weakref.WeakSet()
+        self._process_epochs: weakref.WeakSet[ProcessEpoch | ProcessStream] = weakref.WeakSet()
         self._worker_setup: WorkerSetup | None = None
         # An async dataset's coroutines run on an event loop owned by the
         # loader (see dataloader/_datasets/asynchronous.py); the finalizer holds the loop's
@@ -406,25 +403,29 @@ class DataLoader(Generic[T_co]):
 
     def _start_process_epoch(self, plan: EpochPlan) -> ProcessEpoch:
         """A map-style epoch on worker processes: the loader's persistent ones, or new ones."""
-        group = self._workers
-        if group is None or group.closed:
-            group = WorkerGroup(self._worker_spec(), start_method(self.multiprocessing_context))
-            if self.persistent_workers:
-                self._workers = group
-                weakref.finalize(self, group.close)
-        epoch = ProcessEpoch(self, plan, group, owns_group=not self.persistent_workers,
-                             seed=self.seed, epoch=self.epoch)
+        epoch = ProcessEpoch(self, plan, self._worker_group(), seed=self.seed, epoch=self.epoch,
+                             owns_group=not self.persistent_workers)
         self._process_epochs.add(epoch)
         return epoch
 
-    def _worker_spec(self) -> WorkerSpec:
-        return WorkerSpec(
-            dataset=self.dataset, transform=self.transform, collate_fn=self.collate_fn,
-            batched=self._auto_collation, worker_init_fn=self.worker_init_fn,
-            num_workers=self.num_workers, base_seed=self._base_seed,
-            item_concurrency=self.item_concurrency,
-            report_skipped=self.max_skipped is not None, skipping=self.on_error == "skip",
-        )
+    def _start_process_streams(self, plan: StreamPlan, states: dict[int, Any]) -> Any:
+        """A streaming epoch's engine on worker processes (``StreamPlan.processes``)."""
+        engine = ProcessStream(self._worker_group(), plan, states, seed=self.seed,
+                               owns_group=not self.persistent_workers)
+        self._process_epochs.add(engine)
+        return engine
+
+    def _worker_group(self) -> WorkerGroup:
+        """The loader's persistent worker processes, or new ones for one epoch."""
+        group = self._workers
+        if group is not None and not group.closed:
+            return group
+        spec = WorkerSpec.of_loader(self, self._base_seed, self._auto_collation, self._iterable)
+        group = WorkerGroup(spec, start_method(self.multiprocessing_context))
+        if self.persistent_workers:
+            self._workers = group
+            weakref.finalize(self, group.close)
+        return group
 
     def _shutdown_pool(self) -> None:
         if self._pool_finalizer is not None:
@@ -579,7 +580,7 @@ class DataLoader(Generic[T_co]):
         raw_item, unbound = item_source(None if self._event_loop else self.dataset, self.transform)
         transform, assemble = self._epoch_transform(unbound)
         source, item_lanes, on_cancel = self.dataset, False, None
-        if self._event_loop is not None:
+        if self._event_loop is not None and not self._processes:  # a loop in each process
             source = EpochItems(self.dataset, self._event_loop)
             item_lanes, on_cancel = source.item_lanes, source.cancel
             assemble = None  # async items are loaded by lanes, item by item
@@ -615,7 +616,8 @@ class DataLoader(Generic[T_co]):
         transform, assemble = self._epoch_transform(self.transform)
         recipe = _streaming.stream_recipe(transform, self.collate_fn, self.batch_size, assemble)
         limit = _streaming.epoch_limit(self, self._rank_group)
-        pool = self._live_pool() if self._threaded else None
+        processes = self._processes
+        pool = self._live_pool() if self._threaded and not processes else None
         plan = StreamPlan(
             dataset=self.dataset,
             num_workers=self.num_workers,
@@ -633,6 +635,7 @@ class DataLoader(Generic[T_co]):
             timeout=float(self.timeout),
             rank_group=self._rank_group,
             in_order=self.in_order and _streaming.ordered_streams(self.dataset),
+            processes=self._start_process_streams if processes else None,
         )
         epoch = _streaming.start_epoch(self, plan)
         self._streams.add(epoch)

@@ -116,6 +116,11 @@ class StreamPlan:
         Deliver the workers' batches by turn, batch ``j`` of every stream
         before batch ``j + 1`` of any (the loader's ``in_order`` for a
         dataset with ``ordered_streams``); else in arrival order.
+    processes : callable or None
+        With worker processes: ``processes(plan, states)`` starts the
+        epoch's streams on them (each stream's saved state on resume) and
+        returns the engine (``next()``, ``cancel()``); ``pool`` is then
+        ``None``.
     """
 
     dataset: Any
@@ -134,6 +139,7 @@ class StreamPlan:
     timeout: float
     rank_group: RankGroup | None = None
     in_order: bool = False
+    processes: Callable[[StreamPlan, dict[int, Any]], Any] | None = None
 
     @property
     def streams(self) -> int:

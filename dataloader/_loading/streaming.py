@@ -53,13 +53,21 @@ if TYPE_CHECKING:
     from dataloader._sampling.state import EpochProgress
 
 __all__ = [
-    "check_options", "drops_partial", "epoch_limit", "loader_length", "ordered_streams",
+    "Cursor", "check_options", "drops_partial", "epoch_limit", "loader_length", "ordered_streams",
     "start_epoch", "stream_recipe",
 ]
 
 # The state of a batch from an iterator without ``state_dict``; and of an
 # error that is no batch (it leaves the stream's saved state as it was).
-_NO_STATE = object()
+class _NoState:
+    """The state of a batch from an iterator without ``state_dict``: one object, also
+    after crossing from a worker process (it pickles as a reference to its name)."""
+
+    def __reduce__(self) -> str:
+        return "_NO_STATE"
+
+
+_NO_STATE = _NoState()
 _KEEP_STATE = None
 
 # The limit of an epoch whose ranks agree on their batch count as it goes.
@@ -150,7 +158,7 @@ def stream_recipe(transform: Any, collate: Any, batch_size: int | None,
     return Recipe(None, None, transform, collate, batch_size is not None, assemble)
 
 
-class _Cursor:
+class Cursor:
     """One stream: its iterator, position and worker identity."""
 
     __slots__ = ("dataset", "stream", "info", "state", "iterator", "position", "ended",
@@ -211,7 +219,7 @@ class _Cursor:
         return Fetched(self.stream, list(range(start, start + len(items))), items, state)
 
 
-def _consumer_batches(cursor: _Cursor, row: Row) -> Iterator[Fetched]:
+def _consumer_batches(cursor: Cursor, row: Row) -> Iterator[Fetched]:
     """The batches of a consumer-side stream, for the map-style engine."""
     cursor.open()
     while not cursor.ended:
@@ -225,7 +233,7 @@ class _DirectEngine:
 
     __slots__ = ("_cursor", "_recipe", "_row", "delivered", "_finished")
 
-    def __init__(self, cursor: _Cursor, recipe: Recipe, row: Row) -> None:
+    def __init__(self, cursor: Cursor, recipe: Recipe, row: Row) -> None:
         self._cursor = cursor
         self._recipe = recipe
         self._row = row
@@ -309,12 +317,14 @@ def epoch_limit(loader: DataLoader, rank_group: RankGroup | None) -> int | None:
 def _engine(plan: StreamPlan, states: dict[int, Any]) -> Any:
     stats, recipe = plan.stats, plan.recipe
     engine: Epoch | Stream
+    if plan.processes is not None:
+        return plan.processes(plan, states)
     if plan.pool is None:
-        return _DirectEngine(_Cursor(plan, 0, None, states.get(0)), recipe, stats.rows[0])
+        return _DirectEngine(Cursor(plan, 0, None, states.get(0)), recipe, stats.rows[0])
     if plan.num_workers == 0:
         # The stream is iterated on the consumer thread; its batches are
         # transformed and collated on the pool (item_concurrency > 1).
-        cursor = _Cursor(plan, 0, None, states.get(0))
+        cursor = Cursor(plan, 0, None, states.get(0))
         engine = Epoch(plan.pool, EpochPlan(
             _consumer_batches(cursor, stats.rows[0]), None, None, recipe, plan.progress,
             stats, window=plan.prefetch_factor, timeout=plan.timeout,
@@ -324,7 +334,7 @@ def _engine(plan: StreamPlan, states: dict[int, Any]) -> Any:
         return engine
     streams = plan.streams
     cursors = [
-        _Cursor(plan, stream,
+        Cursor(plan, stream,
                 WorkerInfo(stream, streams, plan.base_seed + stream, plan.dataset,
                            plan.batch_size),
                 states.get(stream))

@@ -4,23 +4,30 @@ Threads share the process: nothing is copied, starting is instant, and
 native work (the library's transforms, collators and sources, which
 release the interpreter) runs in parallel on them. On a build with the
 global interpreter lock, Python code does not: a dataset whose
-``__getitem__`` is Python work runs one item at a time on threads, and
-scales only across processes, as torch's loader runs it. The rule, in
-order:
+``__getitem__`` or ``__iter__`` is Python work runs one item at a time on
+threads, and scales only across processes, as torch's loader runs it.
+The rule, in order:
 
 1. ``num_workers=0`` -- no workers: batches load on the calling thread;
 2. a free-threaded build -- threads (Python code runs in parallel on them);
-3. an iterable-style or async dataset -- threads (worker processes run
-   map-style datasets); and ``item_concurrency > 1``, which says the items
-   wait on I/O, as threads do best;
+3. an async dataset -- threads (its coroutines wait on one event loop), and
+   ``item_concurrency > 1``, which says the items wait on I/O, as threads
+   do best;
 4. native work -- threads: a native transform chain (the loader's, or the
    dataset's own ``transform``, which the loader runs itself when the
-   dataset offers ``raw_item``: ``plugins.item_source``), or a collate
-   function that assembles batches natively (``ImageCollator``);
-5. items already in memory -- threads: a list, tuple, numpy array or
-   ``TensorDataset`` does microseconds of work per item, less than a
-   process would spend receiving its request and sending the batch back;
-6. anything else -- processes: a map-style dataset doing Python work.
+   dataset offers ``raw_item``: ``plugins.item_source``), a collate
+   function that assembles batches natively (``ImageCollator``), or one of
+   the library's sources (``native_loading``: ``FileDataset``,
+   ``TarDataset``), also under ``shard`` or ``ChainDataset``; and
+   ``interleave``'s datasets, whose ``stats()`` count in the loader's own
+   copy;
+5. items already in memory -- threads: a list, tuple, range, numpy array
+   or ``TensorDataset`` (or a stream of one, through ``shard``) does
+   microseconds of work per item, less than a process would spend
+   receiving its request and sending the batch back;
+6. anything else -- processes: a map-style dataset doing Python work, or
+   an iterable-style one whose ``__iter__`` is Python code (each process
+   then iterates its own stream, as under torch).
 
 Examples
 --------
@@ -43,7 +50,8 @@ from typing import Any
 import numpy as np
 
 from dataloader._datasets.asynchronous import is_async_dataset
-from dataloader._datasets.dataset import is_iterable_style
+from dataloader._datasets.dataset import ChainDataset, ShardedIterable
+from dataloader._datasets.interleave import InterleavedDataset, InterleavedStream
 from dataloader._datasets.wrappers import TensorDataset
 from dataloader._loading.plugins import BatchAssembling, EpochBound
 
@@ -69,9 +77,9 @@ def resolve_worker_type(requested: str, dataset: Any, *, num_workers: int,
         return requested
     if num_workers == 0 or free_threaded():
         return "thread"
-    if is_iterable_style(dataset) or is_async_dataset(dataset) or item_concurrency > 1:
+    if is_async_dataset(dataset) or item_concurrency > 1:
         return "thread"
-    if _native_work(dataset, transform, collate_fn) or _in_memory(dataset):
+    if _native_work(dataset, transform, collate_fn) or _native_or_in_memory(dataset):
         return "thread"
     return "process"
 
@@ -87,8 +95,19 @@ def _native_work(dataset: Any, transform: Any, collate_fn: Any) -> bool:
             or isinstance(getattr(dataset, "transform", None), EpochBound))
 
 
-def _in_memory(dataset: Any) -> bool:
-    if isinstance(dataset, (list, tuple, np.ndarray, TensorDataset)):
+def _native_or_in_memory(dataset: Any) -> bool:
+    """A source read natively or held in memory, alone or under the library's wrappers."""
+    if isinstance(dataset, (list, tuple, range, np.ndarray, TensorDataset)):
+        return True
+    # interleave's stats() are counted in the loader's own dataset object.
+    if getattr(type(dataset), "native_loading", False) or isinstance(
+            dataset, (InterleavedDataset, InterleavedStream)):
         return True
     torch_data = sys.modules.get("torch.utils.data")
-    return torch_data is not None and isinstance(dataset, torch_data.TensorDataset)
+    if torch_data is not None and isinstance(dataset, torch_data.TensorDataset):
+        return True
+    if isinstance(dataset, ShardedIterable):
+        return _native_or_in_memory(dataset.source)
+    if isinstance(dataset, ChainDataset):
+        return all(_native_or_in_memory(part) for part in dataset.datasets)
+    return False

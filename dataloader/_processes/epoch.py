@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from dataloader._loading.loader import DataLoader
     from dataloader._loading.plans import EpochPlan
 
-__all__ = ["ProcessEpoch"]
+__all__ = ["ProcessEpoch", "raise_death"]
 
 
 class ProcessEpoch:
@@ -214,12 +214,8 @@ class ProcessEpoch:
 
     def _fail(self, death: BaseException | None) -> Any:
         self.cancel()
-        self._group.close()
-        if not isinstance(death, WorkerDied):
-            raise RuntimeError("the DataLoader's worker processes stopped serving") from death
-        batches = self._channel.loading(death.worker_id)
-        loading = f" while loading batch {batches[0]}" if batches else ""
-        raise RuntimeError(f"{death}{loading}; the epoch cannot continue") from None
+        batches = self._channel.loading(getattr(death, "worker_id", -1))
+        raise_death(self._group, death, f" while loading batch {batches[0]}" if batches else "")
 
     def _finish(self) -> None:
         self._progress.finished = True
@@ -230,3 +226,12 @@ class ProcessEpoch:
         self._finished = True
         if self._stop_group is not None:
             self._stop_group()
+
+
+def raise_death(group: WorkerGroup, death: BaseException | None, loading: str) -> Any:
+    """Stop the group and raise why it stopped serving: a worker's death names its pid,
+    its signal and (``loading``) the batch it was loading."""
+    group.close()
+    if not isinstance(death, WorkerDied):
+        raise RuntimeError("the DataLoader's worker processes stopped serving") from death
+    raise RuntimeError(f"{death}{loading}; the epoch cannot continue") from None

@@ -33,14 +33,16 @@ from dataloader._processes import worker as _worker
 from dataloader._processes.channel import Channel
 from dataloader._processes.transport import Packed, SlotReader
 
-__all__ = ["WorkerGroup", "start_method"]
+__all__ = ["END", "STREAM", "WorkerDied", "WorkerGroup", "start_method"]
 
 # How long stopping a worker waits for it to exit before killing it.
 _STOP_SECONDS = 5.0
 # The longest the I/O thread waits before looking at its requests again.
 _IO_SLICE_SECONDS = 0.1
-# Requests handled by the I/O thread besides the workers' own.
-END, _STOP_IO = "end", "stop io"
+# Requests handled by the I/O thread besides the workers' own: the
+# sampler's end, stopping, and ``(STREAM, channel, worker_id, position)``,
+# the next batch of that worker's stream.
+END, STREAM, _STOP_IO = "end", "stream", "stop io"
 
 _tokens = itertools.count()
 
@@ -78,6 +80,8 @@ class WorkerGroup:
         self.reader = SlotReader()
         self._free: list[list[int]] = [[] for _ in range(self.size)]
         self._slot_counts = [0] * self.size
+        # The slot lent with each request in flight, (token, position) -> slot.
+        self._lent: dict[tuple[int, int], int] = {}
         # Slots released by the consumer's garbage collector, from any thread.
         self._released: collections.deque[tuple[int, int]] = collections.deque()
         self._processes: list[Any] = []
@@ -86,7 +90,9 @@ class WorkerGroup:
         # Requests from the consumer, and a pipe that wakes the I/O thread.
         self._outbox: collections.deque[tuple[Any, ...]] = collections.deque()
         self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        # The epoch being served; ``_lock`` pairs it with ``death``.
         self._channel: Channel | None = None
+        self._lock = threading.Lock()
         self._stopping = False
         self._io: threading.Thread | None = None
         self.death: BaseException | None = None
@@ -133,10 +139,22 @@ class WorkerGroup:
 
     # -- the consumer's side ---------------------------------------------------
 
-    def open_channel(self, seed: int, epoch: int, ordered: bool) -> Channel:
-        """Start an epoch on every worker; its requests and replies go through the channel."""
+    def open_channel(self, seed: int, epoch: int, ordered: bool,
+                     stream_states: list[Any] | None = None) -> Channel:
+        """Start an epoch on every worker; its requests and replies go through the channel.
+
+        ``stream_states``: streaming workers, the state each resumes its stream from.
+        """
         channel = Channel(next(_tokens), self.size, ordered)
-        self.post((_worker.EPOCH, channel, seed, epoch))
+        # Replies are matched against this channel from now on (an older
+        # epoch's carry its own token), and a death, even before this
+        # epoch's first request, fails it.
+        with self._lock:
+            self._channel = channel
+            death = self.death
+        if death is not None:
+            channel.fail(death)
+        self.post((_worker.EPOCH, channel, seed, epoch, stream_states))
         return channel
 
     def post(self, request: tuple[Any, ...]) -> None:
@@ -186,20 +204,26 @@ class WorkerGroup:
             request = self._outbox.popleft()
             kind, channel = request[0], request[1]
             if kind == _worker.EPOCH:
-                self._channel = channel
-                for conn in self._conns:
-                    self._send(conn, (_worker.EPOCH, channel.token, *request[2:]))
+                seed, epoch, states = request[2:]
+                for worker_id, conn in enumerate(self._conns):
+                    state = states[worker_id] if states is not None else None
+                    self._send(conn, (_worker.EPOCH, channel.token, seed, epoch, state))
             elif kind == _worker.LOAD:
                 self._send_load(channel, request[2])
+            elif kind == STREAM:
+                self._send_load(channel, None, *request[2:])
             elif kind == _worker.FAILED:
                 channel.store(channel.assign(), -1, (_worker.FAILED, channel.token, None,
                                                      request[2], ()))
             elif kind == END:
                 channel.finish()
 
-    def _send_load(self, channel: Channel, indices: Any) -> None:
-        position = channel.assign()
-        worker_id = channel.least_busy()
+    def _send_load(self, channel: Channel, indices: Any, worker_id: int | None = None,
+                   position: int | None = None) -> None:
+        """Send a batch to load: ``indices`` to the least busy worker, or (``None``) the
+        next batch of ``worker_id``'s stream, at the ``position`` its epoch chose."""
+        if worker_id is None or position is None:
+            position, worker_id = channel.assign(), channel.least_busy()
         channel.dispatch(position, worker_id)
         while self._released:
             released_worker, slot = self._released.popleft()
@@ -210,6 +234,7 @@ class WorkerGroup:
         else:
             slot = self._slot_counts[worker_id]
             self._slot_counts[worker_id] += 1
+        self._lent[channel.token, position] = slot
         request = (_worker.LOAD, channel.token, position, indices, slot)
         self._send(self._conns[worker_id], request, worker_id)
 
@@ -221,18 +246,24 @@ class WorkerGroup:
             raise WorkerDied(self._death_message(worker_id), worker_id) from None
 
     def _deliver(self, worker_id: int, message: Any) -> None:
+        packed = message[3] if message[0] in (_worker.BATCH_DONE, _worker.STREAMED) else None
+        slot = self._lent.pop((message[1], message[2]), None)
+        if packed is None and slot is not None:
+            self._free[worker_id].append(slot)  # no batch came back in it
         channel = self._channel
         if channel is None or message[1] != channel.token:
             # A reply to an abandoned epoch of a persistent group.
-            self.discard(worker_id, message[3] if message[0] == _worker.BATCH_DONE else None)
+            self.discard(worker_id, packed)
             return
         channel.store(message[2], worker_id, message)
 
     def _broken(self, death: BaseException) -> None:
         """The group cannot serve on: a worker died, or a request could not be sent."""
-        self.death = death
-        if self._channel is not None:
-            self._channel.fail(death)
+        with self._lock:
+            self.death = death
+            channel = self._channel
+        if channel is not None:
+            channel.fail(death)
 
     def _receive_from(self, worker_id: int) -> Any:
         conn = self._conns[worker_id]

@@ -15,6 +15,10 @@ batch read from it is released -- when the last array viewing it is
 garbage collected, as ``ImageCollator``'s pooled buffers are recycled. Its
 pages are then returned to the system (``MADV_REMOVE``): memory lives as
 long as the batches in it, the file and its mappings as long as the worker.
+Once a batch is packed, the worker drops its own page-table entries for it
+(``MADV_DONTNEED``; the pages stay in the file): a batch waiting for the
+consumer belongs to no process's memory until the consumer reads it, as a
+segment that torch's worker unmapped after sending.
 
 numpy arrays, ``Image`` / ``ImageBatch`` and CPU torch tensors are sent out
 of band; anything else picklable is pickled with the batch.
@@ -88,6 +92,20 @@ class _Slot:
             raise
         # The mapping's bytes, for allocating into it and finding buffers in it.
         self.memory = np.frombuffer(self.mapping, np.uint8)
+
+    def hand_over(self, nbytes: int) -> None:
+        """Drop this process's page-table entries for the first ``nbytes``: the pages
+        stay in the file, now the consumer's to map, as a segment its writer unmapped.
+
+        The bytes are unchanged (a shared mapping faults them back in if read);
+        only the accounting moves: a batch waiting for the consumer is memory
+        of no process until the consumer reads it, as torch's are.
+        """
+        if nbytes:
+            try:
+                self.mapping.madvise(mmap.MADV_DONTNEED, 0, min(nbytes, self.size))
+            except (OSError, ValueError):
+                pass  # the pages stay mapped here too: nothing is lost
 
     def offset_of(self, view: memoryview) -> int:
         """Where ``view``'s bytes are in this slot, or -1 when they are elsewhere."""
@@ -173,6 +191,7 @@ class SlotWriter:
         for (start, nbytes), view, offset in zip(layout, views, placed, strict=True):
             if offset < 0:
                 state.mapping[start:start + nbytes] = view
+        state.hand_over(end)
         return Packed(slot, stream.getvalue(), tuple(layout))
 
     def needs_sharing(self, slot: int) -> bool:

@@ -7,13 +7,20 @@ whole batches with the engine's one loading routine
 small pool of threads when asked. It answers three requests from the
 consumer, in order, over its pipe:
 
-* ``(EPOCH, token, seed, epoch)`` -- bind this epoch's transform and
-  collate function, seed ``random``, numpy's global generator and torch
-  from ``(seed, epoch, worker id)``;
-* ``(BATCH, token, position, indices, slot)`` -- load the batch and send
+* ``(EPOCH, token, seed, epoch, stream_state)`` -- bind this epoch's
+  transform and collate function, seed ``random``, numpy's global
+  generator and torch from ``(seed, epoch, worker id)``; a streaming
+  worker also starts its stream afresh (from ``stream_state`` on resume);
+* ``(LOAD, token, position, indices, slot)`` -- load the batch and send
   ``(BATCH, token, position, packed, stats, skipped)``, its arrays in
   ``slot`` (see :mod:`dataloader._processes.transport`), or
-  ``(FAILED, token, position, error, stats)``;
+  ``(FAILED, token, position, error, stats)``; a streaming worker
+  (``indices`` is ``None``) loads its stream's next batch and sends
+  ``(STREAMED, token, position, packed, stats, (error, state, ended))``:
+  ``packed`` is ``None`` after an error or at the end, ``state`` the
+  stream's saved state after the batch (as on threads,
+  ``dataloader._loading.streaming``) and ``ended`` whether the stream is
+  over (an error of its iterator ends it);
 * ``(STOP,)`` -- exit.
 
 The worker ignores Ctrl-C (the consumer stops it) and exits on its own
@@ -37,25 +44,40 @@ from typing import Any
 import numpy as np
 
 from dataloader._core.epoch import Epoch
-from dataloader._core.load import EMPTY_BATCH, load_batch
+from dataloader._core.load import EMPTY_BATCH, load_batch, load_fetched
 from dataloader._core.pool import Pool
-from dataloader._errors import BATCH, LoadingContext, add_context
+from dataloader._datasets.asynchronous import EpochItems, EventLoop, is_async_dataset
+from dataloader._errors import BATCH, STREAM_START, LoadingContext, add_context
 from dataloader._loading.collate import batch_allocator
 from dataloader._loading.fetch import SkipBudget, dataset_recipe
 from dataloader._loading.plans import EpochPlan
 from dataloader._loading.plugins import bind_epoch, item_source
 from dataloader._loading.stats import Stats
+from dataloader._loading.streaming import Cursor, drops_partial, stream_recipe
 from dataloader._loading.worker import WorkerInfo, answer_torch_worker_info, set_process_worker
 from dataloader._processes.transport import SlotWriter
 
-__all__ = ["BATCH_DONE", "EPOCH", "FAILED", "LOAD", "READY", "STOP", "WorkerSpec", "run"]
+__all__ = [
+    "BATCH_DONE", "EPOCH", "FAILED", "LOAD", "READY", "STOP", "STREAMED", "StreamSpec",
+    "WorkerSpec", "run",
+]
 
 # Requests (consumer -> worker) and replies (worker -> consumer).
 EPOCH, LOAD, STOP = "epoch", "load", "stop"
 READY, BATCH_DONE, FAILED, SLOT = "ready", "batch", "failed", "slot"
+STREAMED = "streamed"
 
 # How often an idle worker checks that its consumer is still alive.
 _WATCHDOG_SECONDS = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSpec:
+    """How a streaming worker batches its stream (what a ``Cursor`` reads of its plan)."""
+
+    dataset: Any
+    batch_size: int | None
+    drop_last: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +95,23 @@ class WorkerSpec:
     # Whether skipped items' errors go back to the consumer, whose budget decides.
     report_skipped: bool
     skipping: bool
+    # An iterable-style dataset: each worker iterates its own stream.
+    stream: StreamSpec | None = None
+
+    @classmethod
+    def of_loader(cls, loader: Any, base_seed: int, batched: bool, iterable: bool) -> WorkerSpec:
+        """What ``loader``'s workers load with."""
+        stream = None
+        if iterable:
+            stream = StreamSpec(loader.dataset, loader.batch_size, drops_partial(loader))
+        return cls(
+            dataset=loader.dataset, transform=loader.transform, collate_fn=loader.collate_fn,
+            batched=batched, worker_init_fn=loader.worker_init_fn,
+            num_workers=loader.num_workers, base_seed=base_seed,
+            item_concurrency=loader.item_concurrency,
+            report_skipped=loader.max_skipped is not None, skipping=loader.on_error == "skip",
+            stream=stream,
+        )
 
 
 def run(spec: WorkerSpec, worker_id: int, conn: Any, parent_pid: int) -> None:
@@ -83,7 +122,9 @@ def run(spec: WorkerSpec, worker_id: int, conn: Any, parent_pid: int) -> None:
     gc.freeze()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _limit_torch_threads()
-    info = WorkerInfo(worker_id, spec.num_workers, spec.base_seed + worker_id, spec.dataset)
+    batch_size = spec.stream.batch_size if spec.stream is not None else None
+    info = WorkerInfo(worker_id, spec.num_workers, spec.base_seed + worker_id, spec.dataset,
+                      batch_size)
     set_process_worker(info)
     answer_torch_worker_info()
     try:
@@ -102,12 +143,20 @@ class _Worker:
         self.worker_id = worker_id
         self.conn = conn
         self.parent_pid = parent_pid
+        # A forkserver's child is not the consumer's: it learns of the
+        # consumer's death from its pipe's end of file alone.
+        self.watch_parent = os.getppid() == parent_pid
         self.writer = SlotWriter()
         self.stats = Stats()
         self.sent_totals = [0] * len(self.stats.rows[0].totals())
         self.pool: Pool | None = None
         self.recipe: Any = None
         self.token: Any = None
+        self.cursor: Cursor | None = None
+        # Batches load on item lanes (this process's pool), and an async
+        # dataset's event loop.
+        self.lanes = False
+        self.event_loop: EventLoop | None = None
         self.skipped: list[tuple[Any, Any]] = []
 
     def serve(self) -> None:
@@ -123,31 +172,59 @@ class _Worker:
         except (EOFError, BrokenPipeError, ConnectionResetError):
             pass  # the consumer is gone
         finally:
+            if self.event_loop is not None:
+                self.event_loop.close()  # awaits the dataset's aclose()
             if self.pool is not None:
                 self.pool.shutdown(1.0)
             self.writer.close()
 
     def _next_request(self) -> Any:
         while not self.conn.poll(_WATCHDOG_SECONDS):
-            if os.getppid() != self.parent_pid:
+            if self.watch_parent and os.getppid() != self.parent_pid:
                 return None
         return self.conn.recv()
 
-    def _begin_epoch(self, token: Any, seed: int, epoch: int) -> None:
+    def _begin_epoch(self, token: Any, seed: int, epoch: int, stream_state: Any) -> None:
         spec = self.spec
         self.token = token
         _seed_globals(seed, epoch, self.worker_id)
+        if spec.stream is not None:
+            self._begin_stream(seed, epoch, stream_state)
+            return
         lanes = spec.item_concurrency > 1
-        raw_item, unbound = item_source(spec.dataset, spec.transform)
+        source = spec.dataset
+        if is_async_dataset(source):
+            # This process's own event loop, started by its first async epoch.
+            if self.event_loop is None:
+                self.event_loop = EventLoop(source)
+            source = EpochItems(source, self.event_loop)
+            lanes = lanes and source.item_lanes  # an async __getitems__ takes whole batches
+        raw_item, unbound = item_source(None if self.event_loop else source, spec.transform)
         transform, assemble = bind_epoch(unbound, spec.collate_fn, seed=seed,
                                          epoch=epoch, lanes=lanes)
         skip = _RecordingBudget(self.skipped, spec.report_skipped) if spec.skipping else None
-        self.recipe = dataset_recipe(spec.dataset, transform=transform, collate=spec.collate_fn,
-                                     batched=spec.batched, assemble=assemble, skip=skip,
-                                     raw_item=raw_item)
+        self.recipe = dataset_recipe(source, transform=transform, collate=spec.collate_fn,
+                                     batched=spec.batched,
+                                     assemble=None if self.event_loop else assemble,
+                                     skip=skip, raw_item=raw_item)
+        self.lanes = lanes and spec.batched
         if lanes and self.pool is None:
             self.pool = Pool(spec.item_concurrency)
             self.stats.ensure_threads(spec.item_concurrency)
+
+    def _begin_stream(self, seed: int, epoch: int, state: Any) -> None:
+        """A new epoch of this worker's stream: its transform bound, its iterator not
+        yet started (the first request opens it, as a producer task does on threads)."""
+        spec = self.spec
+        set_epoch = getattr(spec.dataset, "set_epoch", None)
+        if callable(set_epoch):
+            set_epoch(epoch)
+        transform, assemble = bind_epoch(spec.transform, spec.collate_fn, seed=seed,
+                                         epoch=epoch, lanes=False)
+        self.recipe = stream_recipe(transform, spec.collate_fn,
+                                    spec.stream.batch_size,  # type: ignore[union-attr]
+                                    assemble)
+        self.cursor = Cursor(spec.stream, self.worker_id, None, state)
 
     def _load(self, token: Any, position: int, indices: Any, slot: int) -> None:
         del self.skipped[:]
@@ -155,6 +232,9 @@ class _Worker:
         arena = self.writer.arena(slot)
         batch_allocator(arena.empty if arena is not None else None)
         try:
+            if self.cursor is not None:
+                self._stream_next(token, position, slot, arena)
+                return
             batch = self._load_batch(indices)
         except Exception as exc:  # noqa: BLE001 -- raised in the consumer
             add_context(exc, LoadingContext(BATCH, batch=position, indices=indices,
@@ -164,18 +244,50 @@ class _Worker:
         finally:
             batch_allocator(None)
         skipped = list(self.skipped)
-        if batch is EMPTY_BATCH:
-            self.conn.send((BATCH_DONE, token, position, None, self._stats_delta(), skipped))
-            return
-        packed = self.writer.pack(slot, batch, arena)
+        packed = None if batch is EMPTY_BATCH else self._pack(slot, batch, arena)
         del batch
+        self.conn.send((BATCH_DONE, token, position, packed, self._stats_delta(), skipped))
+
+    def _stream_next(self, token: Any, position: int, slot: int, arena: Any) -> None:
+        """Load the stream's next batch (see the module docstring for the reply)."""
+        cursor = self.cursor
+        assert cursor is not None
+        packed = error = state = None
+        try:
+            if cursor.iterator is None and not cursor.ended:
+                self._open_stream(cursor)
+            fetched = None if cursor.ended else cursor.fetch(self.stats.rows[0])
+            if fetched is not None:
+                payload, failed, _, state = load_fetched(self.recipe, fetched,
+                                                         self.stats.rows[0])
+                if failed:
+                    error = _portable(payload)
+                else:
+                    packed = self._pack(slot, payload, arena)
+                del payload  # the batch's arrays are in the slot: free the slot's arena
+        except Exception as exc:  # noqa: BLE001 -- an error of the iterator ends the stream
+            error, state = _portable(exc), None
+        outcome = (error, state, cursor.ended)
+        self.conn.send((STREAMED, token, position, packed, self._stats_delta(), outcome))
+
+    def _open_stream(self, cursor: Cursor) -> None:
+        try:
+            cursor.open()
+        except Exception as exc:
+            cursor.ended = True
+            add_context(exc, LoadingContext(STREAM_START, stream=self.worker_id))
+            raise
+
+    def _pack(self, slot: int, batch: Any, arena: Any) -> Any:
+        """``batch`` packed into ``slot``, whose file goes to the consumer when it is new."""
+        packed = self.writer.pack(slot, batch, arena)
         if self.writer.needs_sharing(slot):
             self.conn.send((SLOT, slot))
             send_handle(self.conn, self.writer.share(slot), self.parent_pid)
-        self.conn.send((BATCH_DONE, token, position, packed, self._stats_delta(), skipped))
+        return packed
 
     def _load_batch(self, indices: Any) -> Any:
-        if self.pool is None or not self.spec.batched:
+        if not self.lanes:
             return load_batch(self.recipe, indices, self.stats.rows[0])
         # Item lanes: the threaded engine, for one batch, on this process's pool.
         plan = EpochPlan(iter([indices]), 1, None, self.recipe, None, self.stats,  # type: ignore[arg-type]

@@ -56,6 +56,9 @@ class FileDataset(Dataset[bytes]):
     [[0, 1], [2, 3]]
     """
 
+    # Read by native code, in parallel on threads: worker_type="auto" keeps threads.
+    native_loading = True
+
     def __init__(self, paths: Iterable[str | os.PathLike[str]], *, max_bytes: int | None = None):
         self.paths = [os.fspath(path) for path in paths]
         self.max_bytes = check_max_bytes(max_bytes)

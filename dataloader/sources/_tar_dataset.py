@@ -104,6 +104,9 @@ class TarDataset(IterableDataset[dict]):
     [0, 1]
     """
 
+    # Read by native code, in parallel on threads: worker_type="auto" keeps threads.
+    native_loading = True
+
     def __init__(
         self,
         shards: str | Iterable[str],

@@ -1,0 +1,155 @@
+"""A streaming epoch loaded by worker processes: the consumer's side.
+
+Each worker process iterates its own stream (one ``iter(dataset)``, with
+``get_worker_info()`` naming the worker, so that ``__iter__`` splits the
+data as under torch) and batches, transforms and collates it, as a
+producer task does on threads (``dataloader._core.stream``). The consumer
+asks each worker for ``prefetch_factor`` batches ahead, and for one more
+each time it takes one of that worker's batches. It takes them in arrival
+order, or, with the plan's ``in_order`` over ``ordered_streams``, by turn
+as on threads: batch ``j`` of every stream before batch ``j + 1`` of any.
+
+What ``next()`` returns is the streaming engines' entry, ``(payload,
+failed, stream, state)``, so :class:`dataloader._loading.streaming.StreamEpoch`
+(resume states, ``equal_batches`` limits, the ranks' agreement) is the
+same for both kinds of worker. An error of a stream's iterator ends that
+stream only; one of ``transform`` or ``collate_fn`` fails its batch only.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from dataloader._core.consumer import wait_slice
+from dataloader._loading.stats import WAIT, monotonic_ns
+from dataloader._processes import worker as _worker
+from dataloader._processes.epoch import raise_death
+from dataloader._processes.group import STREAM, WorkerGroup
+
+if TYPE_CHECKING:
+    from dataloader._loading.plans import StreamPlan
+
+__all__ = ["ProcessStream"]
+
+# What ``_ready`` says when every stream has ended.
+_END = (-1, None)
+
+
+class ProcessStream:
+    """The streams of one epoch, one per process of a :class:`WorkerGroup`.
+
+    ``states``: each stream's saved state on resume (stream -> state).
+    ``owns_group``: the group serves this epoch only (``persistent_workers``
+    off) and is stopped when the epoch ends or is dropped.
+    """
+
+    def __init__(self, group: WorkerGroup, plan: StreamPlan, states: dict[int, Any], *,
+                 owns_group: bool, seed: int) -> None:
+        self._group = group
+        self._plan = plan
+        self._stop_group = weakref.finalize(self, group.close) if owns_group else None
+        streams = group.size
+        self._by_turn = plan.in_order
+        # By turn: each stream's batches taken (from the resumed position on),
+        # and the positions asked of it, in order.
+        self._took = list(plan.delivered_by_stream) if plan.in_order else [0] * streams
+        self._asked: list[collections.deque[int]] = [collections.deque()
+                                                     for _ in range(streams)]
+        self._ended = [False] * streams
+        self._received = [0] * streams
+        self._posted = 0
+        self._delivered = 0
+        self._finished = False
+        self._row = plan.stats.rows[0]
+        self._channel = group.open_channel(seed, plan.progress.epoch, plan.in_order,
+                                           [states.get(stream) for stream in range(streams)])
+        for _ in range(max(plan.prefetch_factor, 1)):
+            for stream in range(streams):
+                self._ask(stream)
+
+    def _ask(self, stream: int) -> None:
+        """Ask ``stream``'s worker for its next batch (the position is ours to choose)."""
+        position = self._posted
+        self._posted = position + 1
+        self._asked[stream].append(position)
+        self._group.post((STREAM, self._channel, stream, position))
+
+    def next(self) -> tuple[Any, bool, int, Any]:
+        """The next entry, ``(payload, failed, stream, state)``; ``StopIteration`` at the end."""
+        started = monotonic_ns()
+        try:
+            while not self._finished:
+                stream, message = self._wait()
+                if message is None:
+                    break
+                entry = self._open(stream, message)
+                if entry is not None:
+                    self._delivered += 1
+                    return entry
+            self.cancel()
+            raise StopIteration
+        finally:
+            self._row.add(WAIT, 1, monotonic_ns() - started)
+
+    def _wait(self) -> tuple[int, Any]:
+        channel = self._channel
+        started = time.monotonic()
+        with channel.condition:
+            while True:
+                found = self._ready()
+                if found is not None:
+                    return found
+                if channel.death is not None:
+                    break
+                channel.condition.wait(wait_slice(started, self._plan.timeout, self._delivered))
+        self.cancel()
+        stream = getattr(channel.death, "worker_id", -1)
+        raise_death(self._group, channel.death,
+                    f" while loading batch {self._received[stream]} of its stream")
+
+    def _ready(self) -> tuple[int, Any] | None:
+        """The next reply to take, ``(stream, message)``, or ``_END`` when every stream
+        has ended (``condition`` held)."""
+        channel = self._channel
+        if not self._by_turn:
+            while channel.arrivals:
+                position = channel.arrivals.popleft()
+                stream, message = channel.results.pop(position)
+                if not self._ended[stream]:  # else a request the stream's end answered
+                    self._asked[stream].popleft()
+                    return stream, message
+            return _END if all(self._ended) else None
+        live = [stream for stream, ended in enumerate(self._ended) if not ended]
+        if not live:
+            return _END
+        turn = min(live, key=self._took.__getitem__)
+        position = self._asked[turn][0]
+        if position not in channel.results:
+            return None
+        self._asked[turn].popleft()
+        return turn, channel.results.pop(position)[1]
+
+    def _open(self, stream: int, message: Any) -> tuple[Any, bool, int, Any] | None:
+        """A reply as an entry; ``None`` for the end of a stream that brought no batch."""
+        _, _, _, packed, totals, (error, state, ended) = message
+        self._plan.stats.add_remote(totals)
+        self._received[stream] += 1
+        if ended:
+            self._ended[stream] = True
+        if packed is None and error is None:
+            return None
+        self._took[stream] += 1
+        if not ended:
+            self._ask(stream)
+        if error is not None:
+            return _worker.restore_error(error), True, stream, state
+        return self._group.open_batch(stream, packed), False, stream, state
+
+    def cancel(self) -> None:
+        """End the epoch now; its workers stop too unless they are persistent."""
+        self._finished = True
+        if self._stop_group is not None:
+            self._stop_group()
