@@ -89,12 +89,33 @@ typedef struct {
                                      RandomResizedCrop, or a Decode resampling for them):
                                      how many value ops after it (the chain's float tail)
                                      that pass performs as well (dl_float_sink_t) */
+    /* Colour and filter ops (dl_colour_chain.c): */
+    double factors[4];            /* the drawn factors (ColorJitter: brightness, contrast,
+                                     saturation, hue; GaussianBlur: sigma) */
+    int order[4];                 /* ColorJitter: the order of its adjustments */
 } dl_step_t;
 
 /* Resolves every op of the chain for one item into steps[0..n-1] (shapes,
  * windows, random draws); a status, with `msg` naming the op on failure. */
 int dl_plan(const dl_op_t *ops, int n, const dl_chain_input_t *input, uint64_t seed,
             dl_step_t *steps, char *msg);
+
+/* Uniform in [0, 1) from an item's generator (the plan pass's draws). */
+double dl_uniform(uint64_t *state);
+
+/* ---- colour and filter ops of a chain (dl_colour_chain.c) ------------------
+ * dl_plan_<key>: the op's draws, as dl_plan.c's plan_<key>; dl_run_<key>:
+ * its pixel work from src into dst (a status), run by dl_pipeline.c. */
+#define DL_COLOUR_OP(key)                                                                  \
+    int dl_plan_##key(const dl_op_t *op, const dl_chain_input_t *input, uint64_t *rng,      \
+                      dl_step_t *step, char *msg);                                          \
+    int dl_run_##key(const dl_op_t *op, const dl_step_t *step, const dl_image_t *src,       \
+                     const dl_image_t *dst);
+DL_COLOUR_OP(color_jitter) DL_COLOUR_OP(grayscale) DL_COLOUR_OP(gaussian_blur)
+DL_COLOUR_OP(posterize) DL_COLOUR_OP(solarize) DL_COLOUR_OP(sharpness)
+DL_COLOUR_OP(autocontrast) DL_COLOUR_OP(equalize) DL_COLOUR_OP(invert)
+#undef DL_COLOUR_OP
+dl_shape_t dl_shape_grayscale(const dl_op_t *op, dl_shape_t in);
 
 /* The part of the resize after a fused decode (steps[0]: Decode, steps[1]:
  * Resize, steps[2]: CenterCrop) that the crop keeps: of the decoded image,

@@ -428,6 +428,28 @@ static int run_to_hwc(dl_run_t *run, int k)
     return end(run, k, &dst, status, 1);
 }
 
+/* Colour and filter ops: the kernel dl_colour_chain.c runs for op k, from
+ * the current image into its output, when the plan drew that it applies. */
+typedef int (*dl_colour_run_fn)(const dl_op_t *op, const dl_step_t *step, const dl_image_t *src,
+                                const dl_image_t *dst);
+
+static int colour_op(dl_run_t *run, int k, dl_colour_run_fn kernel)
+{
+    dl_image_t dst, src = run->current;
+    if (!run->steps[k].apply) return 1;
+    int status = begin(run, k, &dst);
+    if (status == DL_OK && (status = kernel(&run->ops[k], &run->steps[k], &src, &dst)) != DL_OK)
+        status = out_of_memory(run);
+    return end(run, k, &dst, status, 1);
+}
+
+#define DL_RUN_COLOUR(key) \
+    static int run_##key(dl_run_t *run, int k) { return colour_op(run, k, dl_run_##key); }
+DL_RUN_COLOUR(color_jitter) DL_RUN_COLOUR(grayscale) DL_RUN_COLOUR(gaussian_blur)
+DL_RUN_COLOUR(posterize) DL_RUN_COLOUR(solarize) DL_RUN_COLOUR(sharpness)
+DL_RUN_COLOUR(autocontrast) DL_RUN_COLOUR(equalize) DL_RUN_COLOUR(invert)
+#undef DL_RUN_COLOUR
+
 /* ---- the pass ------------------------------------------------------------ */
 
 typedef int (*dl_run_fn)(dl_run_t *run, int k);

@@ -35,6 +35,8 @@ uint64_t dl_item_seed(uint64_t seed, uint64_t epoch, uint64_t index)
 /* Uniform in [0, 1). */
 static inline double uniform(uint64_t *state) { return (splitmix64(state) >> 11) * 0x1.0p-53; }
 
+double dl_uniform(uint64_t *state) { return uniform(state); }
+
 /* Uniform integer in [low, high). */
 static inline int randint(uint64_t *state, int low, int high)
 {
@@ -366,6 +368,27 @@ static dl_shape_t shape_to_hwc(const dl_op_t *op, dl_shape_t in)
     return in;
 }
 #define plan_to_hwc plan_nothing
+
+/* Colour and filter ops keep the input's shape (Grayscale may change its
+ * channels); their plans are in dl_colour_chain.c. */
+#define shape_color_jitter keep_shape
+#define shape_grayscale dl_shape_grayscale
+#define shape_gaussian_blur keep_shape
+#define shape_posterize keep_shape
+#define shape_solarize keep_shape
+#define shape_sharpness keep_shape
+#define shape_autocontrast keep_shape
+#define shape_equalize keep_shape
+#define shape_invert keep_shape
+#define plan_color_jitter dl_plan_color_jitter
+#define plan_grayscale dl_plan_grayscale
+#define plan_gaussian_blur dl_plan_gaussian_blur
+#define plan_posterize dl_plan_posterize
+#define plan_solarize dl_plan_solarize
+#define plan_sharpness dl_plan_sharpness
+#define plan_autocontrast dl_plan_autocontrast
+#define plan_equalize dl_plan_equalize
+#define plan_invert dl_plan_invert
 
 /* ---- fusion: what a JPEG's decode does for the ops after it -------------- *
  * Decided once per item, after every op is planned, on the logical sizes

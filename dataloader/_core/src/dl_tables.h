@@ -39,7 +39,20 @@
     X(TO_FLOAT, to_float, "ToFloat", DL_IN_ANY, "", "")                                     \
     X(NORMALIZE, normalize, "Normalize", DL_IN_ANY, "channels", "mean*4 std*4")             \
     X(TO_CHW, to_chw, "ToChw", DL_IN_ANY, "", "")                                           \
-    X(TO_HWC, to_hwc, "ToHwc", DL_IN_ANY, "", "")
+    X(TO_HWC, to_hwc, "ToHwc", DL_IN_ANY, "", "")                                          \
+    /* Colour and filter ops (dl_colour_chain.c); `active` of ColorJitter: bit 0    */       \
+    /* brightness, 1 contrast, 2 saturation, 3 hue; `p`: the chance it applies.      */       \
+    X(COLOR_JITTER, color_jitter, "ColorJitter", DL_IN_HWC_UINT8, "active",                  \
+      "brightness*2 contrast*2 saturation*2 hue*2")                                          \
+    X(GRAYSCALE, grayscale, "Grayscale", DL_IN_HWC_UINT8, "channels", "p")                  \
+    X(GAUSSIAN_BLUR, gaussian_blur, "GaussianBlur", DL_IN_HWC_UINT8,                         \
+      "kernel_width kernel_height", "sigma*2")                                               \
+    X(POSTERIZE, posterize, "RandomPosterize", DL_IN_HWC_UINT8, "bits", "p")                \
+    X(SOLARIZE, solarize, "RandomSolarize", DL_IN_HWC_UINT8, "", "threshold p")             \
+    X(SHARPNESS, sharpness, "RandomAdjustSharpness", DL_IN_HWC_UINT8, "", "factor p")       \
+    X(AUTOCONTRAST, autocontrast, "RandomAutocontrast", DL_IN_HWC_UINT8, "", "p")           \
+    X(EQUALIZE, equalize, "RandomEqualize", DL_IN_HWC_UINT8, "", "p")                       \
+    X(INVERT, invert, "RandomInvert", DL_IN_HWC_UINT8, "", "p")
 
 /* What an op takes: any image, an HWC image (uint8 or float32), a uint8 HWC image. */
 enum { DL_IN_ANY = 0, DL_IN_HWC = 1, DL_IN_HWC_UINT8 = 2 };
