@@ -12,9 +12,10 @@ Two measurements, each side by side in one run:
   variants alternate, ``rounds`` times; each figure is the median epoch.
 * ``kernels`` -- each op on a 224x224 RGB photograph (the astronaut, resized)
   with fixed parameters, ours (the transform called on the array, one
-  thread) against Pillow's function on a PIL image (what torchvision's PIL
-  backend calls), best of ``repeats`` runs each; the ratio is Pillow's time
-  over ours.
+  thread; the first row is that call with no op, a copy, what every row
+  includes besides the kernel) against Pillow's function on a PIL image
+  (what torchvision's PIL backend calls), best of ``repeats`` runs each; the
+  ratio is Pillow's time over ours.
 
 Prints both tables with the load average before and after, and writes
 ``benchmarks/results/augment.json``.
@@ -111,6 +112,7 @@ def photograph() -> np.ndarray:
 
 # (name, ours, Pillow's on a PIL image)
 KERNELS = [
+    ("no op: the call itself (input to output copy)", ColorJitter(), lambda i: i.copy()),
     ("brightness 1.3", ColorJitter(brightness=(1.3, 1.3)),
      lambda i: ImageEnhance.Brightness(i).enhance(1.3)),
     ("contrast 1.3", ColorJitter(contrast=(1.3, 1.3)),

@@ -46,17 +46,45 @@ static void identity_luts(dl_lut_t lut)
 /* The same table for every colour channel (alpha's stays the identity). */
 static void map_colours(const dl_image_t *src, const dl_image_t *dst, const uint8_t *table)
 {
-    dl_lut_t lut;
-    identity_luts(lut);
-    for (int c = 0; c < dl_colour_channels(src->channels); c++) memcpy(lut[c], table, 256);
-    apply_lut(src, dst, lut);
+    if (src->channels == 2 || src->channels == 4) {
+        dl_lut_t lut;
+        identity_luts(lut);
+        for (int c = 0; c < dl_colour_channels(src->channels); c++) memcpy(lut[c], table, 256);
+        apply_lut(src, dst, lut);
+        return;
+    }
+    ptrdiff_t samples = (ptrdiff_t)src->width * src->channels; /* no alpha: one flat loop */
+    for (ptrdiff_t y = 0; y < src->height; y++) {
+        const uint8_t *s = row_of(src, y);
+        uint8_t *d = row_of(dst, y);
+        for (ptrdiff_t i = 0; i < samples; i++) d[i] = table[s[i]];
+    }
 }
 
 /* Row y's luma (Image.convert("L")) into gray[0..width-1]. */
 static void luma_row(const dl_image_t *src, ptrdiff_t y, uint8_t *gray)
 {
-    dl_convert_rows(row_of(src, y), src->row_stride, src->channels, gray, src->width, 1, 1,
-                    src->width);
+    const uint8_t *s = row_of(src, y);
+    int channels = src->channels;
+    if (channels < 3) {
+        for (ptrdiff_t x = 0; x < src->width; x++) gray[x] = s[x * channels];
+        return;
+    }
+    for (ptrdiff_t x = 0; x < src->width; x++) gray[x] = dl_luma(s + x * channels);
+}
+
+/* Image.blend over n samples: dst[i] = blend(degenerate[i], src[i], factor),
+ * written as one branch-free loop the compiler vectorises (the same float
+ * operations as dl_blend; a value inside 0..255 is never clipped). */
+static void blend_samples(const uint8_t *degenerate, const uint8_t *src, uint8_t *dst,
+                          ptrdiff_t n, float factor)
+{
+    for (ptrdiff_t i = 0; i < n; i++) {
+        float value = (float)degenerate[i] + factor * (float)(src[i] - degenerate[i]);
+        value = value < 0.0f ? 0.0f : value;
+        value = value > 255.0f ? 255.0f : value;
+        dst[i] = (uint8_t)(int)value;
+    }
 }
 
 /* ---- enhancements: Image.blend(degenerate, image, factor) ------------------ */
@@ -85,23 +113,24 @@ void dl_adjust_contrast(const dl_image_t *src, const dl_image_t *dst, double fac
 
 void dl_adjust_saturation(const dl_image_t *src, const dl_image_t *dst, double factor)
 {
-    uint8_t gray[DL_MAX_SIDE];
+    /* The degenerate image, a row at a time: each sample's pixel luma (its
+     * alpha for an alpha sample, which the blend then leaves as it is). */
+    uint8_t gray[DL_MAX_SIDE], degenerate[DL_MAX_SIDE * DL_MAX_CHANNELS];
     int channels = src->channels;
-    float f = (float)factor;
     if (channels < 3) { /* the degenerate image is the image itself */
         if (dst->data != src->data) dl_copy(src, dst);
         return;
     }
     for (ptrdiff_t y = 0; y < src->height; y++) {
-        luma_row(src, y, gray);
         const uint8_t *s = row_of(src, y);
-        uint8_t *d = row_of(dst, y);
-        for (ptrdiff_t x = 0; x < src->width; x++, s += channels, d += channels) {
-            d[0] = dl_blend(gray[x], s[0], f);
-            d[1] = dl_blend(gray[x], s[1], f);
-            d[2] = dl_blend(gray[x], s[2], f);
-            if (channels == 4) d[3] = s[3];
+        luma_row(src, y, gray);
+        for (ptrdiff_t x = 0; x < src->width; x++) {
+            uint8_t *g = degenerate + x * channels;
+            g[0] = g[1] = g[2] = gray[x];
+            if (channels == 4) g[3] = s[x * 4 + 3];
         }
+        blend_samples(degenerate, s, row_of(dst, y), (ptrdiff_t)src->width * channels,
+                      (float)factor);
     }
 }
 
@@ -109,7 +138,15 @@ void dl_adjust_saturation(const dl_image_t *src, const dl_image_t *dst, double f
 
 static inline int clip8(int v) { return v <= 0 ? 0 : v >= 255 ? 255 : v; }
 
-static void rgb_to_hsv(const uint8_t *p, uint8_t *hsv)
+/* C's round() of a non-negative double (half away from zero), without a
+ * libm call: x - (int)x is exact for the values here. */
+static inline int round_half_up(double x)
+{
+    int whole = (int)x;
+    return whole + (x - whole >= 0.5);
+}
+
+static inline void rgb_to_hsv(const uint8_t *p, uint8_t *hsv)
 {
     int r = p[0], g = p[1], b = p[2];
     int maxc = r > g ? (r > b ? r : b) : (g > b ? g : b);
@@ -126,24 +163,41 @@ static void rgb_to_hsv(const uint8_t *p, uint8_t *hsv)
     if (r == maxc) h = bc - gc;
     else if (g == maxc) h = (float)(2.0 + rc - bc);
     else h = (float)(4.0 + gc - rc);
-    h = (float)fmod(h / 6.0 + 1.0, 1.0);
+    /* fmod(h / 6.0 + 1.0, 1.0), for h / 6.0 + 1.0 in [5/6, 11/6]: exact. */
+    double turn = h / 6.0 + 1.0;
+    h = (float)(turn >= 1.0 ? turn - 1.0 : turn);
     hsv[0] = (uint8_t)clip8((int)(h * 255.0));
     hsv[1] = (uint8_t)clip8((int)(s * 255.0));
 }
 
-static void hsv_to_rgb(const uint8_t *hsv, uint8_t *p)
+/* Pillow's hsv2rgb's values of h and s, computed once per image. */
+typedef struct {
+    int sector[256];     /* floor(h * 6 / 255) */
+    float fraction[256]; /* h * 6 / 255 - sector */
+    float saturation[256];
+} dl_hsv_tables_t;
+
+static void hsv_tables(dl_hsv_tables_t *t)
+{
+    for (int v = 0; v < 256; v++) {
+        t->sector[v] = (int)((float)v * 6.0 / 255.0); /* floor of a non-negative value */
+        t->fraction[v] = (float)((float)v * 6.0 / 255.0 - (float)t->sector[v]);
+        t->saturation[v] = (float)((float)v / 255.0);
+    }
+}
+
+static inline void hsv_to_rgb(const dl_hsv_tables_t *t, const uint8_t *hsv, uint8_t *p)
 {
     int h = hsv[0], s = hsv[1], v = hsv[2];
     if (s == 0) {
         p[0] = p[1] = p[2] = (uint8_t)v;
         return;
     }
-    int i = (int)floor((float)h * 6.0 / 255.0);
-    float f = (float)((float)h * 6.0 / 255.0 - (float)i);
-    float fs = (float)((float)s / 255.0);
-    uint8_t up = (uint8_t)clip8((int)round((float)v * (1.0 - fs)));
-    uint8_t uq = (uint8_t)clip8((int)round((float)v * (1.0 - fs * f)));
-    uint8_t ut = (uint8_t)clip8((int)round((float)v * (1.0 - fs * (1.0 - f))));
+    int i = t->sector[h];
+    float f = t->fraction[h], fs = t->saturation[s];
+    uint8_t up = (uint8_t)clip8(round_half_up((float)v * (1.0 - fs)));
+    uint8_t uq = (uint8_t)clip8(round_half_up((float)v * (1.0 - fs * f)));
+    uint8_t ut = (uint8_t)clip8(round_half_up((float)v * (1.0 - fs * (1.0 - f))));
     uint8_t uv = (uint8_t)v;
     switch (i % 6) {
     case 0: p[0] = uv; p[1] = ut; p[2] = up; break;
@@ -165,6 +219,8 @@ void dl_adjust_hue(const dl_image_t *src, const dl_image_t *dst, double hue_fact
         return;
     }
     /* Even a zero shift goes through HSV and back, which is not lossless. */
+    dl_hsv_tables_t tables;
+    hsv_tables(&tables);
     for (ptrdiff_t y = 0; y < src->height; y++) {
         const uint8_t *s = row_of(src, y);
         uint8_t *d = row_of(dst, y);
@@ -172,7 +228,7 @@ void dl_adjust_hue(const dl_image_t *src, const dl_image_t *dst, double hue_fact
             uint8_t hsv[3], alpha = channels == 4 ? s[3] : 0;
             rgb_to_hsv(s, hsv);
             hsv[0] = (uint8_t)(hsv[0] + shift);
-            hsv_to_rgb(hsv, d);
+            hsv_to_rgb(&tables, hsv, d);
             if (channels == 4) d[3] = alpha;
         }
     }
@@ -183,27 +239,29 @@ void dl_adjust_hue(const dl_image_t *src, const dl_image_t *dst, double hue_fact
 int dl_adjust_sharpness(const dl_image_t *src, const dl_image_t *dst, double factor)
 {
     /* Pillow divides the kernel by its scale in float32, and sums each row
-     * of three products, then the rows bottom to top, from 0.5 (rounding). */
+     * of three products, then the rows bottom to top, from 0.5 (rounding).
+     * One flat loop over a row's inner samples (alpha's too, put back after). */
     const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
-    float f = (float)factor;
-    int channels = src->channels, colours = dl_colour_channels(channels);
-    ptrdiff_t h = src->height, w = src->width;
+    uint8_t smooth[DL_MAX_SIDE * DL_MAX_CHANNELS];
+    int channels = src->channels;
+    ptrdiff_t h = src->height, w = src->width, c = channels;
     dl_copy(src, dst); /* the border, alpha, and images too small to filter */
     if (h < 3 || w < 3) return 0;
     for (ptrdiff_t y = 1; y < h - 1; y++) {
         const uint8_t *above = row_of(src, y - 1), *in = row_of(src, y), *below = row_of(src, y + 1);
         uint8_t *out = row_of(dst, y);
-        for (ptrdiff_t x = 1; x < w - 1; x++) {
-            for (int c = 0; c < colours; c++) {
-                ptrdiff_t i = x * channels + c, l = i - channels, r = i + channels;
-                float ss = 0.5f;
-                ss += (float)below[l] * k1 + (float)below[i] * k1 + (float)below[r] * k1;
-                ss += (float)in[l] * k1 + (float)in[i] * k5 + (float)in[r] * k1;
-                ss += (float)above[l] * k1 + (float)above[i] * k1 + (float)above[r] * k1;
-                ss = ss < 0.0f ? 0.0f : ss > 255.0f ? 255.0f : ss;
-                out[i] = dl_blend((uint8_t)ss, in[i], f);
-            }
+        for (ptrdiff_t i = c; i < (w - 1) * c; i++) {
+            float ss = 0.5f;
+            ss += (float)below[i - c] * k1 + (float)below[i] * k1 + (float)below[i + c] * k1;
+            ss += (float)in[i - c] * k1 + (float)in[i] * k5 + (float)in[i + c] * k1;
+            ss += (float)above[i - c] * k1 + (float)above[i] * k1 + (float)above[i + c] * k1;
+            ss = ss < 0.0f ? 0.0f : ss;
+            ss = ss > 255.0f ? 255.0f : ss;
+            smooth[i] = (uint8_t)(int)ss;
         }
+        blend_samples(smooth + c, in + c, out + c, (w - 2) * c, (float)factor);
+        if (c == 2 || c == 4)
+            for (ptrdiff_t x = 1; x < w - 1; x++) out[x * c + c - 1] = in[x * c + c - 1];
     }
     return 0;
 }
@@ -345,13 +403,15 @@ int dl_gaussian_blur(const dl_image_t *src, const dl_image_t *dst, int kernel_wi
     ptrdiff_t h = src->height, w = src->width, rw = w * channels;
     int rx = kernel_width / 2, ry = kernel_height / 2;
     /* The kernels, each input row filtered horizontally once (a ring of
-     * kernel_height rows), the column offsets of the reflected border. */
+     * kernel_height rows), the column offsets of the reflected border and
+     * one reflected input row. */
     float *kx = malloc(sizeof(float) * (size_t)(kernel_width + kernel_height));
     float *rows = malloc(sizeof(float) * (size_t)rw * (size_t)kernel_height);
     float *acc = malloc(sizeof(float) * (size_t)rw);
     ptrdiff_t *columns = malloc(sizeof(ptrdiff_t) * (size_t)(w + 2 * rx));
+    float *padded = malloc(sizeof(float) * (size_t)(w + 2 * rx) * (size_t)channels);
     int status = -1;
-    if (kx == NULL || rows == NULL || acc == NULL || columns == NULL) goto done;
+    if (kx == NULL || rows == NULL || acc == NULL || columns == NULL || padded == NULL) goto done;
     float *ky = kx + kernel_width;
     gaussian_kernel(kernel_width, sigma_x, kx);
     gaussian_kernel(kernel_height, sigma_y, ky);
@@ -361,13 +421,17 @@ int dl_gaussian_blur(const dl_image_t *src, const dl_image_t *dst, int kernel_wi
         for (ptrdiff_t j = y == 0 ? -ry : y + ry; j <= y + ry; j++) {
             const uint8_t *s = row_of(src, reflect(j, h));
             float *out = rows + ((j + ry) % kernel_height) * rw;
-            for (ptrdiff_t x = 0; x < w; x++)
-                for (int c = 0; c < channels; c++) {
-                    float sum = 0.0f;
-                    for (int t = 0; t < kernel_width; t++)
-                        sum += kx[t] * (float)s[columns[x + t] + c];
-                    out[x * channels + c] = sum;
-                }
+            /* The row with its reflected border, as floats; then each output
+             * sample sums its taps, a flat loop the compiler vectorises. */
+            for (ptrdiff_t x = 0; x < w + 2 * rx; x++)
+                for (int c = 0; c < channels; c++)
+                    padded[x * channels + c] = (float)s[columns[x] + c];
+            for (ptrdiff_t i = 0; i < rw; i++) out[i] = 0.0f;
+            for (int t = 0; t < kernel_width; t++) {
+                const float *tap = padded + (ptrdiff_t)t * channels;
+                float weight = kx[t];
+                for (ptrdiff_t i = 0; i < rw; i++) out[i] += weight * tap[i];
+            }
         }
         memset(acc, 0, sizeof(float) * (size_t)rw);
         for (int t = 0; t < kernel_height; t++) {
@@ -386,5 +450,6 @@ done:
     free(rows);
     free(acc);
     free(columns);
+    free(padded);
     return status;
 }
