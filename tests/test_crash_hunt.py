@@ -288,6 +288,19 @@ TRANSFORM_ARGS = {
     "ToRgb": ([], {}),
     "ToRgba": ([], {}),
     "VFlip": ([], {}),
+    "ColorJitter": ([], {name: st.one_of(reals(-0.6, 2.0), pairs(-0.6, 2.0))
+                         for name in ("brightness", "contrast", "saturation", "hue")}),
+    "Grayscale": ([], {"num_output_channels": ints(0, 4)}),
+    "RandomGrayscale": ([], {"p": reals(0.0, 1.0)}),
+    "GaussianBlur": ([st.one_of(ints(1, 9), st.tuples(ints(1, 9), ints(1, 9)),
+                                st.lists(ints(1, 9), max_size=3))],
+                     {"sigma": st.one_of(reals(0.0, 5.0), pairs(0.0, 5.0))}),
+    "RandomPosterize": ([ints(0, 9)], {"p": reals(0.0, 1.0)}),
+    "RandomSolarize": ([reals(-10.0, 300.0)], {"p": reals(0.0, 1.0)}),
+    "RandomAdjustSharpness": ([reals(-1.0, 5.0)], {"p": reals(0.0, 1.0)}),
+    "RandomAutocontrast": ([], {"p": reals(0.0, 1.0)}),
+    "RandomEqualize": ([], {"p": reals(0.0, 1.0)}),
+    "RandomInvert": ([], {"p": reals(0.0, 1.0)}),
 }
 
 

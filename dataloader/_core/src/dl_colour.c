@@ -7,6 +7,7 @@
  * that results round the same way. */
 #include "dl_colour.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,14 @@ typedef uint8_t dl_lut_t[DL_MAX_CHANNELS][256];
 static inline uint8_t *row_of(const dl_image_t *image, ptrdiff_t y)
 {
     return image->data + y * image->row_stride;
+}
+
+/* A factor as the float Pillow receives, kept finite: an infinite factor
+ * would make 0 * inf, a NaN no uint8 can hold, where a sample equals its
+ * degenerate value. */
+static inline float finite_factor(double factor)
+{
+    return (float)(factor > FLT_MAX ? FLT_MAX : factor < -FLT_MAX ? -FLT_MAX : factor);
 }
 
 /* dst = lut[c][src] for every sample; alpha rows of `lut` must be the identity. */
@@ -92,7 +101,7 @@ static void blend_samples(const uint8_t *degenerate, const uint8_t *src, uint8_t
 void dl_adjust_brightness(const dl_image_t *src, const dl_image_t *dst, double factor)
 {
     uint8_t table[256];
-    for (int v = 0; v < 256; v++) table[v] = dl_blend(0, v, (float)factor);
+    for (int v = 0; v < 256; v++) table[v] = dl_blend(0, v, finite_factor(factor));
     map_colours(src, dst, table);
 }
 
@@ -107,7 +116,7 @@ void dl_adjust_contrast(const dl_image_t *src, const dl_image_t *dst, double fac
     }
     double mean = (double)sum / ((double)src->height * (double)src->width);
     int level = (int)(mean + 0.5);
-    for (int v = 0; v < 256; v++) table[v] = dl_blend(level, v, (float)factor);
+    for (int v = 0; v < 256; v++) table[v] = dl_blend(level, v, finite_factor(factor));
     map_colours(src, dst, table);
 }
 
@@ -130,7 +139,7 @@ void dl_adjust_saturation(const dl_image_t *src, const dl_image_t *dst, double f
             if (channels == 4) g[3] = s[x * 4 + 3];
         }
         blend_samples(degenerate, s, row_of(dst, y), (ptrdiff_t)src->width * channels,
-                      (float)factor);
+                      finite_factor(factor));
     }
 }
 
@@ -259,7 +268,7 @@ int dl_adjust_sharpness(const dl_image_t *src, const dl_image_t *dst, double fac
             ss = ss > 255.0f ? 255.0f : ss;
             smooth[i] = (uint8_t)(int)ss;
         }
-        blend_samples(smooth + c, in + c, out + c, (w - 2) * c, (float)factor);
+        blend_samples(smooth + c, in + c, out + c, (w - 2) * c, finite_factor(factor));
         if (c == 2 || c == 4)
             for (ptrdiff_t x = 1; x < w - 1; x++) out[x * c + c - 1] = in[x * c + c - 1];
     }
@@ -377,6 +386,10 @@ void dl_equalize(const dl_image_t *src, const dl_image_t *dst)
 static void gaussian_kernel(int size, double sigma, float *kernel)
 {
     float half = (float)(size - 1) * 0.5f, total = 0.0f, s = (float)sigma;
+    if (!(s >= FLT_MIN)) { /* sigma rounds to 0 in float32: the centre alone */
+        for (int i = 0; i < size; i++) kernel[i] = i == size / 2 ? 1.0f : 0.0f;
+        return;
+    }
     for (int i = 0; i < size; i++) {
         float x = size > 1 ? -half + (2.0f * half) * (float)i / (float)(size - 1) : 0.0f;
         float z = x / s;

@@ -32,7 +32,7 @@
 /* The colour channels of an image of `channels` channels: 1 or 3. */
 static inline int dl_colour_channels(int channels) { return channels >= 3 ? 3 : 1; }
 
-/* Image.blend(degenerate, image, factor) per sample: Pillow's float32
+/* Image.blend(degenerate, image, factor) per sample (factor finite): Pillow's float32
  * interpolation, truncated, clipped to 0..255 when extrapolating. */
 static inline uint8_t dl_blend(int degenerate, int sample, float factor)
 {
