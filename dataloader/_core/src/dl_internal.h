@@ -71,6 +71,15 @@ int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8
                    ptrdiff_t dst_stride, const dl_resize_part_t *part, int filter, int antialias,
                    const dl_float_sink_t *sink);
 
+/* The chains' generator (splitmix64): the next 64 random bits of `state`. */
+static inline uint64_t dl_splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
 /* ---- transform chains: the plan pass (dl_plan.c) for the run pass -------- */
 
 typedef struct {
@@ -89,12 +98,20 @@ typedef struct {
                                      RandomResizedCrop, or a Decode resampling for them):
                                      how many value ops after it (the chain's float tail)
                                      that pass performs as well (dl_float_sink_t) */
+    double matrix[6];             /* RandomRotation, RandomAffine: the inverse map drawn
+                                     (dl_geometry.h) */
+    uint64_t noise;               /* RandomErasing with value="random": its noise's seed */
 } dl_step_t;
 
 /* Resolves every op of the chain for one item into steps[0..n-1] (shapes,
  * windows, random draws); a status, with `msg` naming the op on failure. */
 int dl_plan(const dl_op_t *ops, int n, const dl_chain_input_t *input, uint64_t seed,
             dl_step_t *steps, char *msg);
+
+/* The op whose output is the chain's output: the last one, or the one
+ * before the RandomErasing ops ending the chain, which then erase that
+ * output in place. */
+int dl_last_writer(const dl_op_t *ops, int n);
 
 /* The part of the resize after a fused decode (steps[0]: Decode, steps[1]:
  * Resize, steps[2]: CenterCrop) that the crop keeps: of the decoded image,

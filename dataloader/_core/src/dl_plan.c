@@ -10,30 +10,23 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dl_geometry.h"
 #include "dl_internal.h"
 
-/* ---- randomness --------------------------------------------------------- */
-
-static inline uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
+/* ---- randomness (dl_splitmix64, dl_internal.h) ------------------------- */
 
 uint64_t dl_item_seed(uint64_t seed, uint64_t epoch, uint64_t index)
 {
     uint64_t state = seed;
-    uint64_t mixed = splitmix64(&state);
+    uint64_t mixed = dl_splitmix64(&state);
     state = mixed ^ epoch;
-    mixed = splitmix64(&state);
+    mixed = dl_splitmix64(&state);
     state = mixed ^ index;
-    return splitmix64(&state);
+    return dl_splitmix64(&state);
 }
 
 /* Uniform in [0, 1). */
-static inline double uniform(uint64_t *state) { return (splitmix64(state) >> 11) * 0x1.0p-53; }
+static inline double uniform(uint64_t *state) { return (dl_splitmix64(state) >> 11) * 0x1.0p-53; }
 
 /* Uniform integer in [low, high). */
 static inline int randint(uint64_t *state, int low, int high)
@@ -102,13 +95,13 @@ static dl_shape_t sized(dl_shape_t in, int height, int width)
     return in;
 }
 
-/* A constant border of `op` (Pad, PadTo: fill in f[0..3]) in the samples of `in`. */
-static int check_fill(const dl_op_t *op, const dl_shape_t *in, char *msg)
+/* A constant fill of `op` (f[first..first+3]: Pad, PadTo, the warps) in the samples of `in`. */
+static int check_fill(const dl_op_t *op, int first, const dl_shape_t *in, char *msg)
 {
     for (int c = 0; c < in->channels; c++)
-        if (!dl_is_fill_value(op->f[c], in->sample_size))
+        if (!dl_is_fill_value(op->f[first + c], in->sample_size))
             return dl_fail(msg, DL_ERR_ARGUMENT, "%s(fill=%g) cannot apply to %s: " DL_FILL_RULE,
-                           dl_op_name(op), op->f[c], dl_describe(in));
+                           dl_op_name(op), op->f[first + c], dl_describe(in));
     return DL_OK;
 }
 
@@ -281,12 +274,12 @@ static int plan_pad(PLAN_ARGS)
     (void)input, (void)rng;
     step->top = op->i[1];
     step->left = op->i[0];
-    return check_fill(op, &step->in, msg);
+    return check_fill(op, 0, &step->in, msg);
 }
 
 static int plan_pad_to(PLAN_ARGS)
 {
-    int status = check_fill(op, &step->in, msg);
+    int status = check_fill(op, 0, &step->in, msg);
     (void)input, (void)rng;
     if (status != DL_OK) return status;
     if (step->in.height > op->i[0] || step->in.width > op->i[1])
@@ -366,6 +359,92 @@ static dl_shape_t shape_to_hwc(const dl_op_t *op, dl_shape_t in)
     return in;
 }
 #define plan_to_hwc plan_nothing
+
+/* The warps (dl_geometry.h): the matrix drawn for this item, Pillow's arithmetic. */
+static int check_warp(const dl_op_t *op, int fill, const dl_shape_t *in, char *msg)
+{
+    if (in->channels == 2)
+        return dl_fail(msg, DL_ERR_ARGUMENT, "%s got %s; it takes 1, 3 or 4 channels",
+                       dl_op_name(op), dl_describe(in));
+    return check_fill(op, fill, in, msg);
+}
+
+/* Uniform in [low, high), as torchvision's uniform_(low, high). */
+static double between(uint64_t *rng, double low, double high)
+{
+    return low + uniform(rng) * (high - low);
+}
+
+/* With expand, the size depends on the angle drawn: unknown until planned. */
+static dl_shape_t shape_random_rotation(const dl_op_t *op, dl_shape_t in)
+{
+    return op->i[1] ? sized(in, 0, 0) : in;
+}
+
+static int plan_random_rotation(PLAN_ARGS)
+{
+    int h = step->in.height, w = step->in.width;
+    (void)input;
+    double angle = between(rng, op->f[0], op->f[1]);
+    double cx = op->i[2] ? op->f[2] : w / 2.0, cy = op->i[2] ? op->f[3] : h / 2.0;
+    dl_rotation_matrix(angle, cx, cy, op->i[1], h, w, step->matrix, &step->out.height,
+                       &step->out.width);
+    return check_warp(op, 4, &step->in, msg);
+}
+
+#define shape_random_affine keep_shape
+
+static int plan_random_affine(PLAN_ARGS)
+{
+    /* torchvision's RandomAffine.get_params, then F.affine's matrix for PIL. */
+    int h = step->in.height, w = step->in.width;
+    double max_dx = op->f[2] * w, max_dy = op->f[3] * h;
+    dl_affine_params_t p;
+    (void)input;
+    p.angle = between(rng, op->f[0], op->f[1]);
+    p.translate_x = nearbyint(between(rng, -max_dx, max_dx));
+    p.translate_y = nearbyint(between(rng, -max_dy, max_dy));
+    p.scale = between(rng, op->f[4], op->f[5]);
+    p.shear_x = between(rng, op->f[6], op->f[7]);
+    p.shear_y = between(rng, op->f[8], op->f[9]);
+    p.center_x = op->i[1] ? op->f[10] : w * 0.5;
+    p.center_y = op->i[1] ? op->f[11] : h * 0.5;
+    dl_affine_matrix(&p, step->matrix);
+    return check_warp(op, 12, &step->in, msg);
+}
+
+#define shape_random_erasing keep_shape
+
+static int plan_random_erasing(PLAN_ARGS)
+{
+    /* torchvision's RandomErasing: whether, then get_params's ten attempts at
+     * a window strictly inside the image; none fitting erases nothing. */
+    dl_shape_t in = step->in;
+    (void)input;
+    if (in.sample_size != 4)
+        return dl_fail(msg, DL_ERR_ARGUMENT, "RandomErasing got %s; it erases float32 images "
+                       "(put it after ToFloat or Normalize)", dl_describe(&in));
+    if (!op->i[0] && op->i[1] != 1 && op->i[1] != in.channels)
+        return dl_fail(msg, DL_ERR_ARGUMENT, "RandomErasing has %d values, got %s: give one "
+                       "value or one per channel", op->i[1], dl_describe(&in));
+    step->apply = uniform(rng) < op->f[0];
+    if (!step->apply) return DL_OK;
+    double area = (double)in.height * in.width, log_lo = log(op->f[3]), log_hi = log(op->f[4]);
+    for (int attempt = 0; attempt < 10; attempt++) {
+        double erase_area = area * between(rng, op->f[1], op->f[2]);
+        double aspect = exp(between(rng, log_lo, log_hi));
+        double eh = nearbyint(sqrt(erase_area * aspect)), ew = nearbyint(sqrt(erase_area / aspect));
+        if (!(eh < in.height && ew < in.width)) continue;
+        step->height = (int)eh;
+        step->width = (int)ew;
+        step->top = randint(rng, 0, in.height - step->height + 1);
+        step->left = randint(rng, 0, in.width - step->width + 1);
+        step->noise = dl_splitmix64(rng);
+        return DL_OK;
+    }
+    step->apply = 0;
+    return DL_OK;
+}
 
 /* ---- fusion: what a JPEG's decode does for the ops after it -------------- *
  * Decided once per item, after every op is planned, on the logical sizes
@@ -489,6 +568,9 @@ static int is_tail_op(int kind)
 
 static void plan_float_tail(const dl_op_t *ops, int n, dl_step_t *steps)
 {
+    /* RandomErasing ops at the very end erase the output in place once it
+     * is written (dl_pipeline.c, run_random_erasing): the tail stops before them. */
+    n = dl_last_writer(ops, n) + 1;
     int first = n;
     while (first > 0 && is_tail_op(ops[first - 1].kind)) first--;
     if (first == 0 || first == n || steps[n - 1].out.sample_size != 4) return;
@@ -503,6 +585,13 @@ static void plan_float_tail(const dl_op_t *ops, int n, dl_step_t *steps)
 }
 
 /* ---- the passes ----------------------------------------------------------- */
+
+int dl_last_writer(const dl_op_t *ops, int n)
+{
+    int last = n - 1;
+    while (last > 0 && ops[last].kind == DL_OP_RANDOM_ERASING) last--;
+    return last;
+}
 
 typedef dl_shape_t (*dl_shape_fn)(const dl_op_t *op, dl_shape_t in);
 typedef int (*dl_plan_fn)(PLAN_ARGS);

@@ -39,7 +39,13 @@
     X(TO_FLOAT, to_float, "ToFloat", DL_IN_ANY, "", "")                                     \
     X(NORMALIZE, normalize, "Normalize", DL_IN_ANY, "channels", "mean*4 std*4")             \
     X(TO_CHW, to_chw, "ToChw", DL_IN_ANY, "", "")                                           \
-    X(TO_HWC, to_hwc, "ToHwc", DL_IN_ANY, "", "")
+    X(TO_HWC, to_hwc, "ToHwc", DL_IN_ANY, "", "")                                          \
+    X(RANDOM_ROTATION, random_rotation, "RandomRotation", DL_IN_HWC_UINT8,                  \
+      "filter expand has_center", "degrees*2 center*2 fill*4")                              \
+    X(RANDOM_AFFINE, random_affine, "RandomAffine", DL_IN_HWC_UINT8, "filter has_center",   \
+      "degrees*2 translate*2 scale*2 shear*4 center*2 fill*4")                              \
+    X(RANDOM_ERASING, random_erasing, "RandomErasing", DL_IN_ANY, "random values",          \
+      "p scale*2 ratio*2 value*4")
 
 /* What an op takes: any image, an HWC image (uint8 or float32), a uint8 HWC image. */
 enum { DL_IN_ANY = 0, DL_IN_HWC = 1, DL_IN_HWC_UINT8 = 2 };
