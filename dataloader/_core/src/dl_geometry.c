@@ -10,6 +10,13 @@
 
 #include "dl_geometry.h"
 
+/* A pass inlined where it is called with a constant channel count. */
+#if defined(__GNUC__)
+#define DL_SPECIALISED static inline __attribute__((always_inline))
+#else
+#define DL_SPECIALISED static inline
+#endif
+
 /* Python's math.pi: radians(x) is x * (pi / 180), as math.radians computes it. */
 #define DL_PI 3.14159265358979323846
 
@@ -94,10 +101,9 @@ static int fix(double v) { return (int)floor(v * 65536.0 + 0.5); }
 
 /* Pillow's affine_fixed: 16.16 fixed-point coordinates accumulated along a
  * row and from row to row. */
-static void affine_fixed(const dl_image_t *src, const dl_image_t *dst, const double *a,
-                         const uint8_t *fill)
+DL_SPECIALISED void affine_fixed(const dl_image_t *src, const dl_image_t *dst,
+                                        const double *a, const uint8_t *fill, const int channels)
 {
-    int channels = src->channels;
     int a0 = fix(a[0]), a1 = fix(a[1]), a3 = fix(a[3]), a4 = fix(a[4]);
     int a2 = fix(a[2] + a[0] * 0.5 + a[1] * 0.5), a5 = fix(a[5] + a[3] * 0.5 + a[4] * 0.5);
     for (int y = 0; y < dst->height; y++) {
@@ -121,13 +127,14 @@ static void affine_fixed(const dl_image_t *src, const dl_image_t *dst, const dou
  * whose corners leave 16.16 fixed point's range, accumulate coordinates in
  * doubles along a row and from row to row as Pillow does (ImagingScaleAffine
  * gives the same sequence); any other map runs in fixed point. */
-static void affine_nearest(const dl_image_t *src, const dl_image_t *dst, const double *a,
-                           const uint8_t *fill)
+DL_SPECIALISED void affine_nearest(const dl_image_t *src, const dl_image_t *dst,
+                                          const double *a, const uint8_t *fill,
+                                          const int channels)
 {
-    int channels = src->channels, w = dst->width, h = dst->height;
+    int w = dst->width, h = dst->height;
     if (!(a[1] == 0 && a[3] == 0) && check_fixed(a, 0, 0) && check_fixed(a, w, h) &&
         check_fixed(a, 0, h) && check_fixed(a, w, 0)) {
-        affine_fixed(src, dst, a, fill);
+        affine_fixed(src, dst, a, fill, channels);
         return;
     }
     double xo = a[2] + a[1] * 0.5 + a[0] * 0.5;
@@ -159,10 +166,11 @@ static inline int muldiv255(int a, int b)
 /* Pillow's generic path with its bilinear filter: the mapped point's four
  * neighbours, clamped at the edges (the row below taken as the row itself
  * past the last row), the result truncated. */
-static void affine_bilinear(const dl_image_t *src, const dl_image_t *dst, const double *a,
-                            const uint8_t *fill)
+DL_SPECIALISED void affine_bilinear(const dl_image_t *src, const dl_image_t *dst,
+                                           const double *a, const uint8_t *fill,
+                                           const int channels)
 {
-    int channels = src->channels, premultiply = channels == 4;
+    const int premultiply = channels == 4;
     for (int y = 0; y < dst->height; y++) {
         uint8_t *out = dst->data + (ptrdiff_t)y * dst->row_stride;
         double yc = y + 0.5;
@@ -213,13 +221,18 @@ int dl_affine(const dl_image_t *src, const dl_image_t *dst, const double matrix[
     if (src->sample_size != 1 || dst->sample_size != 1 || src->channels != dst->channels ||
         (src->channels != 1 && src->channels != 3 && src->channels != 4))
         return -1;
-    if (filter == DL_FILTER_NEAREST) {
-        affine_nearest(src, dst, matrix, fill);
-        return 0;
+    /* Each pass compiled for each channel count (the pixel loops unrolled). */
+    int nearest = filter == DL_FILTER_NEAREST;
+    if (!nearest && filter != DL_FILTER_BILINEAR) return -1;
+    switch (src->channels) {
+    case 1:
+        nearest ? affine_nearest(src, dst, matrix, fill, 1) : affine_bilinear(src, dst, matrix, fill, 1);
+        break;
+    case 3:
+        nearest ? affine_nearest(src, dst, matrix, fill, 3) : affine_bilinear(src, dst, matrix, fill, 3);
+        break;
+    default:
+        nearest ? affine_nearest(src, dst, matrix, fill, 4) : affine_bilinear(src, dst, matrix, fill, 4);
     }
-    if (filter == DL_FILTER_BILINEAR) {
-        affine_bilinear(src, dst, matrix, fill);
-        return 0;
-    }
-    return -1;
+    return 0;
 }
