@@ -10,10 +10,13 @@ from PIL import Image as PILImage
 
 from dataloader import kernels
 from dataloader.transforms import (
+    CenterCrop,
     Compose,
+    Crop,
     Decode,
     Normalize,
     RandomAffine,
+    RandomCrop,
     RandomErasing,
     RandomResizedCrop,
     RandomRotation,
@@ -298,3 +301,24 @@ def test_random_erasing_refuses_uint8_and_wrong_value_counts():
         RandomErasing(p=1)(np.zeros((8, 8, 3), np.uint8))
     with pytest.raises(ValueError, match="one value or one per channel"):
         RandomErasing(p=1, value=(1, 2))(np.zeros((8, 8, 3), np.float32))
+
+
+# --- a crop after a warp: only its window is warped ------------------------------------------
+
+@pytest.mark.parametrize("channels", [1, 3, 4])
+@pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
+@pytest.mark.parametrize("warp", [
+    lambda i: RandomRotation((33, 33), i, expand=True, fill=9),
+    lambda i: RandomAffine((-20, -20), scale=(1.3, 1.3), shear=(5, 5, 2, 2), interpolation=i),
+    lambda i: RandomAffine(0, scale=(0.7, 0.7), interpolation=i)])  # Pillow's scale path
+def test_a_crop_after_a_warp_gives_the_whole_warps_window(photos, channels, interpolation, warp):
+    image = photo(photos, "coffee.png", channels)
+    whole = warp(interpolation)(image, seed=0)
+    center = (round((whole.shape[0] - 61) / 2), round((whole.shape[1] - 61) / 2))
+    for crop, (top, left) in ((CenterCrop(61), center), (Crop(7, 30, 40, 55), (7, 30))):
+        fused = Compose([warp(interpolation), crop])(image, seed=0)
+        np.testing.assert_array_equal(fused, whole[top:top + fused.shape[0],
+                                                   left:left + fused.shape[1]])
+    out = Compose([warp(interpolation), RandomCrop(50)])(image, seed=3)
+    assert any(np.array_equal(out, whole[t:t + 50, s:s + 50])
+               for t in range(whole.shape[0] - 49) for s in range(whole.shape[1] - 49))

@@ -10,5 +10,10 @@ cdef extern from "dl_geometry.h" nogil:
     void dl_affine_matrix(const dl_affine_params_t* params, double* matrix)
     void dl_rotation_matrix(double angle, double center_x, double center_y, int expand, int h,
                             int w, double* matrix, int* out_h, int* out_w)
-    int dl_affine(const dl_image_t* src, const dl_image_t* dst, const double* matrix,
-                  int filter, const uint8_t* fill)
+    ctypedef struct dl_warp_t:
+        double matrix[6]
+        int filter
+        uint8_t fill[4]
+        int out_h, out_w
+        int top, left
+    int dl_affine(const dl_image_t* src, const dl_image_t* dst, const dl_warp_t* warp)

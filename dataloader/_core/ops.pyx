@@ -11,7 +11,7 @@ from libc.stddef cimport ptrdiff_t
 from dataloader._core._tables cimport DL_PAD_COUNT, dl_pad_mode_name
 from dataloader._core._typedefs cimport float32_t, intp_t, uint8_t
 from dataloader._core.codecs cimport dl_convert_rows
-from dataloader._core.geometry cimport dl_affine, dl_rotation_matrix
+from dataloader._core.geometry cimport dl_affine, dl_rotation_matrix, dl_warp_t
 
 
 ctypedef fused sample_t:
@@ -159,17 +159,19 @@ def affine_into(const uint8_t[:, :, ::1] src,  # IN
                 matrix, int filter, fill):
     """Warp ``src`` into ``out`` by Pillow's inverse ``matrix`` (6 numbers), ``fill`` per channel."""
     cdef dl_image_t source, target
-    cdef double m[6]
-    cdef uint8_t pixel[4]
+    cdef dl_warp_t warp
     cdef int status = 0
     for k in range(6):
-        m[k] = matrix[k]
+        warp.matrix[k] = matrix[k]
     for k in range(4):
-        pixel[k] = fill[k] if k < len(fill) else 0
+        warp.fill[k] = fill[k] if k < len(fill) else 0
+    warp.filter = filter
+    warp.out_h, warp.out_w = out.shape[0], out.shape[1]
+    warp.top = warp.left = 0
     if not _describe(src, out, &source, &target):
         return
     with nogil:
-        status = dl_affine(&source, &target, m, filter, pixel)
+        status = dl_affine(&source, &target, &warp)
     if status != 0:
         raise ValueError("affine takes uint8 images of 1, 3 or 4 channels, nearest or bilinear")
 

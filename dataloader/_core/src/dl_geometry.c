@@ -102,10 +102,16 @@ static int fix(double v) { return (int)floor(v * 65536.0 + 0.5); }
 /* Pillow's affine_fixed: 16.16 fixed-point coordinates accumulated along a
  * row and from row to row. */
 DL_SPECIALISED void affine_fixed(const dl_image_t *src, const dl_image_t *dst,
-                                        const double *a, const uint8_t *fill, const int channels)
+                                 const dl_warp_t *warp, const int channels)
 {
+    const double *a = warp->matrix;
+    const uint8_t *fill = warp->fill;
     int a0 = fix(a[0]), a1 = fix(a[1]), a3 = fix(a[3]), a4 = fix(a[4]);
     int a2 = fix(a[2] + a[0] * 0.5 + a[1] * 0.5), a5 = fix(a[5] + a[3] * 0.5 + a[4] * 0.5);
+    /* The window's first output: the integer sums Pillow's loops reach there
+     * (they stay in range: the whole output's corners were checked). */
+    a2 += warp->top * a1 + warp->left * a0;
+    a5 += warp->top * a4 + warp->left * a3;
     for (int y = 0; y < dst->height; y++) {
         uint8_t *out = dst->data + (ptrdiff_t)y * dst->row_stride;
         int xx = a2, yy = a5;
@@ -128,20 +134,29 @@ DL_SPECIALISED void affine_fixed(const dl_image_t *src, const dl_image_t *dst,
  * doubles along a row and from row to row as Pillow does (ImagingScaleAffine
  * gives the same sequence); any other map runs in fixed point. */
 DL_SPECIALISED void affine_nearest(const dl_image_t *src, const dl_image_t *dst,
-                                          const double *a, const uint8_t *fill,
-                                          const int channels)
+                                   const dl_warp_t *warp, const int channels)
 {
-    int w = dst->width, h = dst->height;
+    const double *a = warp->matrix;
+    const uint8_t *fill = warp->fill;
+    int w = warp->out_w, h = warp->out_h;
     if (!(a[1] == 0 && a[3] == 0) && check_fixed(a, 0, 0) && check_fixed(a, w, h) &&
         check_fixed(a, 0, h) && check_fixed(a, w, 0)) {
-        affine_fixed(src, dst, a, fill, channels);
+        affine_fixed(src, dst, warp, channels);
         return;
     }
     double xo = a[2] + a[1] * 0.5 + a[0] * 0.5;
     double yo = a[5] + a[4] * 0.5 + a[3] * 0.5;
+    for (int y = 0; y < warp->top; y++) { /* the sums Pillow's loops reach, in its order */
+        xo += a[1];
+        yo += a[4];
+    }
     for (int y = 0; y < dst->height; y++) {
         uint8_t *out = dst->data + (ptrdiff_t)y * dst->row_stride;
         double xx = xo, yy = yo;
+        for (int x = 0; x < warp->left; x++) {
+            xx += a[0];
+            yy += a[3];
+        }
         for (int x = 0; x < dst->width; x++, out += channels) {
             int xin = coord(xx), yin = coord(yy);
             const uint8_t *pixel = fill;
@@ -167,15 +182,16 @@ static inline int muldiv255(int a, int b)
  * neighbours, clamped at the edges (the row below taken as the row itself
  * past the last row), the result truncated. */
 DL_SPECIALISED void affine_bilinear(const dl_image_t *src, const dl_image_t *dst,
-                                           const double *a, const uint8_t *fill,
-                                           const int channels)
+                                    const dl_warp_t *warp, const int channels)
 {
+    const double *a = warp->matrix;
+    const uint8_t *fill = warp->fill;
     const int premultiply = channels == 4;
     for (int y = 0; y < dst->height; y++) {
         uint8_t *out = dst->data + (ptrdiff_t)y * dst->row_stride;
-        double yc = y + 0.5;
+        double yc = (warp->top + y) + 0.5;
         for (int x = 0; x < dst->width; x++, out += channels) {
-            double xc = x + 0.5;
+            double xc = (warp->left + x) + 0.5;
             double xin = a[0] * xc + a[1] * yc + a[2];
             double yin = a[3] * xc + a[4] * yc + a[5];
             uint8_t value[4];
@@ -215,24 +231,25 @@ DL_SPECIALISED void affine_bilinear(const dl_image_t *src, const dl_image_t *dst
     }
 }
 
-int dl_affine(const dl_image_t *src, const dl_image_t *dst, const double matrix[6], int filter,
-              const uint8_t *fill)
+int dl_affine(const dl_image_t *src, const dl_image_t *dst, const dl_warp_t *warp)
 {
     if (src->sample_size != 1 || dst->sample_size != 1 || src->channels != dst->channels ||
-        (src->channels != 1 && src->channels != 3 && src->channels != 4))
+        (src->channels != 1 && src->channels != 3 && src->channels != 4) || warp->top < 0 ||
+        warp->left < 0 || (long long)warp->top + dst->height > warp->out_h ||
+        (long long)warp->left + dst->width > warp->out_w)
         return -1;
     /* Each pass compiled for each channel count (the pixel loops unrolled). */
-    int nearest = filter == DL_FILTER_NEAREST;
-    if (!nearest && filter != DL_FILTER_BILINEAR) return -1;
+    int nearest = warp->filter == DL_FILTER_NEAREST;
+    if (!nearest && warp->filter != DL_FILTER_BILINEAR) return -1;
     switch (src->channels) {
     case 1:
-        nearest ? affine_nearest(src, dst, matrix, fill, 1) : affine_bilinear(src, dst, matrix, fill, 1);
+        nearest ? affine_nearest(src, dst, warp, 1) : affine_bilinear(src, dst, warp, 1);
         break;
     case 3:
-        nearest ? affine_nearest(src, dst, matrix, fill, 3) : affine_bilinear(src, dst, matrix, fill, 3);
+        nearest ? affine_nearest(src, dst, warp, 3) : affine_bilinear(src, dst, warp, 3);
         break;
     default:
-        nearest ? affine_nearest(src, dst, matrix, fill, 4) : affine_bilinear(src, dst, matrix, fill, 4);
+        nearest ? affine_nearest(src, dst, warp, 4) : affine_bilinear(src, dst, warp, 4);
     }
     return 0;
 }

@@ -39,15 +39,28 @@ void dl_affine_matrix(const dl_affine_params_t *params, double matrix[6]);
 void dl_rotation_matrix(double angle, double center_x, double center_y, int expand, int h,
                         int w, double matrix[6], int *out_h, int *out_w);
 
-/* Warps `src` into all of `dst` (both uint8, same channels: 1, 3 or 4) by
- * `matrix`, with `filter` DL_FILTER_NEAREST or DL_FILTER_BILINEAR (Pillow's
- * arithmetic: nearest truncates the mapped coordinate, as Pillow's fast
- * affine path, accumulated row by row as it does; bilinear clamps its
- * neighbours at the edges and truncates the result; 4 channels are
- * resampled premultiplied by alpha, as Pillow's RGBa, and `fill` is taken
- * as premultiplied too). Returns 0, or -1 for an unsupported filter, sample
- * size or channel count. */
-int dl_affine(const dl_image_t *src, const dl_image_t *dst, const double matrix[6], int filter,
-              const uint8_t *fill);
+/* One warp: the matrix, the filter (DL_FILTER_NEAREST or DL_FILTER_BILINEAR),
+ * the fill (one sample per channel), the size of the whole output (which
+ * decides Pillow's arithmetic path) and where the part written lies in it. */
+typedef struct {
+    double matrix[6];
+    int filter;
+    uint8_t fill[4];
+    int out_h, out_w;   /* the whole output */
+    int top, left;      /* dst is the window of the whole output at (top, left) */
+} dl_warp_t;
+
+/* Warps `src` into `dst` (both uint8, same channels: 1, 3 or 4) as `warp`
+ * says: dst receives outputs (top + y, left + x) of the whole warp, the same
+ * bytes as those outputs of the whole warp (so a crop after a warp costs
+ * only its window). Pillow's arithmetic: nearest truncates the mapped
+ * coordinate as Pillow's fast affine path does (16.16 fixed point, or
+ * doubles when the whole output's corners leave its range or the map is a
+ * pure scale), accumulated along rows as it accumulates them; bilinear
+ * clamps its neighbours at the edges and truncates the result; 4 channels
+ * are resampled premultiplied by alpha, as Pillow's RGBa, and the fill is
+ * taken as premultiplied too. Returns 0, or -1 for an unsupported filter,
+ * sample size, channel count or window. */
+int dl_affine(const dl_image_t *src, const dl_image_t *dst, const dl_warp_t *warp);
 
 #endif

@@ -93,7 +93,8 @@ typedef struct {
                                      Decode, the window it decodes (of the scaled image) */
     int apply;                    /* random flips: whether this item flips */
     int scale;                    /* Decode: the JPEG's DCT scale in eighths (8: full size) */
-    int fused;                    /* Decode: how many ops after it the decode performs */
+    int fused;                    /* Decode: how many ops after it the decode performs;
+                                     a warp: 1 when it computes only the crop after it */
     int tail;                     /* the op whose last pass resamples (a Resize or
                                      RandomResizedCrop, or a Decode resampling for them):
                                      how many value ops after it (the chain's float tail)

@@ -431,22 +431,28 @@ static int run_to_hwc(dl_run_t *run, int k)
     return end(run, k, &dst, status, 1);
 }
 
-/* The warps: the matrix the plan drew, Pillow's arithmetic (dl_geometry.c). */
-static int warped(dl_run_t *run, int k, int filter, int fill_at)
+/* The warps: the matrix the plan drew, Pillow's arithmetic (dl_geometry.c);
+ * with a crop fused in (steps[k].fused), only the crop's window of the warp. */
+static int warped(dl_run_t *run, int k, int fill_at)
 {
     const dl_op_t *op = &run->ops[k];
+    const dl_step_t *step = &run->steps[k];
+    int last = k + step->fused;
     dl_image_t dst, src = run->current;
-    uint8_t fill[4];
-    for (int c = 0; c < 4; c++) fill[c] = (uint8_t)op->f[fill_at + c];
-    int status = begin(run, k, &dst);
-    if (status == DL_OK && dl_affine(&src, &dst, run->steps[k].matrix, filter, fill) != 0)
+    dl_warp_t warp = {{0}, op->i[0], {0}, step->out.height, step->out.width,
+                      step->fused ? run->steps[k + 1].top : 0,
+                      step->fused ? run->steps[k + 1].left : 0};
+    memcpy(warp.matrix, step->matrix, sizeof warp.matrix);
+    for (int c = 0; c < 4; c++) warp.fill[c] = (uint8_t)op->f[fill_at + c];
+    int status = begin(run, last, &dst);
+    if (status == DL_OK && dl_affine(&src, &dst, &warp) != 0)
         status = dl_fail(run->msg, DL_ERR_ARGUMENT, "%s cannot warp %s", dl_op_name(op),
-                         dl_describe(&run->steps[k].in));
-    return end(run, k, &dst, status, 1);
+                         dl_describe(&step->in));
+    return end(run, last, &dst, status, 1 + step->fused);
 }
 
-static int run_random_rotation(dl_run_t *run, int k) { return warped(run, k, run->ops[k].i[0], 4); }
-static int run_random_affine(dl_run_t *run, int k) { return warped(run, k, run->ops[k].i[0], 12); }
+static int run_random_rotation(dl_run_t *run, int k) { return warped(run, k, 4); }
+static int run_random_affine(dl_run_t *run, int k) { return warped(run, k, 12); }
 
 /* A standard normal float from a splitmix64 stream (Box-Muller). */
 static float normal(uint64_t *state)

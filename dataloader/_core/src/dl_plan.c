@@ -584,6 +584,23 @@ static void plan_float_tail(const dl_op_t *ops, int n, dl_step_t *steps)
         steps[p].tail = n - first;
 }
 
+/* ---- fusion: a crop after a warp ----------------------------------------- *
+ * A warp followed by a crop inside its output (Crop, CenterCrop, RandomCrop)
+ * computes only the crop's window of the warp (dl_warp_t's top and left),
+ * the same bytes as the whole warp cut. */
+static void plan_warp_crops(const dl_op_t *ops, int n, dl_step_t *steps)
+{
+    for (int k = 0; k + 1 < n; k++) {
+        int warp = ops[k].kind, crop = ops[k + 1].kind;
+        const dl_step_t *next = &steps[k + 1];
+        if ((warp == DL_OP_RANDOM_ROTATION || warp == DL_OP_RANDOM_AFFINE) &&
+            (crop == DL_OP_CROP || crop == DL_OP_CENTER_CROP || crop == DL_OP_RANDOM_CROP) &&
+            next->top >= 0 && next->left >= 0 && next->top + next->out.height <= next->in.height &&
+            next->left + next->out.width <= next->in.width)
+            steps[k].fused = 1;
+    }
+}
+
 /* ---- the passes ----------------------------------------------------------- */
 
 int dl_last_writer(const dl_op_t *ops, int n)
@@ -644,6 +661,7 @@ int dl_plan(const dl_op_t *ops, int n, const dl_chain_input_t *input, uint64_t s
         shape = steps[k].out;
     }
     if (n > 0 && ops[0].kind == DL_OP_DECODE) plan_fusion(ops, n, input, steps);
+    plan_warp_crops(ops, n, steps);
     plan_float_tail(ops, n, steps);
     return DL_OK;
 }
