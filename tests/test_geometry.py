@@ -322,3 +322,4 @@ def test_a_crop_after_a_warp_gives_the_whole_warps_window(photos, channels, inte
     out = Compose([warp(interpolation), RandomCrop(50)])(image, seed=3)
     assert any(np.array_equal(out, whole[t:t + 50, s:s + 50])
                for t in range(whole.shape[0] - 49) for s in range(whole.shape[1] - 49))
+

@@ -80,6 +80,15 @@ static inline uint64_t dl_splitmix64(uint64_t *state)
     return z ^ (z >> 31);
 }
 
+/* Uniform in [0, 1), and an integer in [low, high), from the generator. */
+static inline double dl_uniform(uint64_t *state) { return (dl_splitmix64(state) >> 11) * 0x1.0p-53; }
+
+static inline int dl_randint(uint64_t *state, int low, int high)
+{
+    int value = low + (int)(dl_uniform(state) * (double)(high - low));
+    return value < high ? value : high - 1;
+}
+
 /* ---- transform chains: the plan pass (dl_plan.c) for the run pass -------- */
 
 typedef struct {
@@ -108,6 +117,22 @@ typedef struct {
  * windows, random draws); a status, with `msg` naming the op on failure. */
 int dl_plan(const dl_op_t *ops, int n, const dl_chain_input_t *input, uint64_t seed,
             dl_step_t *steps, char *msg);
+
+/* What a plan_<key> function takes (dl_plan.c): the op, the chain's input,
+ * the item's generator, its step (step->out holds the shape rule's answer)
+ * and the message buffer. */
+#define DL_PLAN_ARGS const dl_op_t *op, const dl_chain_input_t *input, uint64_t *rng, \
+    dl_step_t *step, char *msg
+
+/* The augmentations' shape rules and plans (dl_augment.c). */
+dl_shape_t dl_shape_random_rotation(const dl_op_t *op, dl_shape_t in);
+int dl_plan_random_rotation(DL_PLAN_ARGS);
+int dl_plan_random_affine(DL_PLAN_ARGS);
+int dl_plan_random_erasing(DL_PLAN_ARGS);
+
+/* Whether op's constant fill (f[first..first+3]: Pad, PadTo, the warps)
+ * holds samples of `in`; DL_ERR_ARGUMENT with `msg` otherwise. */
+int dl_check_fill(const dl_op_t *op, int first, const dl_shape_t *in, char *msg);
 
 /* The op whose output is the chain's output: the last one, or the one
  * before the RandomErasing ops ending the chain, which then erase that

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dl_geometry.h"
 #include "dl_internal.h"
 
 /* ---- randomness (dl_splitmix64, dl_internal.h) ------------------------- */
@@ -25,15 +24,6 @@ uint64_t dl_item_seed(uint64_t seed, uint64_t epoch, uint64_t index)
     return dl_splitmix64(&state);
 }
 
-/* Uniform in [0, 1). */
-static inline double uniform(uint64_t *state) { return (dl_splitmix64(state) >> 11) * 0x1.0p-53; }
-
-/* Uniform integer in [low, high). */
-static inline int randint(uint64_t *state, int low, int high)
-{
-    int value = low + (int)(uniform(state) * (double)(high - low));
-    return value < high ? value : high - 1;
-}
 
 /* ---- messages ----------------------------------------------------------- */
 
@@ -96,7 +86,7 @@ static dl_shape_t sized(dl_shape_t in, int height, int width)
 }
 
 /* A constant fill of `op` (f[first..first+3]: Pad, PadTo, the warps) in the samples of `in`. */
-static int check_fill(const dl_op_t *op, int first, const dl_shape_t *in, char *msg)
+int dl_check_fill(const dl_op_t *op, int first, const dl_shape_t *in, char *msg)
 {
     for (int c = 0; c < in->channels; c++)
         if (!dl_is_fill_value(op->f[first + c], in->sample_size))
@@ -127,8 +117,7 @@ static int check_input(const dl_op_t *op, const dl_shape_t *in, char *msg)
  * where its window lies (drawn from `rng` for the random ops, in op order);
  * step->out holds shape_<key>'s answer on entry. */
 
-#define PLAN_ARGS const dl_op_t *op, const dl_chain_input_t *input, uint64_t *rng, \
-    dl_step_t *step, char *msg
+#define PLAN_ARGS DL_PLAN_ARGS
 #define UNUSED_PLAN_ARGS (void)op, (void)input, (void)rng, (void)step, (void)msg
 
 static dl_shape_t keep_shape(const dl_op_t *op, dl_shape_t in) { (void)op; return in; }
@@ -219,8 +208,8 @@ static int plan_random_crop(PLAN_ARGS)
         return dl_fail(msg, DL_ERR_ARGUMENT, "RandomCrop: crop size %dx%d is larger than the "
                        "(padded) input of %dx%d", op->i[0], op->i[1], padded_h, padded_w);
     /* Window position in the padded image, then relative to the input. */
-    step->top = randint(rng, 0, padded_h - op->i[0] + 1) - op->i[3];
-    step->left = randint(rng, 0, padded_w - op->i[1] + 1) - op->i[2];
+    step->top = dl_randint(rng, 0, padded_h - op->i[0] + 1) - op->i[3];
+    step->left = dl_randint(rng, 0, padded_w - op->i[1] + 1) - op->i[2];
     return DL_OK;
 }
 
@@ -230,13 +219,13 @@ static void resized_crop_window(const dl_op_t *op, int h, int w, uint64_t *rng, 
     double area = (double)h * w;
     double log_lo = log(op->f[2]), log_hi = log(op->f[3]);
     for (int attempt = 0; attempt < 10; attempt++) {
-        double target = area * (op->f[0] + uniform(rng) * (op->f[1] - op->f[0]));
-        double aspect = exp(log_lo + uniform(rng) * (log_hi - log_lo));
+        double target = area * (op->f[0] + dl_uniform(rng) * (op->f[1] - op->f[0]));
+        double aspect = exp(log_lo + dl_uniform(rng) * (log_hi - log_lo));
         /* Compared as doubles: an extreme ratio gives sides no int can hold. */
         double cw = nearbyint(sqrt(target * aspect)), ch = nearbyint(sqrt(target / aspect));
         if (cw >= 1 && cw <= w && ch >= 1 && ch <= h) {
-            step->top = randint(rng, 0, h - (int)ch + 1);
-            step->left = randint(rng, 0, w - (int)cw + 1);
+            step->top = dl_randint(rng, 0, h - (int)ch + 1);
+            step->left = dl_randint(rng, 0, w - (int)cw + 1);
             step->height = (int)ch;
             step->width = (int)cw;
             return;
@@ -274,12 +263,12 @@ static int plan_pad(PLAN_ARGS)
     (void)input, (void)rng;
     step->top = op->i[1];
     step->left = op->i[0];
-    return check_fill(op, 0, &step->in, msg);
+    return dl_check_fill(op, 0, &step->in, msg);
 }
 
 static int plan_pad_to(PLAN_ARGS)
 {
-    int status = check_fill(op, 0, &step->in, msg);
+    int status = dl_check_fill(op, 0, &step->in, msg);
     (void)input, (void)rng;
     if (status != DL_OK) return status;
     if (step->in.height > op->i[0] || step->in.width > op->i[1])
@@ -316,7 +305,7 @@ static dl_shape_t shape_resize(const dl_op_t *op, dl_shape_t in)
 static int plan_random_flip(PLAN_ARGS)
 {
     (void)input, (void)msg;
-    step->apply = uniform(rng) < op->f[0];
+    step->apply = dl_uniform(rng) < op->f[0];
     return DL_OK;
 }
 
@@ -360,91 +349,13 @@ static dl_shape_t shape_to_hwc(const dl_op_t *op, dl_shape_t in)
 }
 #define plan_to_hwc plan_nothing
 
-/* The warps (dl_geometry.h): the matrix drawn for this item, Pillow's arithmetic. */
-static int check_warp(const dl_op_t *op, int fill, const dl_shape_t *in, char *msg)
-{
-    if (in->channels == 2)
-        return dl_fail(msg, DL_ERR_ARGUMENT, "%s got %s; it takes 1, 3 or 4 channels",
-                       dl_op_name(op), dl_describe(in));
-    return check_fill(op, fill, in, msg);
-}
-
-/* Uniform in [low, high), as torchvision's uniform_(low, high). */
-static double between(uint64_t *rng, double low, double high)
-{
-    return low + uniform(rng) * (high - low);
-}
-
-/* With expand, the size depends on the angle drawn: unknown until planned. */
-static dl_shape_t shape_random_rotation(const dl_op_t *op, dl_shape_t in)
-{
-    return op->i[1] ? sized(in, 0, 0) : in;
-}
-
-static int plan_random_rotation(PLAN_ARGS)
-{
-    int h = step->in.height, w = step->in.width;
-    (void)input;
-    double angle = between(rng, op->f[0], op->f[1]);
-    double cx = op->i[2] ? op->f[2] : w / 2.0, cy = op->i[2] ? op->f[3] : h / 2.0;
-    dl_rotation_matrix(angle, cx, cy, op->i[1], h, w, step->matrix, &step->out.height,
-                       &step->out.width);
-    return check_warp(op, 4, &step->in, msg);
-}
-
+/* The augmentations' rules and plans live in dl_augment.c. */
+#define shape_random_rotation dl_shape_random_rotation
+#define plan_random_rotation dl_plan_random_rotation
 #define shape_random_affine keep_shape
-
-static int plan_random_affine(PLAN_ARGS)
-{
-    /* torchvision's RandomAffine.get_params, then F.affine's matrix for PIL. */
-    int h = step->in.height, w = step->in.width;
-    double max_dx = op->f[2] * w, max_dy = op->f[3] * h;
-    dl_affine_params_t p;
-    (void)input;
-    p.angle = between(rng, op->f[0], op->f[1]);
-    p.translate_x = nearbyint(between(rng, -max_dx, max_dx));
-    p.translate_y = nearbyint(between(rng, -max_dy, max_dy));
-    p.scale = between(rng, op->f[4], op->f[5]);
-    p.shear_x = between(rng, op->f[6], op->f[7]);
-    p.shear_y = between(rng, op->f[8], op->f[9]);
-    p.center_x = op->i[1] ? op->f[10] : w * 0.5;
-    p.center_y = op->i[1] ? op->f[11] : h * 0.5;
-    dl_affine_matrix(&p, step->matrix);
-    return check_warp(op, 12, &step->in, msg);
-}
-
+#define plan_random_affine dl_plan_random_affine
 #define shape_random_erasing keep_shape
-
-static int plan_random_erasing(PLAN_ARGS)
-{
-    /* torchvision's RandomErasing: whether, then get_params's ten attempts at
-     * a window strictly inside the image; none fitting erases nothing. */
-    dl_shape_t in = step->in;
-    (void)input;
-    if (in.sample_size != 4)
-        return dl_fail(msg, DL_ERR_ARGUMENT, "RandomErasing got %s; it erases float32 images "
-                       "(put it after ToFloat or Normalize)", dl_describe(&in));
-    if (!op->i[0] && op->i[1] != 1 && op->i[1] != in.channels)
-        return dl_fail(msg, DL_ERR_ARGUMENT, "RandomErasing has %d values, got %s: give one "
-                       "value or one per channel", op->i[1], dl_describe(&in));
-    step->apply = uniform(rng) < op->f[0];
-    if (!step->apply) return DL_OK;
-    double area = (double)in.height * in.width, log_lo = log(op->f[3]), log_hi = log(op->f[4]);
-    for (int attempt = 0; attempt < 10; attempt++) {
-        double erase_area = area * between(rng, op->f[1], op->f[2]);
-        double aspect = exp(between(rng, log_lo, log_hi));
-        double eh = nearbyint(sqrt(erase_area * aspect)), ew = nearbyint(sqrt(erase_area / aspect));
-        if (!(eh < in.height && ew < in.width)) continue;
-        step->height = (int)eh;
-        step->width = (int)ew;
-        step->top = randint(rng, 0, in.height - step->height + 1);
-        step->left = randint(rng, 0, in.width - step->width + 1);
-        step->noise = dl_splitmix64(rng);
-        return DL_OK;
-    }
-    step->apply = 0;
-    return DL_OK;
-}
+#define plan_random_erasing dl_plan_random_erasing
 
 /* ---- fusion: what a JPEG's decode does for the ops after it -------------- *
  * Decided once per item, after every op is planned, on the logical sizes
