@@ -41,7 +41,7 @@ def test_every_op_has_a_transform_that_emits_it():
         T.Decode(), T.ToGray(), T.Crop(0, 0, 1, 1), T.CenterCrop(1), T.RandomCrop(1),
         T.RandomResizedCrop(1), T.Pad(1), T.PadTo(1, 1), T.Resize(1), T.HFlip(),
         T.RandomHFlip(), T.Rotate90(), T.ToFloat(), T.Normalize([0.5], [0.5]), T.ToChw(),
-        T.ToHwc(),
+        T.ToHwc(), T.RandomRotation(1), T.RandomAffine(1), T.RandomErasing(),
     ) for key, _, _ in transform._steps()}
     assert emitted == set(pipeline.OPS)
 

@@ -77,7 +77,10 @@ void dl_rotation_matrix(double angle, double center_x, double center_y, int expa
         min_x = fmin(min_x, x), max_x = fmax(max_x, x);
         min_y = fmin(min_y, y), max_y = fmax(max_y, y);
     }
-    int nw = (int)(ceil(max_x) - floor(min_x)), nh = (int)(ceil(max_y) - floor(min_y));
+    /* Sides past any image (or NaN, from a far centre) fail the image rule later. */
+    double fw = ceil(max_x) - floor(min_x), fh = ceil(max_y) - floor(min_y);
+    int nw = fw <= 4.0 * DL_MAX_SIDE ? (int)fw : 4 * DL_MAX_SIDE;
+    int nh = fh <= 4.0 * DL_MAX_SIDE ? (int)fh : 4 * DL_MAX_SIDE;
     double dx = -(nw - w) / 2.0, dy = -(nh - h) / 2.0;
     double m2 = m[0] * dx + m[1] * dy + m[2], m5 = m[3] * dx + m[4] * dy + m[5];
     m[2] = m2;
@@ -86,8 +89,9 @@ void dl_rotation_matrix(double angle, double center_x, double center_y, int expa
     *out_w = nw;
 }
 
-/* Pillow's COORD: truncation, with every negative coordinate outside. */
-static inline int coord(double v) { return v < 0.0 ? -1 : (int)v; }
+/* Pillow's COORD: truncation, with every negative coordinate outside; so
+ * are NaN and coordinates past any image (no int can hold them). */
+static inline int coord(double v) { return v >= 0.0 && v < DL_MAX_SIDE ? (int)v : -1; }
 
 static inline int clip(int v, int size) { return v < 0 ? 0 : v < size ? v : size - 1; }
 
@@ -195,12 +199,13 @@ DL_SPECIALISED void affine_bilinear(const dl_image_t *src, const dl_image_t *dst
             double xin = a[0] * xc + a[1] * yc + a[2];
             double yin = a[3] * xc + a[4] * yc + a[5];
             uint8_t value[4];
-            if (xin < 0.0 || xin >= src->width || yin < 0.0 || yin >= src->height) {
-                memcpy(value, fill, (size_t)channels);
+            if (!(xin >= 0.0 && xin < src->width && yin >= 0.0 && yin < src->height)) {
+                memcpy(value, fill, (size_t)channels); /* outside, or NaN */
             } else {
                 xin -= 0.5;
                 yin -= 0.5;
-                int xi = (int)floor(xin), yi = (int)floor(yin);
+                /* floor, for values of at least -0.5 */
+                int xi = xin < 0.0 ? -1 : (int)xin, yi = yin < 0.0 ? -1 : (int)yin;
                 double dx = xin - xi, dy = yin - yi;
                 int x0 = clip(xi, src->width) * channels, x1 = clip(xi + 1, src->width) * channels;
                 const uint8_t *r0 = src->data + (ptrdiff_t)clip(yi, src->height) * src->row_stride;
