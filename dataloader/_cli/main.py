@@ -50,7 +50,8 @@ _MODES = {channels: mode for mode, channels in MODES.items()}
 # header follows its EXIF and ICC segments, which fit in 64 KiB or 1 MiB.
 _HEADER_PREFIXES = (1 << 16, 1 << 20)
 # Transforms that ``--transform`` may not name: show builds the chain itself.
-_NOT_IN_TRANSFORM = {"Compose", "Decode", "Transform"}
+_NOT_IN_TRANSFORM = {"BatchTransform", "Compose", "CutMix", "Decode", "MixUp", "RandomChoice",
+                     "Transform"}
 
 _EPILOG = """\
 examples:

@@ -93,7 +93,7 @@ cdef class Chain:
     ----------
     steps : sequence of (name, ints, floats)
         One entry per op, as :func:`step` makes it: its key in ``OPS``, up to
-        6 integer and 8 real parameters (named in ``src/dl_tables.h``).
+        6 integer and 16 real parameters (named in ``src/dl_tables.h``).
     fallback : callable, optional
         ``fallback(data)`` decodes formats without a native decoder (through
         Pillow) when the chain starts with a decode.
@@ -118,12 +118,12 @@ cdef class Chain:
         for k, (name, ints, floats) in enumerate(self.steps):
             if name not in _OPS:
                 raise ValueError(f"unknown native op {name!r}; the ops are {list(OPS)}")
-            if len(ints) > 6 or len(floats) > 8:
+            if len(ints) > 6 or len(floats) > 16:
                 raise ValueError(f"op {name!r} has too many parameters")
             self.ops[k].kind = _OPS[name][0]
             for j in range(6):
                 self.ops[k].i[j] = ints[j] if j < len(ints) else 0
-            for j in range(8):
+            for j in range(16):
                 self.ops[k].f[j] = floats[j] if j < len(floats) else 0.0
         self.fallback = fallback
         self.first_name = first_name or (self.steps[0][0] if self.n else "the chain")

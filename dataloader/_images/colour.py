@@ -24,9 +24,9 @@ from typing import Any
 
 from dataloader._core.pipeline import step
 from dataloader._images.arguments import MAX_SIDE, check_int, check_probability, check_real
-from dataloader._images.base import Transform
-from dataloader._images.base import frozen as _frozen
-from dataloader._images.base import set_checked as _set
+from dataloader._images.chains import Transform
+from dataloader._images.chains import frozen as _frozen
+from dataloader._images.chains import set_checked as _set
 
 __all__ = [
     "ColorJitter", "GaussianBlur", "Grayscale", "RandomAdjustSharpness", "RandomAutocontrast",

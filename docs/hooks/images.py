@@ -37,15 +37,19 @@ def gallery():
         Pad,
         PadTo,
         RandomAdjustSharpness,
+        RandomAffine,
         RandomAutocontrast,
         RandomCrop,
         RandomEqualize,
+        RandomErasing,
         RandomGrayscale,
         RandomHFlip,
         RandomInvert,
         RandomPosterize,
         RandomResizedCrop,
+        RandomRotation,
         RandomSolarize,
+        RandomVFlip,
         Resize,
         Rotate90,
         ToFloat,
@@ -77,6 +81,11 @@ def gallery():
         ("random_autocontrast", RandomAutocontrast(p=1.0), 1),
         ("random_equalize", RandomEqualize(p=1.0), 1),
         ("random_invert", RandomInvert(p=1.0), 1),
+        ("random_vflip", RandomVFlip(), 4),
+        ("random_rotation", RandomRotation(30, interpolation="bilinear"), 4),
+        ("random_affine", RandomAffine(20, translate=(0.1, 0.1), scale=(0.8, 1.2), shear=10,
+                                       interpolation="bilinear", fill=(255, 255, 255)), 4),
+        ("random_erasing", Compose([ToFloat(), RandomErasing(p=1.0)]), 4),
     ]
 
 
@@ -113,6 +122,27 @@ def render_transforms(folder: Path) -> None:
         outputs = [_viewable(transform(original, seed=seed)) for seed in range(draws)]
         pixels = outputs[0] if draws == 1 else image_grid(outputs, gap=6)
         _write(folder / f"{name}.png", _png(pixels))
+    render_batch_mixing(folder)
+
+
+def render_batch_mixing(folder: Path) -> None:
+    """MixUp and CutMix on a batch of two photographs (astronaut, coffee): the batch after."""
+    from skimage import data
+
+    from dataloader._cli.main import image_grid
+    from dataloader.transforms import CenterCrop, Compose, CutMix, MixUp, Resize, ToFloat
+
+    square = Compose([Resize(192), CenterCrop(192), ToFloat()])
+    photos = [np.asarray(square(np.ascontiguousarray(photo)))
+              for photo in (data.astronaut(), data.coffee())]
+    _write(folder / "mix_batch.png", _png(image_grid(
+        [(p * 255).astype(np.uint8) for p in photos], gap=6)))
+    for name, mix in (("mixup", MixUp(alpha=1.0, num_classes=2)),
+                      ("cutmix", CutMix(alpha=1.0, num_classes=2))):
+        batch = np.stack(photos).transpose(0, 3, 1, 2).copy()
+        mixed, _ = mix(batch, np.array([0, 1]), seed=3)
+        images = [(image.transpose(1, 2, 0) * 255).astype(np.uint8) for image in mixed]
+        _write(folder / f"{name}.png", _png(image_grid(images, gap=6)))
 
 
 def benchmark_rows(page: Path) -> list[tuple[str, str, float]]:

@@ -52,7 +52,13 @@
     X(SHARPNESS, sharpness, "RandomAdjustSharpness", DL_IN_HWC_UINT8, "", "factor p")       \
     X(AUTOCONTRAST, autocontrast, "RandomAutocontrast", DL_IN_HWC_UINT8, "", "p")           \
     X(EQUALIZE, equalize, "RandomEqualize", DL_IN_HWC_UINT8, "", "p")                       \
-    X(INVERT, invert, "RandomInvert", DL_IN_HWC_UINT8, "", "p")
+    X(INVERT, invert, "RandomInvert", DL_IN_HWC_UINT8, "", "p")                            \
+    X(RANDOM_ROTATION, random_rotation, "RandomRotation", DL_IN_HWC_UINT8,                  \
+      "filter expand has_center", "degrees*2 center*2 fill*4")                              \
+    X(RANDOM_AFFINE, random_affine, "RandomAffine", DL_IN_HWC_UINT8, "filter has_center",   \
+      "degrees*2 translate*2 scale*2 shear*4 center*2 fill*4")                              \
+    X(RANDOM_ERASING, random_erasing, "RandomErasing", DL_IN_ANY, "random values",          \
+      "p scale*2 ratio*2 value*4")
 
 /* What an op takes: any image, an HWC image (uint8 or float32), a uint8 HWC image. */
 enum { DL_IN_ANY = 0, DL_IN_HWC = 1, DL_IN_HWC_UINT8 = 2 };
