@@ -65,15 +65,16 @@ from dataloader._images.colour import (
     RandomSolarize,
 )
 from dataloader._images.mixing import BatchTransform, CutMix, MixUp, RandomChoice
+from dataloader._images.policies import AutoAugment, RandAugment, TrivialAugmentWide
 
 __all__ = [
-    "BatchTransform", "CenterCrop", "ColorJitter", "Compose", "Crop", "CutMix", "Decode",
-    "GaussianBlur", "Grayscale", "HFlip", "MixUp", "Normalize", "Pad", "PadTo",
-    "RandomAdjustSharpness", "RandomAffine", "RandomAutocontrast", "RandomChoice", "RandomCrop",
-    "RandomEqualize", "RandomErasing", "RandomGrayscale", "RandomHFlip", "RandomInvert",
-    "RandomPosterize", "RandomResizedCrop", "RandomRotation", "RandomSolarize", "RandomVFlip",
-    "Resize", "Rotate90", "ToChw", "ToFloat", "ToGray", "ToHwc", "ToRgb", "ToRgba", "Transform",
-    "VFlip",
+    "AutoAugment", "BatchTransform", "CenterCrop", "ColorJitter", "Compose", "Crop", "CutMix",
+    "Decode", "GaussianBlur", "Grayscale", "HFlip", "MixUp", "Normalize", "Pad", "PadTo",
+    "RandAugment", "RandomAdjustSharpness", "RandomAffine", "RandomAutocontrast",
+    "RandomChoice", "RandomCrop", "RandomEqualize", "RandomErasing", "RandomGrayscale",
+    "RandomHFlip", "RandomInvert", "RandomPosterize", "RandomResizedCrop", "RandomRotation",
+    "RandomSolarize", "RandomVFlip", "Resize", "Rotate90", "ToChw", "ToFloat", "ToGray",
+    "ToHwc", "ToRgb", "ToRgba", "Transform", "TrivialAugmentWide", "VFlip",
 ]
 
 @frozen

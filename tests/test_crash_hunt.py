@@ -291,6 +291,15 @@ TRANSFORM_ARGS = {
                            st.lists(reals(-89.0, 89.0), max_size=5)),
         "interpolation": choices(["nearest", "bilinear", "lanczos"]), "fill": fills(),
         "center": st.one_of(st.none(), st.tuples(reals(-50.0, 50.0), reals(-50.0, 50.0)))}),
+    "RandAugment": ([], {
+        "num_ops": ints(-1, 4), "magnitude": ints(-1, 40), "num_magnitude_bins": ints(0, 40),
+        "interpolation": choices(["nearest", "bilinear", "bicubic"]), "fill": fills()}),
+    "TrivialAugmentWide": ([], {
+        "num_magnitude_bins": ints(0, 40), "interpolation": choices(["nearest", "bilinear"]),
+        "fill": fills()}),
+    "AutoAugment": ([], {
+        "policy": choices(["imagenet", "cifar10", "svhn", "IMAGENET"]),
+        "interpolation": choices(["nearest", "bilinear"]), "fill": fills()}),
     "RandomErasing": ([], {
         "p": reals(0.0, 1.0), "scale": pairs(0.0, 1.5), "ratio": pairs(0.0, 20.0),
         "value": st.one_of(reals(), st.lists(reals(), max_size=5),

@@ -45,7 +45,7 @@ def test_every_op_has_a_transform_that_emits_it():
         T.ColorJitter(0.1), T.Grayscale(), T.GaussianBlur(3), T.RandomPosterize(4),
         T.RandomSolarize(128), T.RandomAdjustSharpness(2), T.RandomAutocontrast(),
         T.RandomEqualize(), T.RandomInvert(), T.RandomRotation(1), T.RandomAffine(1),
-        T.RandomErasing(),
+        T.RandomErasing(), T.RandAugment(), T.TrivialAugmentWide(), T.AutoAugment(),
     ) for key, _, _ in transform._steps()}
     assert emitted == set(pipeline.OPS)
 

@@ -114,7 +114,8 @@ typedef struct {
     int order[4];                 /* ColorJitter: the order of its adjustments */
     double matrix[6];             /* RandomRotation, RandomAffine: the inverse map drawn
                                      (dl_geometry.h) */
-    uint64_t noise;               /* RandomErasing with value="random": its noise's seed */
+    uint64_t noise;               /* RandomErasing with value="random": its noise's seed;
+                                     the policies: the seed of their sub-ops' draws */
 } dl_step_t;
 
 /* Resolves every op of the chain for one item into steps[0..n-1] (shapes,
@@ -146,6 +147,14 @@ dl_shape_t dl_shape_random_rotation(const dl_op_t *op, dl_shape_t in);
 int dl_plan_random_rotation(DL_PLAN_ARGS);
 int dl_plan_random_affine(DL_PLAN_ARGS);
 int dl_plan_random_erasing(DL_PLAN_ARGS);
+
+/* The augmentation policies (dl_policy.c): the plan draws the seed of the
+ * item's sub-ops (step->noise); the run applies them from src into dst
+ * through spare (all of the step's shape, three distinct buffers): 0, or -1
+ * without memory. */
+int dl_plan_policy(DL_PLAN_ARGS);
+int dl_run_policy(const dl_op_t *op, const dl_step_t *step, const dl_image_t *src,
+                  const dl_image_t *dst, const dl_image_t *spare);
 
 /* Whether op's constant fill (f[first..first+3]: Pad, PadTo, the warps)
  * holds samples of `in`; DL_ERR_ARGUMENT with `msg` otherwise. */

@@ -13,11 +13,12 @@
 
 #define DL_ALIGNMENT 64
 
-/* ---- scratch memory: two growing buffers per thread --------------------- */
+/* ---- scratch memory: growing buffers per thread ------------------------- *
+ * 0 and 1 alternate between ops; 2 is the policies' spare (run_policy). */
 
 typedef struct {
-    uint8_t *data[2];
-    size_t size[2];
+    uint8_t *data[3];
+    size_t size[3];
 } dl_scratch_t;
 
 static pthread_key_t scratch_key;
@@ -28,6 +29,7 @@ static void scratch_free(void *raw)
     dl_scratch_t *scratch = raw;
     free(scratch->data[0]);
     free(scratch->data[1]);
+    free(scratch->data[2]);
     free(scratch);
 }
 
@@ -517,6 +519,26 @@ static int run_random_erasing(dl_run_t *run, int k)
     }
     return 1;
 }
+
+/* The augmentation policies (dl_policy.c): their sub-ops alternate between
+ * the op's destination and the spare scratch buffer, the last writing the
+ * destination. */
+static int run_policy(dl_run_t *run, int k)
+{
+    const dl_shape_t *out = &run->steps[k].out;
+    dl_image_t dst, src = run->current;
+    int status = begin(run, k, &dst);
+    if (status == DL_OK) {
+        uint8_t *data = scratch_buffer(2, shape_bytes(out));
+        dl_image_t spare = packed(data, out);
+        if (data == NULL || dl_run_policy(&run->ops[k], &run->steps[k], &src, &dst, &spare) != 0)
+            status = out_of_memory(run);
+    }
+    return end(run, k, &dst, status, 1);
+}
+#define run_rand_augment run_policy
+#define run_trivial_augment_wide run_policy
+#define run_auto_augment run_policy
 
 /* ---- the pass ------------------------------------------------------------ */
 

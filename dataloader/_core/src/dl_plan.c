@@ -377,6 +377,13 @@ static dl_shape_t shape_to_hwc(const dl_op_t *op, dl_shape_t in)
 #define plan_random_affine dl_plan_random_affine
 #define shape_random_erasing keep_shape
 #define plan_random_erasing dl_plan_random_erasing
+/* The augmentation policies keep the shape; their plans are in dl_policy.c. */
+#define shape_rand_augment keep_shape
+#define shape_trivial_augment_wide keep_shape
+#define shape_auto_augment keep_shape
+#define plan_rand_augment dl_plan_policy
+#define plan_trivial_augment_wide dl_plan_policy
+#define plan_auto_augment dl_plan_policy
 
 /* ---- fusion: what a JPEG's decode does for the ops after it -------------- *
  * Decided once per item, after every op is planned, on the logical sizes
