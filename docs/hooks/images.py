@@ -26,6 +26,7 @@ MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 def gallery():
     from dataloader.transforms import (
+        AutoAugment,
         CenterCrop,
         ColorJitter,
         Compose,
@@ -36,6 +37,7 @@ def gallery():
         Normalize,
         Pad,
         PadTo,
+        RandAugment,
         RandomAdjustSharpness,
         RandomAffine,
         RandomAutocontrast,
@@ -54,6 +56,7 @@ def gallery():
         Rotate90,
         ToFloat,
         ToGray,
+        TrivialAugmentWide,
         VFlip,
     )
 
@@ -86,6 +89,9 @@ def gallery():
         ("random_affine", RandomAffine(20, translate=(0.1, 0.1), scale=(0.8, 1.2), shear=10,
                                        interpolation="bilinear", fill=(255, 255, 255)), 4),
         ("random_erasing", Compose([ToFloat(), RandomErasing(p=1.0)]), 4),
+        ("rand_augment", RandAugment(2, 9), 4),
+        ("trivial_augment_wide", TrivialAugmentWide(), 4),
+        ("auto_augment", AutoAugment("imagenet"), 4),
     ]
 
 
