@@ -325,3 +325,13 @@ def test_reprs_show_what_was_given():
     assert repr(ColorJitter(0.4, hue=(-0.1, 0.1))) == "ColorJitter(brightness=0.4, hue=(-0.1, 0.1))"
     assert repr(GaussianBlur(3)) == "GaussianBlur(kernel_size=(3, 3))"
     assert repr(RandomSolarize(128, p=1.0)) == "RandomSolarize(threshold=128.0, p=1.0)"
+
+
+def test_a_colour_op_before_the_float_tail_gives_the_unfused_values(pictures):
+    # The jitter runs on the resize's uint8 output; the tail then maps it as it maps any image.
+    head = [RandomResizedCrop(48), RandomHFlip(), ColorJitter(0.4, 0.4, 0.4, 0.1)]
+    tail = [ToFloat(), Normalize(MEAN, STD), ToChw()]
+    for seed in range(6):
+        uint8 = Compose(head)(pictures[0], seed=seed)
+        np.testing.assert_array_equal(Compose(head + tail)(pictures[0], seed=seed),
+                                      Compose(tail)(uint8, seed=0))
