@@ -108,22 +108,27 @@ static int fix(double v) { return (int)floor(v * 65536.0 + 0.5); }
 DL_SPECIALISED void affine_fixed(const dl_image_t *src, const dl_image_t *dst,
                                  const dl_warp_t *warp, const int channels)
 {
-    const double *a = warp->matrix;
-    const uint8_t *fill = warp->fill;
+    /* Locals: the pixel writes (uint8_t may alias anything) would otherwise
+     * reload every field and coefficient at each pixel. */
+    const dl_image_t in = *src, to = *dst;
+    const double a[6] = {warp->matrix[0], warp->matrix[1], warp->matrix[2], warp->matrix[3],
+                         warp->matrix[4], warp->matrix[5]};
+    uint8_t fill[4];
+    memcpy(fill, warp->fill, sizeof fill);
     int a0 = fix(a[0]), a1 = fix(a[1]), a3 = fix(a[3]), a4 = fix(a[4]);
     int a2 = fix(a[2] + a[0] * 0.5 + a[1] * 0.5), a5 = fix(a[5] + a[3] * 0.5 + a[4] * 0.5);
     /* The window's first output: the integer sums Pillow's loops reach there
      * (they stay in range: the whole output's corners were checked). */
     a2 += warp->top * a1 + warp->left * a0;
     a5 += warp->top * a4 + warp->left * a3;
-    for (int y = 0; y < dst->height; y++) {
-        uint8_t *out = dst->data + (ptrdiff_t)y * dst->row_stride;
+    for (int y = 0; y < to.height; y++) {
+        uint8_t *out = to.data + (ptrdiff_t)y * to.row_stride;
         int xx = a2, yy = a5;
-        for (int x = 0; x < dst->width; x++, out += channels) {
+        for (int x = 0; x < to.width; x++, out += channels) {
             int xin = xx >> 16, yin = yy >> 16; /* arithmetic shifts: floor */
             const uint8_t *pixel = fill;
-            if (xin >= 0 && xin < src->width && yin >= 0 && yin < src->height)
-                pixel = src->data + (ptrdiff_t)yin * src->row_stride + (ptrdiff_t)xin * channels;
+            if (xin >= 0 && xin < in.width && yin >= 0 && yin < in.height)
+                pixel = in.data + (ptrdiff_t)yin * in.row_stride + (ptrdiff_t)xin * channels;
             for (int c = 0; c < channels; c++) out[c] = pixel[c];
             xx += a0;
             yy += a3;
@@ -140,8 +145,13 @@ DL_SPECIALISED void affine_fixed(const dl_image_t *src, const dl_image_t *dst,
 DL_SPECIALISED void affine_nearest(const dl_image_t *src, const dl_image_t *dst,
                                    const dl_warp_t *warp, const int channels)
 {
-    const double *a = warp->matrix;
-    const uint8_t *fill = warp->fill;
+    /* Locals: the pixel writes (uint8_t may alias anything) would otherwise
+     * reload every field and coefficient at each pixel. */
+    const dl_image_t in = *src, to = *dst;
+    const double a[6] = {warp->matrix[0], warp->matrix[1], warp->matrix[2], warp->matrix[3],
+                         warp->matrix[4], warp->matrix[5]};
+    uint8_t fill[4];
+    memcpy(fill, warp->fill, sizeof fill);
     int w = warp->out_w, h = warp->out_h;
     if (!(a[1] == 0 && a[3] == 0) && check_fixed(a, 0, 0) && check_fixed(a, w, h) &&
         check_fixed(a, 0, h) && check_fixed(a, w, 0)) {
@@ -154,18 +164,18 @@ DL_SPECIALISED void affine_nearest(const dl_image_t *src, const dl_image_t *dst,
         xo += a[1];
         yo += a[4];
     }
-    for (int y = 0; y < dst->height; y++) {
-        uint8_t *out = dst->data + (ptrdiff_t)y * dst->row_stride;
+    for (int y = 0; y < to.height; y++) {
+        uint8_t *out = to.data + (ptrdiff_t)y * to.row_stride;
         double xx = xo, yy = yo;
         for (int x = 0; x < warp->left; x++) {
             xx += a[0];
             yy += a[3];
         }
-        for (int x = 0; x < dst->width; x++, out += channels) {
+        for (int x = 0; x < to.width; x++, out += channels) {
             int xin = coord(xx), yin = coord(yy);
             const uint8_t *pixel = fill;
-            if (xin >= 0 && xin < src->width && yin >= 0 && yin < src->height)
-                pixel = src->data + (ptrdiff_t)yin * src->row_stride + (ptrdiff_t)xin * channels;
+            if (xin >= 0 && xin < in.width && yin >= 0 && yin < in.height)
+                pixel = in.data + (ptrdiff_t)yin * in.row_stride + (ptrdiff_t)xin * channels;
             for (int c = 0; c < channels; c++) out[c] = pixel[c];
             xx += a[0];
             yy += a[3];
@@ -188,18 +198,23 @@ static inline int muldiv255(int a, int b)
 DL_SPECIALISED void affine_bilinear(const dl_image_t *src, const dl_image_t *dst,
                                     const dl_warp_t *warp, const int channels)
 {
-    const double *a = warp->matrix;
-    const uint8_t *fill = warp->fill;
+    /* Locals: the pixel writes (uint8_t may alias anything) would otherwise
+     * reload every field and coefficient at each pixel. */
+    const dl_image_t in = *src, to = *dst;
+    const double a[6] = {warp->matrix[0], warp->matrix[1], warp->matrix[2], warp->matrix[3],
+                         warp->matrix[4], warp->matrix[5]};
+    uint8_t fill[4];
+    memcpy(fill, warp->fill, sizeof fill);
     const int premultiply = channels == 4;
-    for (int y = 0; y < dst->height; y++) {
-        uint8_t *out = dst->data + (ptrdiff_t)y * dst->row_stride;
+    for (int y = 0; y < to.height; y++) {
+        uint8_t *out = to.data + (ptrdiff_t)y * to.row_stride;
         double yc = (warp->top + y) + 0.5;
-        for (int x = 0; x < dst->width; x++, out += channels) {
+        for (int x = 0; x < to.width; x++, out += channels) {
             double xc = (warp->left + x) + 0.5;
             double xin = a[0] * xc + a[1] * yc + a[2];
             double yin = a[3] * xc + a[4] * yc + a[5];
             uint8_t value[4];
-            if (!(xin >= 0.0 && xin < src->width && yin >= 0.0 && yin < src->height)) {
+            if (!(xin >= 0.0 && xin < in.width && yin >= 0.0 && yin < in.height)) {
                 memcpy(value, fill, (size_t)channels); /* outside, or NaN */
             } else {
                 xin -= 0.5;
@@ -207,10 +222,10 @@ DL_SPECIALISED void affine_bilinear(const dl_image_t *src, const dl_image_t *dst
                 /* floor, for values of at least -0.5 */
                 int xi = xin < 0.0 ? -1 : (int)xin, yi = yin < 0.0 ? -1 : (int)yin;
                 double dx = xin - xi, dy = yin - yi;
-                int x0 = clip(xi, src->width) * channels, x1 = clip(xi + 1, src->width) * channels;
-                const uint8_t *r0 = src->data + (ptrdiff_t)clip(yi, src->height) * src->row_stride;
-                int below = yi + 1 >= 0 && yi + 1 < src->height;
-                const uint8_t *r1 = below ? src->data + (ptrdiff_t)(yi + 1) * src->row_stride : r0;
+                int x0 = clip(xi, in.width) * channels, x1 = clip(xi + 1, in.width) * channels;
+                const uint8_t *r0 = in.data + (ptrdiff_t)clip(yi, in.height) * in.row_stride;
+                int below = yi + 1 >= 0 && yi + 1 < in.height;
+                const uint8_t *r1 = below ? in.data + (ptrdiff_t)(yi + 1) * in.row_stride : r0;
                 for (int c = 0; c < channels; c++) {
                     double p00 = r0[x0 + c], p01 = r0[x1 + c], p10 = r1[x0 + c], p11 = r1[x1 + c];
                     if (premultiply && c < 3) {
