@@ -183,6 +183,8 @@ bench: $(VENV)/.installed-test bench-photos
 	$(BIN)/python benchmarks/compare_torch.py
 	$(BIN)/python benchmarks/drop_in.py
 	$(BIN)/python benchmarks/images.py
+	$(BIN)/python benchmarks/augment.py
+	$(BIN)/python benchmarks/policies.py
 	$(BIN)/python benchmarks/kernels.py
 	$(BIN)/python benchmarks/fusion_error.py
 	$(BIN)/python benchmarks/thread_scaling.py

@@ -91,6 +91,8 @@ def ours_loader(root: Path, chain: str, folder_transform: bool = False):
         Compose,
         Decode,
         Normalize,
+        RandAugment,
+        RandomErasing,
         RandomHFlip,
         RandomResizedCrop,
         Resize,
@@ -98,16 +100,21 @@ def ours_loader(root: Path, chain: str, folder_transform: bool = False):
         ToFloat,
     )
 
+    erasing = []
     if chain == "train":
         steps = [RandomResizedCrop(SIZE), RandomHFlip()]
+    elif chain == "randaugment":   # benchmarks/policies.py
+        steps = [RandomResizedCrop(SIZE), RandomHFlip(), RandAugment(2, 9)]
+        erasing = [RandomErasing(0.25)]
     else:
         steps = [Resize(RESIZE), CenterCrop(SIZE)]
-    transform = Compose([Decode("RGB"), *steps, ToFloat(), Normalize(MEAN, STD), ToChw()])
+    transform = Compose([Decode("RGB"), *steps, ToFloat(), Normalize(MEAN, STD), ToChw(),
+                         *erasing])
     if folder_transform:   # torchvision's way: the chain belongs to the dataset
         return DataLoader(ImageFolder(root, transform=transform), batch_size=BATCH_SIZE,
-                          shuffle=chain == "train", num_workers=NUM_WORKERS, seed=0,
+                          shuffle=chain != "eval", num_workers=NUM_WORKERS, seed=0,
                           collate_fn=ImageCollator())
-    return DataLoader(ImageFolder(root), batch_size=BATCH_SIZE, shuffle=chain == "train",
+    return DataLoader(ImageFolder(root), batch_size=BATCH_SIZE, shuffle=chain != "eval",
                       num_workers=NUM_WORKERS, transform=transform, seed=0,
                       collate_fn=ImageCollator())
 
@@ -128,6 +135,8 @@ class PillowImageFolder:
     (scale (0.08, 1), ratio (3/4, 4/3), ten tries, then the central crop),
     from torch's generator, which torch seeds per worker; then, as
     torchvision's ``resized_crop`` on a Pillow image, a crop and a resize.
+    The ``randaugment`` chain adds ``RandAugment(2, 9)`` after the flip and
+    ``RandomErasing(0.25)`` after the normalisation (``_pillow_augment.py``).
     """
 
     def __init__(self, root: Path, chain: str) -> None:
@@ -136,7 +145,7 @@ class PillowImageFolder:
         classes = sorted(p.name for p in Path(root).iterdir() if p.is_dir())
         self.samples = [(path, index) for index, name in enumerate(classes)
                         for path in sorted((Path(root) / name).iterdir())]
-        self.train = chain == "train"
+        self.chain = chain
         self.mean = torch.tensor(MEAN).view(3, 1, 1)
         self.std = torch.tensor(STD).view(3, 1, 1)
 
@@ -149,16 +158,16 @@ class PillowImageFolder:
         path, label = self.samples[index]
         with PILImage.open(path) as file:
             image = file.convert("RGB")
-        return pillow_tensor(image, self.train, self.mean, self.std), label
+        return pillow_tensor(image, self.chain, self.mean, self.std), label
 
 
-def pillow_tensor(image, train: bool, mean, std):
-    """torchvision's train or eval transforms of an RGB Pillow image, as a normalised tensor."""
+def pillow_tensor(image, chain: str, mean, std):
+    """torchvision's transforms of ``chain`` on an RGB Pillow image, as a normalised tensor."""
     import torch
     from PIL import Image as PILImage
 
     bilinear = PILImage.Resampling.BILINEAR
-    if train:
+    if chain != "eval":
         top, left, height, width = random_resized_crop_params(image.height, image.width)
         image = image.crop((left, top, left + width, top + height))
         image = image.resize((SIZE, SIZE), bilinear)
@@ -174,9 +183,14 @@ def pillow_tensor(image, train: bool, mean, std):
         left = round((image.width - SIZE) / 2.0)
         top = round((image.height - SIZE) / 2.0)
         image = image.crop((left, top, left + SIZE, top + SIZE))
+    if chain == "randaugment":
+        from _pillow_augment import rand_augment, random_erasing
+
+        image = rand_augment(image, 2, 9)
     tensor = torch.from_numpy(np.array(image, np.uint8, copy=True))
     tensor = tensor.permute(2, 0, 1).contiguous().float().div(255)
-    return tensor.sub_(mean).div_(std)
+    tensor = tensor.sub_(mean).div_(std)
+    return random_erasing(tensor, 0.25) if chain == "randaugment" else tensor
 
 
 def random_resized_crop_params(height: int, width: int, scale=(0.08, 1.0),
@@ -209,7 +223,7 @@ def torch_loader(root: Path, chain: str):
     import torch.utils.data
 
     return torch.utils.data.DataLoader(
-        PillowImageFolder(root, chain), batch_size=BATCH_SIZE, shuffle=chain == "train",
+        PillowImageFolder(root, chain), batch_size=BATCH_SIZE, shuffle=chain != "eval",
         num_workers=NUM_WORKERS, persistent_workers=True)
 
 

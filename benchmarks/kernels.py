@@ -22,6 +22,12 @@ written into its slot of a batch buffer as the loader's fused path does; in
 the same run, alternating, with the load average before and after. It
 writes ``benchmarks/results/float_tail.json``.
 
+``--warps`` runs only the affine warp (``kernels.affine``, the kernel of
+``RandomRotation`` and ``RandomAffine``) against Pillow's
+``Image.transform(AFFINE)`` and ``Image.rotate`` on the same 500x375 RGB
+photograph, nearest and bilinear, in the same run, alternating; it prints
+our speed over Pillow's and writes ``benchmarks/results/warps.json``.
+
 Pillow-SIMD replaces Pillow, so it runs in a subprocess of the interpreter
 given by ``--pillow-simd`` (default: ``$PILLOW_SIMD_PYTHON``, else
 ``.venv-pillow-simd/bin/python``, which ``make pillow-simd`` creates); it is
@@ -29,6 +35,7 @@ left out, with a notice, when there is none.
 
 Run: ``.venv/bin/python benchmarks/kernels.py [--quick] [--rounds N] [--pillow-simd PYTHON]``
 or ``.venv/bin/python benchmarks/kernels.py --float-tail [--rounds N]``
+or ``.venv/bin/python benchmarks/kernels.py --warps [--rounds N]``
 """
 
 import argparse
@@ -88,6 +95,7 @@ except ImportError:
 
 RESULTS = Path(__file__).parent / "results" / "kernels.json"
 FLOAT_TAIL_RESULTS = Path(__file__).parent / "results" / "float_tail.json"
+WARPS_RESULTS = Path(__file__).parent / "results" / "warps.json"
 TAIL = [ToFloat(), Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)), ToChw()]
 PILLOW_SIMD_VENV = Path(__file__).resolve().parent.parent / ".venv-pillow-simd" / "bin" / "python"
 
@@ -290,6 +298,65 @@ def float_tail_main(args, pixels, jpeg):
     print(f"written {FLOAT_TAIL_RESULTS}")
 
 
+def warp_cases(pixels):
+    """{operation: (ours, Pillow's)}: one call each on the photograph, same matrices."""
+    from dataloader._core.ops import rotation_matrix
+
+    height, width = pixels.shape[:2]
+    image = PILImage.fromarray(pixels)
+    rotation, (out_h, out_w) = rotation_matrix(30.0, width / 2, height / 2, True, height, width)
+    # torchvision's F.affine matrix for angle 10, translate (12, -7), scale 1.1, shear (8, 3).
+    rot, sx, sy = np.radians([10.0, 8.0, 3.0])
+    a, b = np.cos(rot - sy) / np.cos(sy), -np.cos(rot - sy) * np.tan(sx) / np.cos(sy) - np.sin(rot)
+    c, d = np.sin(rot - sy) / np.cos(sy), -np.sin(rot - sy) * np.tan(sx) / np.cos(sy) + np.cos(rot)
+    m = [v / 1.1 for v in (d, -b, 0.0, -c, a, 0.0)]
+    cx, cy = width / 2 + 12, height / 2 - 7
+    m[2] += m[0] * -cx + m[1] * -cy + width / 2
+    m[5] += m[3] * -cx + m[4] * -cy + height / 2
+    cases = {}
+    for name, filter_ in (("nearest", PILImage.Resampling.NEAREST),
+                          ("bilinear", PILImage.Resampling.BILINEAR)):
+        cases[f"rotate 30 degrees, expand, {name}"] = (
+            lambda _, n=name: kernels.affine(pixels, rotation, (out_h, out_w), interpolation=n),
+            lambda _, f=filter_: image.rotate(30.0, f, expand=True))
+        cases[f"affine (rotate, translate, scale, shear), {name}"] = (
+            lambda _, n=name: kernels.affine(pixels, m, interpolation=n),
+            lambda _, f=filter_: image.transform((width, height), PILImage.Transform.AFFINE, m,
+                                                 f, fillcolor=0))
+    return cases
+
+
+def warps_main(args, pixels):
+    load_before = load_average()
+    best = {}
+    for _ in range(args.rounds):
+        for operation, pair in warp_cases(pixels).items():
+            for library, function in zip(("dataloader", "Pillow"), pair, strict=True):
+                times = per_image_seconds(function, list(range(24)), 5)
+                earlier = best.get((operation, library), times)
+                best[(operation, library)] = [min(x, y) for x, y in zip(earlier, times,
+                                                                        strict=True)]
+    rows = [{"operation": operation, "dataloader_ms": [t * 1e3 for t in best[(operation,
+                                                                                "dataloader")]],
+             "pillow_ms": [t * 1e3 for t in best[(operation, "Pillow")]]}
+            for operation in warp_cases(pixels)]
+    for row in rows:
+        row["speed_vs_pillow"] = [p / o for o, p in zip(row["dataloader_ms"], row["pillow_ms"],
+                                                        strict=True)]
+    info = {"versions": versions(), "cpus": os.cpu_count(), "rounds": args.rounds,
+            "load_average": [load_before, load_average()], "results": rows}
+    print(f"warps, 500x375 RGB: {info['cpus']} CPUs, load average {load_before} -> "
+          f"{info['load_average'][1]}; ms per image, 1 thread / 2 threads")
+    for row in rows:
+        print(f"{row['operation']:52} dataloader {row['dataloader_ms'][0]:.3f} / "
+              f"{row['dataloader_ms'][1]:.3f}  Pillow {row['pillow_ms'][0]:.3f} / "
+              f"{row['pillow_ms'][1]:.3f}  {row['speed_vs_pillow'][0]:.2f}x / "
+              f"{row['speed_vs_pillow'][1]:.2f}x Pillow's speed")
+    WARPS_RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    WARPS_RESULTS.write_text(json.dumps(info, indent=2))
+    print(f"written {WARPS_RESULTS}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
@@ -300,6 +367,8 @@ def main():
                              "keep the best (default 5, 1 with --quick)")
     parser.add_argument("--float-tail", action="store_true",
                         help="only the fused float tail against the unfused one")
+    parser.add_argument("--warps", action="store_true",
+                        help="only the affine warp against Pillow's transform and rotate")
     args = parser.parse_args()
     count, repeats = (16, 5) if args.quick else (24, 5)
     args.rounds = args.rounds or (1 if args.quick else 5)
@@ -310,6 +379,8 @@ def main():
     jpeg = encoded(pixels, "JPEG", quality=90)
     if args.float_tail:
         return float_tail_main(args, pixels, jpeg)
+    if args.warps:
+        return warps_main(args, pixels)
     load_before = load_average()
     png_pixels, _ = photo(768, 1024)
     png = encoded(png_pixels, "PNG")

@@ -96,7 +96,7 @@ class _PillowTrain:
         import torch
         from images import pillow_tensor
 
-        return pillow_tensor(image, True, torch.tensor(MEAN).view(3, 1, 1),
+        return pillow_tensor(image, "train", torch.tensor(MEAN).view(3, 1, 1),
                              torch.tensor(STD).view(3, 1, 1))
 
 

@@ -47,6 +47,7 @@ from dataloader._images.arguments import (
     check_int,
     check_mean_std,
     check_padding,
+    check_real,
     check_samples,
     check_size,
     contiguous_array,
@@ -60,6 +61,7 @@ __all__ = [
     "Image",
     "ImageBatch",
     "ImageInfo",
+    "affine",
     "convert",
     "crop",
     "decode",
@@ -311,6 +313,56 @@ def vflip(img: ImageLike, *, out: np.ndarray | None = None) -> np.ndarray:
     [[2], [1]]
     """
     return _flip(img, out, False)
+
+
+def affine(img: ImageLike, matrix: Sequence[float], size: Sequence[int] | None = None, *,
+           interpolation: str = "nearest", fill: Fill = 0,
+           out: np.ndarray | None = None) -> np.ndarray:
+    """Warp by an inverse affine ``matrix``, as Pillow's ``Image.transform(AFFINE)``.
+
+    Parameters
+    ----------
+    img : ndarray
+        uint8, 1, 3 or 4 channels.
+    matrix : sequence of 6 numbers
+        Pillow's ``data``: output pixel (x, y) reads the input at
+        ``(a x' + b y' + c, d x' + e y' + f)`` with ``x' = x + 0.5``,
+        ``y' = y + 0.5`` (torchvision's ``_get_inverse_affine_matrix``
+        gives such a matrix).
+    size : (height, width), optional
+        The output's size; the input's by default.
+    interpolation : {"nearest", "bilinear"}
+    fill : number or sequence
+        The samples of outputs that read outside the input (0..255).
+    out : ndarray, optional
+
+    Notes
+    -----
+    Pillow's arithmetic: nearest picks the same pixels as Pillow; bilinear
+    truncates as Pillow does and differs from it by at most 1, RGBA being
+    resampled premultiplied by alpha as Pillow does. The same kernel runs
+    in ``RandomRotation`` and ``RandomAffine`` (``src/dl_geometry.h``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.kernels import affine
+    >>> image = np.arange(4, dtype=np.uint8).reshape(2, 2)
+    >>> affine(image, (1, 0, 1, 0, 1, 0), fill=9).tolist()  # shift left by one pixel
+    [[1, 9], [3, 9]]
+    """
+    src, flat = image_array(img)
+    check_choice("interpolation", interpolation, FILTERS[:2])
+    if isinstance(matrix, (str, bytes)) or not isinstance(matrix, Sequence) or len(matrix) != 6:
+        raise TypeError(f"matrix must be a sequence of 6 numbers, got {matrix!r}")
+    coefficients = [check_real("matrix", value) for value in matrix]
+    height, width = src.shape[:2] if size is None else check_size("size", tuple(size))
+    if src.shape[2] == 2:
+        raise ValueError("affine takes images of 1, 3 or 4 channels, got 2")
+    values = [int(v) for v in fill_values(fill, src.shape[2], np.uint8)]
+    result, target = output(out, (height, width, src.shape[2]), np.uint8, flat)
+    _ops.affine_into(src, target, coefficients, FILTERS.index(interpolation), values)
+    return result
 
 
 def rotate90(img: ImageLike, k: int = 1, *, out: np.ndarray | None = None) -> np.ndarray:

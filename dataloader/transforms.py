@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, TypeVar, dataclass_transform
+from typing import Any
 
 import numpy as np
 
@@ -48,87 +48,36 @@ from dataloader._images.arguments import (
     check_padding,
     check_probability,
     check_range,
-    check_seed,
     check_size,
 )
-from dataloader._images.chains import ItemTransform, compile_chain
+from dataloader._images.augment import RandomAffine, RandomErasing, RandomRotation, RandomVFlip
+from dataloader._images.chains import Transform, frozen, set_checked
+from dataloader._images.colour import (
+    ColorJitter,
+    GaussianBlur,
+    Grayscale,
+    RandomAdjustSharpness,
+    RandomAutocontrast,
+    RandomEqualize,
+    RandomGrayscale,
+    RandomInvert,
+    RandomPosterize,
+    RandomSolarize,
+)
+from dataloader._images.mixing import BatchTransform, CutMix, MixUp, RandomChoice
+from dataloader._images.policies import AutoAugment, RandAugment, TrivialAugmentWide
 
 __all__ = [
-    "CenterCrop", "Compose", "Crop", "Decode", "HFlip", "Normalize", "Pad", "PadTo",
-    "RandomCrop", "RandomHFlip", "RandomResizedCrop", "Resize", "Rotate90", "ToChw",
-    "ToFloat", "ToGray", "ToHwc", "ToRgb", "ToRgba", "Transform", "VFlip",
+    "AutoAugment", "BatchTransform", "CenterCrop", "ColorJitter", "Compose", "Crop", "CutMix",
+    "Decode", "GaussianBlur", "Grayscale", "HFlip", "MixUp", "Normalize", "Pad", "PadTo",
+    "RandAugment", "RandomAdjustSharpness", "RandomAffine", "RandomAutocontrast",
+    "RandomChoice", "RandomCrop", "RandomEqualize", "RandomErasing", "RandomGrayscale",
+    "RandomHFlip", "RandomInvert", "RandomPosterize", "RandomResizedCrop", "RandomRotation",
+    "RandomSolarize", "RandomVFlip", "Resize", "Rotate90", "ToChw", "ToFloat", "ToGray",
+    "ToHwc", "ToRgb", "ToRgba", "Transform", "TrivialAugmentWide", "VFlip",
 ]
 
-class Transform:
-    """Base class of the native transforms: immutable, picklable, callable.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dataloader.transforms import HFlip
-    >>> HFlip()(np.arange(3, dtype=np.uint8).reshape(1, 3)).ravel().tolist()
-    [2, 1, 0]
-    """
-
-    def _steps(self) -> list[tuple[str, tuple, tuple]]:
-        """The native ops of this transform: ``step(name, **parameters)`` each."""
-        raise NotImplementedError
-
-    def bind_epoch(self, seed: int, epoch: int) -> ItemTransform:
-        """This transform as the loader runs it in one epoch: ``transform(index, item)``.
-
-        Every item draws its random parameters from ``(seed, epoch, index)``,
-        so an epoch's results do not depend on which thread runs which item.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from dataloader.transforms import RandomHFlip
-        >>> epoch_transform = RandomHFlip().bind_epoch(seed=0, epoch=3)
-        >>> image = np.arange(6, dtype=np.uint8).reshape(2, 3, 1)
-        >>> a, b = epoch_transform(5, image), epoch_transform(5, image)
-        >>> bool((np.asarray(a) == np.asarray(b)).all())
-        True
-        """
-        return ItemTransform(self, seed, epoch)
-
-    def _first(self) -> Transform | None:
-        """The first op of the chain this transform stands for."""
-        return self
-
-    def __call__(self, data: Any, *, seed: int | None = None) -> Any:
-        """Apply the transform to ``data`` now; ``seed`` (0 to 2**64 - 1) fixes its random draws."""
-        if seed is None:
-            seed = int(np.random.default_rng().integers(2**63))
-        seed = check_seed(seed)
-        image = compile_chain(self).apply(data, seed)
-        return np.asarray(image) if isinstance(data, np.ndarray) and data.ndim > 1 else image
-
-    def __repr__(self) -> str:
-        # Only the arguments that differ from their defaults, as they would be typed.
-        shown = []
-        for field in dataclasses.fields(self):  # type: ignore[arg-type]  # every subclass is one
-            value = getattr(self, field.name)
-            if field.default is dataclasses.MISSING or value != field.default:
-                shown.append(f"{field.name}={value!r}")
-        return f"{type(self).__name__}({', '.join(shown)})"
-
-
-_T = TypeVar("_T")
-
-
-def _set(transform: Transform, name: str, value: Any) -> None:
-    """Store a checked argument on a frozen transform."""
-    object.__setattr__(transform, name, value)
-
-
-@dataclass_transform(frozen_default=True)
-def _frozen(cls: type[_T]) -> type[_T]:
-    """A transform class: a frozen dataclass whose repr shows the arguments."""
-    return dataclasses.dataclass(frozen=True, repr=False, eq=True)(cls)
-
-
-@_frozen
+@frozen
 class Decode(Transform):
     """Decode JPEG, PNG or WebP bytes (others through Pillow) into uint8 HWC.
 
@@ -165,10 +114,10 @@ class Decode(Transform):
 
     def __post_init__(self) -> None:
         check_choice("mode", self.mode, (None, *CHANNELS))
-        _set(self, "max_width", check_int("max_width", self.max_width, 1))
-        _set(self, "max_height", check_int("max_height", self.max_height, 1))
-        _set(self, "max_bytes", check_int("max_bytes", self.max_bytes, 1, MAX_BYTES))
-        _set(self, "exact", check_bool("exact", self.exact))
+        set_checked(self, "max_width", check_int("max_width", self.max_width, 1))
+        set_checked(self, "max_height", check_int("max_height", self.max_height, 1))
+        set_checked(self, "max_bytes", check_int("max_bytes", self.max_bytes, 1, MAX_BYTES))
+        set_checked(self, "exact", check_bool("exact", self.exact))
 
     def _steps(self):
         return [step("decode", channels=CHANNELS[self.mode] if self.mode else 0,
@@ -185,7 +134,7 @@ class Decode(Transform):
 def _converter(name: str, mode: str, doc: str) -> type:
     channels = CHANNELS[mode]
 
-    @_frozen
+    @frozen
     class Convert(Transform):
         def _steps(self):
             return [step("convert", channels=channels)]
@@ -224,7 +173,7 @@ ToGray = _converter("ToGray", "L", """Convert to 1 channel, as Pillow's ``conver
     """)
 
 
-@_frozen
+@frozen
 class Crop(Transform):
     """Keep the window of ``height`` x ``width`` pixels at (``top``, ``left``).
 
@@ -242,16 +191,16 @@ class Crop(Transform):
     width: int
 
     def __post_init__(self) -> None:
-        _set(self, "top", check_int("top", self.top))
-        _set(self, "left", check_int("left", self.left))
-        _set(self, "height", check_int("height", self.height, 1))
-        _set(self, "width", check_int("width", self.width, 1))
+        set_checked(self, "top", check_int("top", self.top))
+        set_checked(self, "left", check_int("left", self.left))
+        set_checked(self, "height", check_int("height", self.height, 1))
+        set_checked(self, "width", check_int("width", self.width, 1))
 
     def _steps(self):
         return [step("crop", top=self.top, left=self.left, height=self.height, width=self.width)]
 
 
-@_frozen
+@frozen
 class CenterCrop(Transform):
     """Keep the centre ``size`` (int or (height, width)), padding with 0 when larger.
 
@@ -266,13 +215,13 @@ class CenterCrop(Transform):
     size: Any
 
     def __post_init__(self) -> None:
-        _set(self, "size", check_size("size", self.size))
+        set_checked(self, "size", check_size("size", self.size))
 
     def _steps(self):
         return [step("center_crop", height=self.size[0], width=self.size[1])]
 
 
-@_frozen
+@frozen
 class RandomCrop(Transform):
     """A window of ``size`` at a random position, after optional zero ``padding``.
 
@@ -288,16 +237,16 @@ class RandomCrop(Transform):
     padding: Any = None
 
     def __post_init__(self) -> None:
-        _set(self, "size", check_size("size", self.size))
+        set_checked(self, "size", check_size("size", self.size))
         if self.padding is not None:
-            _set(self, "padding", check_padding(self.padding))
+            set_checked(self, "padding", check_padding(self.padding))
 
     def _steps(self):
         return [step("random_crop", height=self.size[0], width=self.size[1],
                      padding=self.padding or ())]
 
 
-@_frozen
+@frozen
 class RandomResizedCrop(Transform):
     """A random window of random area and aspect ratio, resized to ``size``.
 
@@ -318,9 +267,9 @@ class RandomResizedCrop(Transform):
     interpolation: str = "bilinear"
 
     def __post_init__(self) -> None:
-        _set(self, "size", check_size("size", self.size))
-        _set(self, "scale", check_range("scale", self.scale, 1.0))
-        _set(self, "ratio", check_range("ratio", self.ratio))
+        set_checked(self, "size", check_size("size", self.size))
+        set_checked(self, "scale", check_range("scale", self.scale, 1.0))
+        set_checked(self, "ratio", check_range("ratio", self.ratio))
         check_choice("interpolation", self.interpolation, FILTERS)
 
     def _steps(self):
@@ -328,7 +277,7 @@ class RandomResizedCrop(Transform):
                      filter=FILTERS.index(self.interpolation), scale=self.scale, ratio=self.ratio)]
 
 
-@_frozen
+@frozen
 class Pad(Transform):
     """Pad the borders as torchvision's ``Pad``; ``mode`` constant, edge, reflect or symmetric.
 
@@ -345,15 +294,15 @@ class Pad(Transform):
     mode: str = "constant"
 
     def __post_init__(self) -> None:
-        _set(self, "padding", check_padding(self.padding))
-        _set(self, "fill", check_fill("fill", self.fill))
+        set_checked(self, "padding", check_padding(self.padding))
+        set_checked(self, "fill", check_fill("fill", self.fill))
         check_choice("mode", self.mode, PAD_MODES)
 
     def _steps(self):
         return [step("pad", padding=self.padding, mode=PAD_MODES.index(self.mode), fill=self.fill)]
 
 
-@_frozen
+@frozen
 class PadTo(Transform):
     """Pad to exactly ``height`` x ``width``, placing the image at ``anchor``.
 
@@ -371,9 +320,9 @@ class PadTo(Transform):
     anchor: str = "top-left"
 
     def __post_init__(self) -> None:
-        _set(self, "height", check_int("height", self.height, 1))
-        _set(self, "width", check_int("width", self.width, 1))
-        _set(self, "fill", check_fill("fill", self.fill))
+        set_checked(self, "height", check_int("height", self.height, 1))
+        set_checked(self, "width", check_int("width", self.width, 1))
+        set_checked(self, "fill", check_fill("fill", self.fill))
         check_choice("anchor", self.anchor, ANCHORS)
 
     def _steps(self):
@@ -381,7 +330,7 @@ class PadTo(Transform):
                      anchor=ANCHORS[self.anchor])]
 
 
-@_frozen
+@frozen
 class Resize(Transform):
     """Resize with Pillow's filters; an int ``size`` sets the shorter side (torchvision's rule).
 
@@ -408,20 +357,20 @@ class Resize(Transform):
 
     def __post_init__(self) -> None:
         if isinstance(self.size, (list, tuple)) and len(self.size) == 1:
-            _set(self, "size", self.size[0])
+            set_checked(self, "size", self.size[0])
         if isinstance(self.size, (list, tuple)):
-            _set(self, "size", check_size("size", self.size))
+            set_checked(self, "size", check_size("size", self.size))
             if self.max_size is not None:
                 raise ValueError("max_size is only allowed with an int size")
         else:
-            _set(self, "size", check_int("size", self.size, 1))
+            set_checked(self, "size", check_int("size", self.size, 1))
         if self.max_size is not None:
-            _set(self, "max_size", check_int("max_size", self.max_size, 1))
+            set_checked(self, "max_size", check_int("max_size", self.max_size, 1))
             if self.max_size <= self.size:
                 raise ValueError(
                     f"max_size ({self.max_size}) must be larger than size ({self.size})")
         check_choice("interpolation", self.interpolation, FILTERS)
-        _set(self, "antialias", check_bool("antialias", self.antialias))
+        set_checked(self, "antialias", check_bool("antialias", self.antialias))
 
     def _steps(self):
         # An int size sets the shorter side: width 0 keeps the aspect ratio.
@@ -430,7 +379,7 @@ class Resize(Transform):
                      filter=FILTERS.index(self.interpolation), antialias=self.antialias)]
 
 
-@_frozen
+@frozen
 class HFlip(Transform):
     """Mirror left-right.
 
@@ -446,7 +395,7 @@ class HFlip(Transform):
         return [step("flip", horizontal=True)]
 
 
-@_frozen
+@frozen
 class VFlip(Transform):
     """Mirror top-bottom.
 
@@ -462,7 +411,7 @@ class VFlip(Transform):
         return [step("flip", horizontal=False)]
 
 
-@_frozen
+@frozen
 class RandomHFlip(Transform):
     """Mirror left-right with probability ``p``.
 
@@ -477,13 +426,13 @@ class RandomHFlip(Transform):
     p: float = 0.5
 
     def __post_init__(self) -> None:
-        _set(self, "p", check_probability("p", self.p))
+        set_checked(self, "p", check_probability("p", self.p))
 
     def _steps(self):
         return [step("random_flip", horizontal=True, p=self.p)]
 
 
-@_frozen
+@frozen
 class Rotate90(Transform):
     """Rotate by ``k`` counter-clockwise quarter turns (as ``numpy.rot90``).
 
@@ -499,13 +448,13 @@ class Rotate90(Transform):
 
     def __post_init__(self) -> None:
         # Any number of quarter turns: only k modulo 4 matters.
-        _set(self, "k", check_int("k", self.k, -(2**63), 2**63 - 1))
+        set_checked(self, "k", check_int("k", self.k, -(2**63), 2**63 - 1))
 
     def _steps(self):
         return [step("rotate90", k=self.k % 4)]
 
 
-@_frozen
+@frozen
 class ToFloat(Transform):
     """uint8 samples to float32 in [0, 1] (divided by 255).
 
@@ -521,7 +470,7 @@ class ToFloat(Transform):
         return [step("to_float")]
 
 
-@_frozen
+@frozen
 class Normalize(Transform):
     """``(x - mean[c]) / std[c]`` in float32, as torchvision's ``Normalize``.
 
@@ -540,14 +489,14 @@ class Normalize(Transform):
 
     def __post_init__(self) -> None:
         mean, std = check_mean_std(self.mean, self.std)
-        _set(self, "mean", mean)
-        _set(self, "std", std)
+        set_checked(self, "mean", mean)
+        set_checked(self, "std", std)
 
     def _steps(self):
         return [step("normalize", channels=len(self.mean), mean=self.mean, std=self.std)]
 
 
-@_frozen
+@frozen
 class ToChw(Transform):
     """HWC to CHW (channels first).
 
@@ -563,7 +512,7 @@ class ToChw(Transform):
         return [step("to_chw")]
 
 
-@_frozen
+@frozen
 class ToHwc(Transform):
     """CHW back to HWC.
 

@@ -45,6 +45,10 @@ CASE_TIMEOUT = 120
 EXEMPT = {
     "transforms.Transform": "abstract base class; every subclass is hunted",
     "kernels.ImageInfo": "a frozen record returned by image_info, with no code",
+    "transforms.BatchTransform": "abstract base class of the batch transforms",
+    "transforms.MixUp": "numpy and torch operations on a collated batch, no native code",
+    "transforms.CutMix": "numpy and torch operations on a collated batch, no native code",
+    "transforms.RandomChoice": "chooses a batch transform, no native code",
 }
 
 
@@ -274,6 +278,33 @@ TRANSFORM_ARGS = {
     "RandomCrop": ([sizes()], {"padding": st.one_of(st.none(), ints(0, 4),
                                                      st.lists(ints(0, 4), max_size=5))}),
     "RandomHFlip": ([], {"p": reals(0.0, 1.0)}),
+    "RandomVFlip": ([], {"p": reals(0.0, 1.0)}),
+    "RandomRotation": ([st.one_of(reals(-720.0, 720.0), pairs(-720.0, 720.0))], {
+        "interpolation": choices(["nearest", "bilinear", "bicubic"]),
+        "expand": st.one_of(st.booleans(), st.sampled_from(ODD)), "fill": fills(),
+        "center": st.one_of(st.none(), st.tuples(reals(-50.0, 50.0), reals(-50.0, 50.0)),
+                            st.sampled_from(ODD))}),
+    "RandomAffine": ([st.one_of(reals(-360.0, 360.0), pairs(-360.0, 360.0))], {
+        "translate": st.one_of(st.none(), pairs(0.0, 1.5)),
+        "scale": st.one_of(st.none(), pairs(0.0, 3.0)),
+        "shear": st.one_of(st.none(), reals(-89.0, 89.0), pairs(-89.0, 89.0),
+                           st.lists(reals(-89.0, 89.0), max_size=5)),
+        "interpolation": choices(["nearest", "bilinear", "lanczos"]), "fill": fills(),
+        "center": st.one_of(st.none(), st.tuples(reals(-50.0, 50.0), reals(-50.0, 50.0)))}),
+    "RandAugment": ([], {
+        "num_ops": ints(-1, 4), "magnitude": ints(-1, 40), "num_magnitude_bins": ints(0, 40),
+        "interpolation": choices(["nearest", "bilinear", "bicubic"]), "fill": fills()}),
+    "TrivialAugmentWide": ([], {
+        "num_magnitude_bins": ints(0, 40), "interpolation": choices(["nearest", "bilinear"]),
+        "fill": fills()}),
+    "AutoAugment": ([], {
+        "policy": choices(["imagenet", "cifar10", "svhn", "IMAGENET"]),
+        "interpolation": choices(["nearest", "bilinear"]), "fill": fills()}),
+    "RandomErasing": ([], {
+        "p": reals(0.0, 1.0), "scale": pairs(0.0, 1.5), "ratio": pairs(0.0, 20.0),
+        "value": st.one_of(reals(), st.lists(reals(), max_size=5),
+                           st.sampled_from(["random", "noise"])),
+        "inplace": st.one_of(st.booleans(), st.sampled_from(ODD))}),
     "RandomResizedCrop": ([sizes()], {"scale": pairs(0.0, 1.5), "ratio": pairs(0.0, 20.0),
                                       "interpolation": choices(["bilinear", "nearest",
                                                                 "bicubic", "lanczos"])}),
@@ -288,6 +319,19 @@ TRANSFORM_ARGS = {
     "ToRgb": ([], {}),
     "ToRgba": ([], {}),
     "VFlip": ([], {}),
+    "ColorJitter": ([], {name: st.one_of(reals(-0.6, 2.0), pairs(-0.6, 2.0))
+                         for name in ("brightness", "contrast", "saturation", "hue")}),
+    "Grayscale": ([], {"num_output_channels": ints(0, 4)}),
+    "RandomGrayscale": ([], {"p": reals(0.0, 1.0)}),
+    "GaussianBlur": ([st.one_of(ints(1, 9), st.tuples(ints(1, 9), ints(1, 9)),
+                                st.lists(ints(1, 9), max_size=3))],
+                     {"sigma": st.one_of(reals(0.0, 5.0), pairs(0.0, 5.0))}),
+    "RandomPosterize": ([ints(0, 9)], {"p": reals(0.0, 1.0)}),
+    "RandomSolarize": ([reals(-10.0, 300.0)], {"p": reals(0.0, 1.0)}),
+    "RandomAdjustSharpness": ([reals(-1.0, 5.0)], {"p": reals(0.0, 1.0)}),
+    "RandomAutocontrast": ([], {"p": reals(0.0, 1.0)}),
+    "RandomEqualize": ([], {"p": reals(0.0, 1.0)}),
+    "RandomInvert": ([], {"p": reals(0.0, 1.0)}),
 }
 
 
@@ -322,6 +366,10 @@ STRATEGIES["transforms.Compose"] = _case(
 
 KERNEL_ARGS = {
     "convert": ([image_specs(), choices(["L", "LA", "RGB", "RGBA"])], {"out": outs()}),
+    "affine": ([image_specs(), st.one_of(st.lists(reals(-3.0, 3.0), min_size=6, max_size=6),
+                                         st.lists(reals(), max_size=7), st.sampled_from(ODD))],
+               {"size": st.one_of(st.none(), sizes()), "fill": fills(), "out": outs(),
+                "interpolation": choices(["nearest", "bilinear", "bicubic"])}),
     "crop": ([image_specs(), ints(0, 8), ints(0, 8), ints(1, 8), ints(1, 8)], {"out": outs()}),
     "decode": ([encoded_specs()], {
         "mode": choices([None, "L", "RGB", "RGBA"]), "out": outs(),

@@ -14,7 +14,8 @@ TIMEOUT = 300
 # Pages whose ```python blocks run, in order, as one script each (in a
 # folder holding a small ``train/`` image folder). Other pages show
 # fragments of larger programs.
-RUNNABLE_PAGES = ["index.md", "quickstart.md", "datasets.md", "execution.md", "from-torch.md"]
+RUNNABLE_PAGES = ["index.md", "quickstart.md", "datasets.md", "execution.md", "from-torch.md",
+                  "recipes.md"]
 
 
 def test_mkdocs_build_strict(tmp_path):

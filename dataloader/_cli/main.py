@@ -50,7 +50,8 @@ _MODES = {channels: mode for mode, channels in MODES.items()}
 # header follows its EXIF and ICC segments, which fit in 64 KiB or 1 MiB.
 _HEADER_PREFIXES = (1 << 16, 1 << 20)
 # Transforms that ``--transform`` may not name: show builds the chain itself.
-_NOT_IN_TRANSFORM = {"Compose", "Decode", "Transform"}
+_NOT_IN_TRANSFORM = {"BatchTransform", "Compose", "CutMix", "Decode", "MixUp", "RandomChoice",
+                     "Transform"}
 
 _EPILOG = """\
 examples:
@@ -427,10 +428,11 @@ def parse_transforms(text: str) -> list[_transforms.Transform]:
     >>> from dataloader._cli.main import parse_transforms
     >>> parse_transforms("Resize(256), CenterCrop(size=224), RandomHFlip")
     [Resize(size=256), CenterCrop(size=(224, 224)), RandomHFlip()]
-    >>> parse_transforms("__import__('os')")
-    Traceback (most recent call last):
-    ...
-    ValueError: __import__('os'): not a transform; use one of CenterCrop, Crop, HFlip, ...
+    >>> try:
+    ...     parse_transforms("__import__('os')")
+    ... except ValueError as error:
+    ...     print(error)  # doctest: +ELLIPSIS
+    __import__('os'): not a transform; use one of AutoAugment, CenterCrop, ...
     """
     try:
         tree = ast.parse(text.strip(), mode="eval").body

@@ -1,7 +1,8 @@
 # src/dl_tables.h: the named sets of the native code (ops, filters, pad
-# modes, formats, pixel modes), declared once as X-macro tables. Python's
+# modes, formats, pixel modes, the policies' sub-ops), declared once as X-macro tables. Python's
 # names for them are read from here (pipeline.OPS, resize.FILTERS,
-# ops.PAD_MODES, codecs.FORMATS and codecs.MODES), never retyped.
+# ops.PAD_MODES, codecs.FORMATS, codecs.MODES, pipeline.AUGMENT_OPS and
+# pipeline.AUTO_AUGMENT_POLICIES), never retyped.
 
 
 cdef extern from "dl_tables.h" nogil:
@@ -10,6 +11,8 @@ cdef extern from "dl_tables.h" nogil:
     int DL_PAD_COUNT
     int DL_FMT_COUNT
     int DL_MODE_COUNT
+    int DL_AUGMENT_COUNT
+    int DL_POLICY_COUNT
     ctypedef struct dl_op_row_t:
         const char* key
         const char* name
@@ -23,3 +26,5 @@ cdef extern from "dl_tables.h" nogil:
     bint dl_format_is_native(int format)
     const char* dl_mode_name(int i)
     int dl_mode_channels(int i)
+    const char* dl_augment_op_name(int op)
+    const char* dl_auto_policy_name(int policy)

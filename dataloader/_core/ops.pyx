@@ -11,6 +11,7 @@ from libc.stddef cimport ptrdiff_t
 from dataloader._core._tables cimport DL_PAD_COUNT, dl_pad_mode_name
 from dataloader._core._typedefs cimport float32_t, intp_t, uint8_t
 from dataloader._core.codecs cimport dl_convert_rows
+from dataloader._core.geometry cimport dl_affine, dl_rotation_matrix, dl_warp_t
 
 
 ctypedef fused sample_t:
@@ -151,3 +152,34 @@ def convert_into(const uint8_t[:, :, ::1] src,  # IN
     cdef int sc = src.shape[2], dc = out.shape[2]
     with nogil:
         dl_convert_rows(&src[0, 0, 0], w * sc, sc, &out[0, 0, 0], w * dc, dc, h, w)
+
+
+def affine_into(const uint8_t[:, :, ::1] src,  # IN
+                uint8_t[:, :, ::1] out,        # OUT
+                matrix, int filter, fill):
+    """Warp ``src`` into ``out`` by Pillow's inverse ``matrix`` (6 numbers), ``fill`` per channel."""
+    cdef dl_image_t source, target
+    cdef dl_warp_t warp
+    cdef int status = 0
+    for k in range(6):
+        warp.matrix[k] = matrix[k]
+    for k in range(4):
+        warp.fill[k] = fill[k] if k < len(fill) else 0
+    warp.filter = filter
+    warp.out_h, warp.out_w = out.shape[0], out.shape[1]
+    warp.top = warp.left = 0
+    if not _describe(src, out, &source, &target):
+        return
+    with nogil:
+        status = dl_affine(&source, &target, &warp)
+    if status != 0:
+        raise ValueError("affine takes uint8 images of 1, 3 or 4 channels, nearest or bilinear")
+
+
+def rotation_matrix(double angle, double center_x, double center_y, bint expand, int height,
+                    int width):
+    """Pillow's ``Image.rotate`` matrix and output ``(height, width)``."""
+    cdef double m[6]
+    cdef int out_h, out_w
+    dl_rotation_matrix(angle, center_x, center_y, expand, height, width, m, &out_h, &out_w)
+    return tuple(m[k] for k in range(6)), (out_h, out_w)

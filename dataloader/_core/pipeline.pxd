@@ -11,7 +11,7 @@ cdef extern from "dl_pipeline.h" nogil:
     ctypedef struct dl_op_t:
         int kind
         int i[6]
-        double f[8]
+        double f[16]
     ctypedef struct dl_chain_input_t:
         const uint8_t* bytes
         size_t size

@@ -6,6 +6,8 @@ import numpy as np
 from dataloader._core.image import Image, ImageBatch
 
 OPS: tuple[str, ...]
+AUGMENT_OPS: tuple[str, ...]
+AUTO_AUGMENT_POLICIES: tuple[str, ...]
 
 def item_seed(seed: int, epoch: int, index: int) -> int: ...
 def step(key: str, **params: Any) -> tuple[str, tuple[int, ...], tuple[float, ...]]: ...

@@ -11,7 +11,15 @@ from libc.stdlib cimport free, malloc
 
 import numpy as np
 
-from dataloader._core._tables cimport DL_OP_COUNT, dl_op_row, dl_op_row_t
+from dataloader._core._tables cimport (
+    DL_AUGMENT_COUNT,
+    DL_OP_COUNT,
+    DL_POLICY_COUNT,
+    dl_augment_op_name,
+    dl_auto_policy_name,
+    dl_op_row,
+    dl_op_row_t,
+)
 from dataloader._core._typedefs cimport uint8_t
 from dataloader._core.codecs cimport DL_OK, DL_NEEDS_FALLBACK, raise_status
 from dataloader._core.image cimport Image, ImageBatch, _Samples, adopt_image
@@ -43,6 +51,11 @@ cdef dict _op_table():
 _OPS = _op_table()
 # Op keys in the order of their codes.
 OPS = tuple(_OPS)
+# The augmentation policies' sub-ops and AutoAugment's policies, in the
+# order of their codes (DL_AUGMENT_OPS, DL_AUTO_POLICIES of src/dl_tables.h).
+AUGMENT_OPS = tuple([dl_augment_op_name(code).decode() for code in range(DL_AUGMENT_COUNT)])
+AUTO_AUGMENT_POLICIES = tuple([dl_auto_policy_name(code).decode()
+                               for code in range(DL_POLICY_COUNT)])
 _SAMPLE_DTYPES = {1: "uint8", 4: "float32"}
 _LAYOUTS = {DL_LAYOUT_HWC: "HWC", DL_LAYOUT_CHW: "CHW"}
 
@@ -93,7 +106,7 @@ cdef class Chain:
     ----------
     steps : sequence of (name, ints, floats)
         One entry per op, as :func:`step` makes it: its key in ``OPS``, up to
-        6 integer and 8 real parameters (named in ``src/dl_tables.h``).
+        6 integer and 16 real parameters (named in ``src/dl_tables.h``).
     fallback : callable, optional
         ``fallback(data)`` decodes formats without a native decoder (through
         Pillow) when the chain starts with a decode.
@@ -118,12 +131,12 @@ cdef class Chain:
         for k, (name, ints, floats) in enumerate(self.steps):
             if name not in _OPS:
                 raise ValueError(f"unknown native op {name!r}; the ops are {list(OPS)}")
-            if len(ints) > 6 or len(floats) > 8:
+            if len(ints) > 6 or len(floats) > 16:
                 raise ValueError(f"op {name!r} has too many parameters")
             self.ops[k].kind = _OPS[name][0]
             for j in range(6):
                 self.ops[k].i[j] = ints[j] if j < len(ints) else 0
-            for j in range(8):
+            for j in range(16):
                 self.ops[k].f[j] = floats[j] if j < len(floats) else 0.0
         self.fallback = fallback
         self.first_name = first_name or (self.steps[0][0] if self.n else "the chain")

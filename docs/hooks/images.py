@@ -26,20 +26,37 @@ MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 def gallery():
     from dataloader.transforms import (
+        AutoAugment,
         CenterCrop,
+        ColorJitter,
         Compose,
         Crop,
+        GaussianBlur,
+        Grayscale,
         HFlip,
         Normalize,
         Pad,
         PadTo,
+        RandAugment,
+        RandomAdjustSharpness,
+        RandomAffine,
+        RandomAutocontrast,
         RandomCrop,
+        RandomEqualize,
+        RandomErasing,
+        RandomGrayscale,
         RandomHFlip,
+        RandomInvert,
+        RandomPosterize,
         RandomResizedCrop,
+        RandomRotation,
+        RandomSolarize,
+        RandomVFlip,
         Resize,
         Rotate90,
         ToFloat,
         ToGray,
+        TrivialAugmentWide,
         VFlip,
     )
 
@@ -57,6 +74,24 @@ def gallery():
         ("pad_to", PadTo(256, 320, fill=(255, 255, 255), anchor="center"), 1),
         ("to_gray", ToGray(), 1),
         ("normalize", Compose([ToFloat(), Normalize(MEAN, STD)]), 1),
+        ("color_jitter", ColorJitter(0.4, 0.4, 0.4, 0.1), 4),
+        ("grayscale", Grayscale(), 1),
+        ("random_grayscale", RandomGrayscale(p=0.5), 4),
+        ("gaussian_blur", GaussianBlur(9, sigma=(0.1, 3.0)), 4),
+        ("random_adjust_sharpness", RandomAdjustSharpness(4.0, p=1.0), 1),
+        ("random_posterize", RandomPosterize(2, p=1.0), 1),
+        ("random_solarize", RandomSolarize(128, p=1.0), 1),
+        ("random_autocontrast", RandomAutocontrast(p=1.0), 1),
+        ("random_equalize", RandomEqualize(p=1.0), 1),
+        ("random_invert", RandomInvert(p=1.0), 1),
+        ("random_vflip", RandomVFlip(), 4),
+        ("random_rotation", RandomRotation(30, interpolation="bilinear"), 4),
+        ("random_affine", RandomAffine(20, translate=(0.1, 0.1), scale=(0.8, 1.2), shear=10,
+                                       interpolation="bilinear", fill=(255, 255, 255)), 4),
+        ("random_erasing", Compose([ToFloat(), RandomErasing(p=1.0)]), 4),
+        ("rand_augment", RandAugment(2, 9), 4),
+        ("trivial_augment_wide", TrivialAugmentWide(), 4),
+        ("auto_augment", AutoAugment("imagenet"), 4),
     ]
 
 
@@ -93,6 +128,27 @@ def render_transforms(folder: Path) -> None:
         outputs = [_viewable(transform(original, seed=seed)) for seed in range(draws)]
         pixels = outputs[0] if draws == 1 else image_grid(outputs, gap=6)
         _write(folder / f"{name}.png", _png(pixels))
+    render_batch_mixing(folder)
+
+
+def render_batch_mixing(folder: Path) -> None:
+    """MixUp and CutMix on a batch of two photographs (astronaut, coffee): the batch after."""
+    from skimage import data
+
+    from dataloader._cli.main import image_grid
+    from dataloader.transforms import CenterCrop, Compose, CutMix, MixUp, Resize, ToFloat
+
+    square = Compose([Resize(192), CenterCrop(192), ToFloat()])
+    photos = [np.asarray(square(np.ascontiguousarray(photo)))
+              for photo in (data.astronaut(), data.coffee())]
+    _write(folder / "mix_batch.png", _png(image_grid(
+        [(p * 255).astype(np.uint8) for p in photos], gap=6)))
+    for name, mix in (("mixup", MixUp(alpha=1.0, num_classes=2)),
+                      ("cutmix", CutMix(alpha=1.0, num_classes=2))):
+        batch = np.stack(photos).transpose(0, 3, 1, 2).copy()
+        mixed, _ = mix(batch, np.array([0, 1]), seed=3)
+        images = [(image.transpose(1, 2, 0) * 255).astype(np.uint8) for image in mixed]
+        _write(folder / f"{name}.png", _png(image_grid(images, gap=6)))
 
 
 def benchmark_rows(page: Path) -> list[tuple[str, str, float]]:

@@ -42,6 +42,10 @@ def test_every_op_has_a_transform_that_emits_it():
         T.RandomResizedCrop(1), T.Pad(1), T.PadTo(1, 1), T.Resize(1), T.HFlip(),
         T.RandomHFlip(), T.Rotate90(), T.ToFloat(), T.Normalize([0.5], [0.5]), T.ToChw(),
         T.ToHwc(),
+        T.ColorJitter(0.1), T.Grayscale(), T.GaussianBlur(3), T.RandomPosterize(4),
+        T.RandomSolarize(128), T.RandomAdjustSharpness(2), T.RandomAutocontrast(),
+        T.RandomEqualize(), T.RandomInvert(), T.RandomRotation(1), T.RandomAffine(1),
+        T.RandomErasing(), T.RandAugment(), T.TrivialAugmentWide(), T.AutoAugment(),
     ) for key, _, _ in transform._steps()}
     assert emitted == set(pipeline.OPS)
 

@@ -58,6 +58,13 @@ int dl_check_limits(int height, int width, int channels, int max_width, int max_
 int dl_decode(const uint8_t *data, size_t size, int scale, int height, int width,
               int channels, uint8_t *dst, ptrdiff_t row_stride, char *msg);
 
+/* The ITU-R 601-2 luma of an RGB pixel as Pillow's convert("L") computes
+ * it, in 16-bit fixed point. */
+static inline uint8_t dl_luma(const uint8_t *p)
+{
+    return (uint8_t)((p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16);
+}
+
 /* Converts rows between 1 (L), 2 (LA), 3 (RGB) and 4 (RGBA) channels as
  * Pillow's Image.convert does; src and dst must not overlap. */
 void dl_convert_rows(const uint8_t *src, ptrdiff_t src_stride, int src_channels,

@@ -5,11 +5,6 @@
 
 #include "dl_codecs.h"
 
-static inline uint8_t dl_luma(const uint8_t *p)
-{
-    return (uint8_t)((p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16);
-}
-
 static void dl_convert_row(const uint8_t *s, int sc, uint8_t *d, int dc, ptrdiff_t width)
 {
     ptrdiff_t x;

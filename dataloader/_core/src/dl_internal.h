@@ -71,6 +71,24 @@ int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8
                    ptrdiff_t dst_stride, const dl_resize_part_t *part, int filter, int antialias,
                    const dl_float_sink_t *sink);
 
+/* The chains' generator (splitmix64): the next 64 random bits of `state`. */
+static inline uint64_t dl_splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, 1), and an integer in [low, high), from the generator. */
+static inline double dl_uniform(uint64_t *state) { return (dl_splitmix64(state) >> 11) * 0x1.0p-53; }
+
+static inline int dl_randint(uint64_t *state, int low, int high)
+{
+    int value = low + (int)(dl_uniform(state) * (double)(high - low));
+    return value < high ? value : high - 1;
+}
+
 /* ---- transform chains: the plan pass (dl_plan.c) for the run pass -------- */
 
 typedef struct {
@@ -84,17 +102,68 @@ typedef struct {
                                      Decode, the window it decodes (of the scaled image) */
     int apply;                    /* random flips: whether this item flips */
     int scale;                    /* Decode: the JPEG's DCT scale in eighths (8: full size) */
-    int fused;                    /* Decode: how many ops after it the decode performs */
+    int fused;                    /* Decode: how many ops after it the decode performs;
+                                     a warp: 1 when it computes only the crop after it */
     int tail;                     /* the op whose last pass resamples (a Resize or
                                      RandomResizedCrop, or a Decode resampling for them):
                                      how many value ops after it (the chain's float tail)
                                      that pass performs as well (dl_float_sink_t) */
+    /* Colour and filter ops (dl_colour_chain.c): */
+    double factors[4];            /* the drawn factors (ColorJitter: brightness, contrast,
+                                     saturation, hue; GaussianBlur: sigma) */
+    int order[4];                 /* ColorJitter: the order of its adjustments */
+    double matrix[6];             /* RandomRotation, RandomAffine: the inverse map drawn
+                                     (dl_geometry.h) */
+    uint64_t noise;               /* RandomErasing with value="random": its noise's seed;
+                                     the policies: the seed of their sub-ops' draws */
 } dl_step_t;
 
 /* Resolves every op of the chain for one item into steps[0..n-1] (shapes,
  * windows, random draws); a status, with `msg` naming the op on failure. */
 int dl_plan(const dl_op_t *ops, int n, const dl_chain_input_t *input, uint64_t seed,
             dl_step_t *steps, char *msg);
+
+/* ---- colour and filter ops of a chain (dl_colour_chain.c) ------------------
+ * dl_plan_<key>: the op's draws, as dl_plan.c's plan_<key>; dl_run_<key>:
+ * its pixel work from src into dst (a status), run by dl_pipeline.c. */
+#define DL_COLOUR_OP(key)                                                                  \
+    int dl_plan_##key(const dl_op_t *op, const dl_chain_input_t *input, uint64_t *rng,      \
+                      dl_step_t *step, char *msg);                                          \
+    int dl_run_##key(const dl_op_t *op, const dl_step_t *step, const dl_image_t *src,       \
+                     const dl_image_t *dst);
+DL_COLOUR_OP(color_jitter) DL_COLOUR_OP(grayscale) DL_COLOUR_OP(gaussian_blur)
+DL_COLOUR_OP(posterize) DL_COLOUR_OP(solarize) DL_COLOUR_OP(sharpness)
+DL_COLOUR_OP(autocontrast) DL_COLOUR_OP(equalize) DL_COLOUR_OP(invert)
+#undef DL_COLOUR_OP
+dl_shape_t dl_shape_grayscale(const dl_op_t *op, dl_shape_t in);
+/* What a plan_<key> function takes (dl_plan.c): the op, the chain's input,
+ * the item's generator, its step (step->out holds the shape rule's answer)
+ * and the message buffer. */
+#define DL_PLAN_ARGS const dl_op_t *op, const dl_chain_input_t *input, uint64_t *rng, \
+    dl_step_t *step, char *msg
+
+/* The augmentations' shape rules and plans (dl_augment.c). */
+dl_shape_t dl_shape_random_rotation(const dl_op_t *op, dl_shape_t in);
+int dl_plan_random_rotation(DL_PLAN_ARGS);
+int dl_plan_random_affine(DL_PLAN_ARGS);
+int dl_plan_random_erasing(DL_PLAN_ARGS);
+
+/* The augmentation policies (dl_policy.c): the plan draws the seed of the
+ * item's sub-ops (step->noise); the run applies them from src into dst
+ * through spare (all of the step's shape, three distinct buffers): 0, or -1
+ * without memory. */
+int dl_plan_policy(DL_PLAN_ARGS);
+int dl_run_policy(const dl_op_t *op, const dl_step_t *step, const dl_image_t *src,
+                  const dl_image_t *dst, const dl_image_t *spare);
+
+/* Whether op's constant fill (f[first..first+3]: Pad, PadTo, the warps)
+ * holds samples of `in`; DL_ERR_ARGUMENT with `msg` otherwise. */
+int dl_check_fill(const dl_op_t *op, int first, const dl_shape_t *in, char *msg);
+
+/* The op whose output is the chain's output: the last one, or the one
+ * before the RandomErasing ops ending the chain, which then erase that
+ * output in place. */
+int dl_last_writer(const dl_op_t *ops, int n);
 
 /* The part of the resize after a fused decode (steps[0]: Decode, steps[1]:
  * Resize, steps[2]: CenterCrop) that the crop keeps: of the decoded image,
@@ -111,9 +180,16 @@ const char *dl_describe(const dl_shape_t *s);
 /* ---- per-thread scratch memory (dl_scratch.c) ---------------------------- */
 
 /* The buffers: the run pass's two (dl_pipeline.c), in turn the input and
- * the output of a step, and the image between a resize's two passes
- * (dl_resize.c). A thread uses each for one thing at a time. */
-enum { DL_SCRATCH_STEP_A, DL_SCRATCH_STEP_B, DL_SCRATCH_BETWEEN, DL_SCRATCH_SLOTS };
+ * the output of a step, the image between a resize's two passes
+ * (dl_resize.c), and the spare an augmentation policy's sub-ops alternate
+ * with (run_policy). A thread uses each for one thing at a time. */
+enum {
+    DL_SCRATCH_STEP_A,
+    DL_SCRATCH_STEP_B,
+    DL_SCRATCH_BETWEEN,
+    DL_SCRATCH_POLICY,
+    DL_SCRATCH_SLOTS
+};
 
 /* This thread's buffer `slot` of at least `bytes`, grown (never shrunk)
  * and kept until the thread ends; NULL when out of memory. */

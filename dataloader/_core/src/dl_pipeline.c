@@ -1,11 +1,13 @@
 /* The run pass of a transform chain (see dl_pipeline.h): the pixel work of
  * the steps the plan pass (dl_plan.c) resolved, through two per-thread
- * scratch buffers (dl_scratch.c, slots DL_SCRATCH_STEP_A and _B), the last
- * op writing straight into the output. */
+ * scratch buffers (dl_scratch.c, slots DL_SCRATCH_STEP_A and _B; a policy
+ * has a third), the last op writing straight into the output. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dl_geometry.h"
 #include "dl_internal.h"
 #include "dl_resize.h"
 
@@ -67,13 +69,14 @@ typedef struct {
     int output_written;
     int status;           /* of the op that failed */
     int pending_buffer;   /* where the op running now writes (see begin) */
+    int last_writer;      /* the op writing the output (dl_last_writer) */
 } dl_run_t;
 
 /* Where op k writes: the output for the chain's last op, else a free scratch buffer. */
 static int destination(dl_run_t *run, int k, dl_image_t *dst, int *buffer)
 {
     const dl_shape_t *out = &run->steps[k].out;
-    if (k == run->n - 1) {
+    if (k == run->n - 1 || k == run->last_writer) {
         dl_image_t image = packed(run->output->data, out);
         if (out->layout == DL_LAYOUT_HWC) image.row_stride = run->output->row_stride;
         *dst = image;
@@ -391,6 +394,113 @@ static int run_to_hwc(dl_run_t *run, int k)
     return end(run, k, &dst, status, 1);
 }
 
+/* Colour and filter ops: the kernel dl_colour_chain.c runs for op k, from
+ * the current image into its output, when the plan drew that it applies. */
+typedef int (*dl_colour_run_fn)(const dl_op_t *op, const dl_step_t *step, const dl_image_t *src,
+                                const dl_image_t *dst);
+
+static int colour_op(dl_run_t *run, int k, dl_colour_run_fn kernel)
+{
+    dl_image_t dst, src = run->current;
+    if (!run->steps[k].apply) return 1;
+    int status = begin(run, k, &dst);
+    if (status == DL_OK && (status = kernel(&run->ops[k], &run->steps[k], &src, &dst)) != DL_OK)
+        status = out_of_memory(run);
+    return end(run, k, &dst, status, 1);
+}
+
+#define DL_RUN_COLOUR(key) \
+    static int run_##key(dl_run_t *run, int k) { return colour_op(run, k, dl_run_##key); }
+DL_RUN_COLOUR(color_jitter) DL_RUN_COLOUR(grayscale) DL_RUN_COLOUR(gaussian_blur)
+DL_RUN_COLOUR(posterize) DL_RUN_COLOUR(solarize) DL_RUN_COLOUR(sharpness)
+DL_RUN_COLOUR(autocontrast) DL_RUN_COLOUR(equalize) DL_RUN_COLOUR(invert)
+#undef DL_RUN_COLOUR
+
+/* The warps: the matrix the plan drew, Pillow's arithmetic (dl_geometry.c);
+ * with a crop fused in (steps[k].fused), only the crop's window of the warp. */
+static int warped(dl_run_t *run, int k, int fill_at)
+{
+    const dl_op_t *op = &run->ops[k];
+    const dl_step_t *step = &run->steps[k];
+    int last = k + step->fused;
+    dl_image_t dst, src = run->current;
+    dl_warp_t warp = {{0}, op->i[0], {0}, step->out.height, step->out.width,
+                      step->fused ? run->steps[k + 1].top : 0,
+                      step->fused ? run->steps[k + 1].left : 0};
+    memcpy(warp.matrix, step->matrix, sizeof warp.matrix);
+    for (int c = 0; c < 4; c++) warp.fill[c] = (uint8_t)op->f[fill_at + c];
+    int status = begin(run, last, &dst);
+    if (status == DL_OK && dl_affine(&src, &dst, &warp) != 0)
+        status = dl_fail(run->msg, DL_ERR_ARGUMENT, "%s cannot warp %s", dl_op_name(op),
+                         dl_describe(&step->in));
+    return end(run, last, &dst, status, 1 + step->fused);
+}
+
+static int run_random_rotation(dl_run_t *run, int k) { return warped(run, k, 4); }
+static int run_random_affine(dl_run_t *run, int k) { return warped(run, k, 12); }
+
+/* A standard normal float from a splitmix64 stream (Box-Muller). */
+static float normal(uint64_t *state)
+{
+    static const double two_pi = 6.283185307179586;
+    double u1 = ((dl_splitmix64(state) >> 11) + 1) * 0x1.0p-53, u2 = (dl_splitmix64(state) >> 11) * 0x1.0p-53;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(two_pi * u2));
+}
+
+/* torchvision's F.erase of the window the plan drew, in place: the image is
+ * this run's own (a scratch buffer or the output; anything else, such as
+ * the caller's input, is first copied where this op writes). */
+static int run_random_erasing(dl_run_t *run, int k)
+{
+    const dl_op_t *op = &run->ops[k];
+    const dl_step_t *step = &run->steps[k];
+    if (!step->apply) return 1;
+    if (run->current_buffer < 0 && !run->output_written) {
+        dl_image_t dst;
+        int status = begin(run, k, &dst);
+        if (status == DL_OK) {
+            if (step->in.layout == DL_LAYOUT_HWC) dl_copy(&run->current, &dst);
+            else memcpy(dst.data, run->current.data, shape_bytes(&step->in));
+        }
+        if (end(run, k, &dst, status, 1) < 0) return -1;
+    }
+    int chw = step->in.layout == DL_LAYOUT_CHW, channels = step->in.channels;
+    ptrdiff_t row = chw ? (ptrdiff_t)step->in.width * 4 : run->current.row_stride;
+    ptrdiff_t plane = chw ? row * step->in.height : 4, pixel = chw ? 4 : (ptrdiff_t)channels * 4;
+    uint64_t noise = step->noise;
+    for (int c = 0; c < channels; c++) {
+        float value = (float)op->f[5 + (op->i[1] == 1 ? 0 : c)];
+        for (int y = step->top; y < step->top + step->height; y++) {
+            uint8_t *at = run->current.data + y * row + c * plane + step->left * pixel;
+            for (int x = 0; x < step->width; x++, at += pixel) {
+                float v = op->i[0] ? normal(&noise) : value;
+                memcpy(at, &v, sizeof v);
+            }
+        }
+    }
+    return 1;
+}
+
+/* The augmentation policies (dl_policy.c): their sub-ops alternate between
+ * the op's destination and the spare scratch buffer, the last writing the
+ * destination. */
+static int run_policy(dl_run_t *run, int k)
+{
+    const dl_shape_t *out = &run->steps[k].out;
+    dl_image_t dst, src = run->current;
+    int status = begin(run, k, &dst);
+    if (status == DL_OK) {
+        uint8_t *data = dl_scratch(DL_SCRATCH_POLICY, shape_bytes(out));
+        dl_image_t spare = packed(data, out);
+        if (data == NULL || dl_run_policy(&run->ops[k], &run->steps[k], &src, &dst, &spare) != 0)
+            status = out_of_memory(run);
+    }
+    return end(run, k, &dst, status, 1);
+}
+#define run_rand_augment run_policy
+#define run_trivial_augment_wide run_policy
+#define run_auto_augment run_policy
+
 /* ---- the pass ------------------------------------------------------------ */
 
 typedef int (*dl_run_fn)(dl_run_t *run, int k);
@@ -414,7 +524,7 @@ int dl_chain_run(const dl_op_t *ops, int n_ops, const dl_chain_input_t *input, u
     if (status == DL_OK) status = prepare_output(&last, output, msg);
     if (status != DL_OK) goto done;
     dl_run_t run = {ops, steps, n_ops, input, output, msg, input->image, input->layout, -1, 0,
-                    DL_OK, -1};
+                    DL_OK, -1, n_ops ? dl_last_writer(ops, n_ops) : 0};
     for (int k = 0; k < n_ops;) {
         int consumed = runs[ops[k].kind](&run, k);
         if (consumed < 0) {

@@ -30,7 +30,7 @@
 typedef struct {
     int kind;
     int i[6];
-    double f[8];
+    double f[16];
 } dl_op_t;
 
 enum { DL_LAYOUT_HWC = 0, DL_LAYOUT_CHW = 1 };

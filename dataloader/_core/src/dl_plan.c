@@ -12,35 +12,18 @@
 
 #include "dl_internal.h"
 
-/* ---- randomness --------------------------------------------------------- */
-
-static inline uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
+/* ---- randomness (dl_splitmix64, dl_internal.h) ------------------------- */
 
 uint64_t dl_item_seed(uint64_t seed, uint64_t epoch, uint64_t index)
 {
     uint64_t state = seed;
-    uint64_t mixed = splitmix64(&state);
+    uint64_t mixed = dl_splitmix64(&state);
     state = mixed ^ epoch;
-    mixed = splitmix64(&state);
+    mixed = dl_splitmix64(&state);
     state = mixed ^ index;
-    return splitmix64(&state);
+    return dl_splitmix64(&state);
 }
 
-/* Uniform in [0, 1). */
-static inline double uniform(uint64_t *state) { return (splitmix64(state) >> 11) * 0x1.0p-53; }
-
-/* Uniform integer in [low, high). */
-static inline int randint(uint64_t *state, int low, int high)
-{
-    int value = low + (int)(uniform(state) * (double)(high - low));
-    return value < high ? value : high - 1;
-}
 
 /* ---- messages ----------------------------------------------------------- */
 
@@ -102,13 +85,13 @@ static dl_shape_t sized(dl_shape_t in, int height, int width)
     return in;
 }
 
-/* A constant border of `op` (Pad, PadTo: fill in f[0..3]) in the samples of `in`. */
-static int check_fill(const dl_op_t *op, const dl_shape_t *in, char *msg)
+/* A constant fill of `op` (f[first..first+3]: Pad, PadTo, the warps) in the samples of `in`. */
+int dl_check_fill(const dl_op_t *op, int first, const dl_shape_t *in, char *msg)
 {
     for (int c = 0; c < in->channels; c++)
-        if (!dl_is_fill_value(op->f[c], in->sample_size))
+        if (!dl_is_fill_value(op->f[first + c], in->sample_size))
             return dl_fail(msg, DL_ERR_ARGUMENT, "%s(fill=%g) cannot apply to %s: " DL_FILL_RULE,
-                           dl_op_name(op), op->f[c], dl_describe(in));
+                           dl_op_name(op), op->f[first + c], dl_describe(in));
     return DL_OK;
 }
 
@@ -134,8 +117,7 @@ static int check_input(const dl_op_t *op, const dl_shape_t *in, char *msg)
  * where its window lies (drawn from `rng` for the random ops, in op order);
  * step->out holds shape_<key>'s answer on entry. */
 
-#define PLAN_ARGS const dl_op_t *op, const dl_chain_input_t *input, uint64_t *rng, \
-    dl_step_t *step, char *msg
+#define PLAN_ARGS DL_PLAN_ARGS
 #define UNUSED_PLAN_ARGS (void)op, (void)input, (void)rng, (void)step, (void)msg
 
 static dl_shape_t keep_shape(const dl_op_t *op, dl_shape_t in) { (void)op; return in; }
@@ -226,8 +208,8 @@ static int plan_random_crop(PLAN_ARGS)
         return dl_fail(msg, DL_ERR_ARGUMENT, "RandomCrop: crop size %dx%d is larger than the "
                        "(padded) input of %dx%d", op->i[0], op->i[1], padded_h, padded_w);
     /* Window position in the padded image, then relative to the input. */
-    step->top = randint(rng, 0, padded_h - op->i[0] + 1) - op->i[3];
-    step->left = randint(rng, 0, padded_w - op->i[1] + 1) - op->i[2];
+    step->top = dl_randint(rng, 0, padded_h - op->i[0] + 1) - op->i[3];
+    step->left = dl_randint(rng, 0, padded_w - op->i[1] + 1) - op->i[2];
     return DL_OK;
 }
 
@@ -237,13 +219,13 @@ static void resized_crop_window(const dl_op_t *op, int h, int w, uint64_t *rng, 
     double area = (double)h * w;
     double log_lo = log(op->f[2]), log_hi = log(op->f[3]);
     for (int attempt = 0; attempt < 10; attempt++) {
-        double target = area * (op->f[0] + uniform(rng) * (op->f[1] - op->f[0]));
-        double aspect = exp(log_lo + uniform(rng) * (log_hi - log_lo));
+        double target = area * (op->f[0] + dl_uniform(rng) * (op->f[1] - op->f[0]));
+        double aspect = exp(log_lo + dl_uniform(rng) * (log_hi - log_lo));
         /* Compared as doubles: an extreme ratio gives sides no int can hold. */
         double cw = nearbyint(sqrt(target * aspect)), ch = nearbyint(sqrt(target / aspect));
         if (cw >= 1 && cw <= w && ch >= 1 && ch <= h) {
-            step->top = randint(rng, 0, h - (int)ch + 1);
-            step->left = randint(rng, 0, w - (int)cw + 1);
+            step->top = dl_randint(rng, 0, h - (int)ch + 1);
+            step->left = dl_randint(rng, 0, w - (int)cw + 1);
             step->height = (int)ch;
             step->width = (int)cw;
             return;
@@ -281,12 +263,12 @@ static int plan_pad(PLAN_ARGS)
     (void)input, (void)rng;
     step->top = op->i[1];
     step->left = op->i[0];
-    return check_fill(op, &step->in, msg);
+    return dl_check_fill(op, 0, &step->in, msg);
 }
 
 static int plan_pad_to(PLAN_ARGS)
 {
-    int status = check_fill(op, &step->in, msg);
+    int status = dl_check_fill(op, 0, &step->in, msg);
     (void)input, (void)rng;
     if (status != DL_OK) return status;
     if (step->in.height > op->i[0] || step->in.width > op->i[1])
@@ -323,7 +305,7 @@ static dl_shape_t shape_resize(const dl_op_t *op, dl_shape_t in)
 static int plan_random_flip(PLAN_ARGS)
 {
     (void)input, (void)msg;
-    step->apply = uniform(rng) < op->f[0];
+    step->apply = dl_uniform(rng) < op->f[0];
     return DL_OK;
 }
 
@@ -366,6 +348,42 @@ static dl_shape_t shape_to_hwc(const dl_op_t *op, dl_shape_t in)
     return in;
 }
 #define plan_to_hwc plan_nothing
+
+/* Colour and filter ops keep the input's shape (Grayscale may change its
+ * channels); their plans are in dl_colour_chain.c. */
+#define shape_color_jitter keep_shape
+#define shape_grayscale dl_shape_grayscale
+#define shape_gaussian_blur keep_shape
+#define shape_posterize keep_shape
+#define shape_solarize keep_shape
+#define shape_sharpness keep_shape
+#define shape_autocontrast keep_shape
+#define shape_equalize keep_shape
+#define shape_invert keep_shape
+#define plan_color_jitter dl_plan_color_jitter
+#define plan_grayscale dl_plan_grayscale
+#define plan_gaussian_blur dl_plan_gaussian_blur
+#define plan_posterize dl_plan_posterize
+#define plan_solarize dl_plan_solarize
+#define plan_sharpness dl_plan_sharpness
+#define plan_autocontrast dl_plan_autocontrast
+#define plan_equalize dl_plan_equalize
+#define plan_invert dl_plan_invert
+
+/* The augmentations' rules and plans live in dl_augment.c. */
+#define shape_random_rotation dl_shape_random_rotation
+#define plan_random_rotation dl_plan_random_rotation
+#define shape_random_affine keep_shape
+#define plan_random_affine dl_plan_random_affine
+#define shape_random_erasing keep_shape
+#define plan_random_erasing dl_plan_random_erasing
+/* The augmentation policies keep the shape; their plans are in dl_policy.c. */
+#define shape_rand_augment keep_shape
+#define shape_trivial_augment_wide keep_shape
+#define shape_auto_augment keep_shape
+#define plan_rand_augment dl_plan_policy
+#define plan_trivial_augment_wide dl_plan_policy
+#define plan_auto_augment dl_plan_policy
 
 /* ---- fusion: what a JPEG's decode does for the ops after it -------------- *
  * Decided once per item, after every op is planned, on the logical sizes
@@ -489,6 +507,9 @@ static int is_tail_op(int kind)
 
 static void plan_float_tail(const dl_op_t *ops, int n, dl_step_t *steps)
 {
+    /* RandomErasing ops at the very end erase the output in place once it
+     * is written (dl_pipeline.c, run_random_erasing): the tail stops before them. */
+    n = dl_last_writer(ops, n) + 1;
     int first = n;
     while (first > 0 && is_tail_op(ops[first - 1].kind)) first--;
     if (first == 0 || first == n || steps[n - 1].out.sample_size != 4) return;
@@ -502,7 +523,31 @@ static void plan_float_tail(const dl_op_t *ops, int n, dl_step_t *steps)
         steps[p].tail = n - first;
 }
 
+/* ---- fusion: a crop after a warp ----------------------------------------- *
+ * A warp followed by a crop inside its output (Crop, CenterCrop, RandomCrop)
+ * computes only the crop's window of the warp (dl_warp_t's top and left),
+ * the same bytes as the whole warp cut. */
+static void plan_warp_crops(const dl_op_t *ops, int n, dl_step_t *steps)
+{
+    for (int k = 0; k + 1 < n; k++) {
+        int warp = ops[k].kind, crop = ops[k + 1].kind;
+        const dl_step_t *next = &steps[k + 1];
+        if ((warp == DL_OP_RANDOM_ROTATION || warp == DL_OP_RANDOM_AFFINE) &&
+            (crop == DL_OP_CROP || crop == DL_OP_CENTER_CROP || crop == DL_OP_RANDOM_CROP) &&
+            next->top >= 0 && next->left >= 0 && next->top + next->out.height <= next->in.height &&
+            next->left + next->out.width <= next->in.width)
+            steps[k].fused = 1;
+    }
+}
+
 /* ---- the passes ----------------------------------------------------------- */
+
+int dl_last_writer(const dl_op_t *ops, int n)
+{
+    int last = n - 1;
+    while (last > 0 && ops[last].kind == DL_OP_RANDOM_ERASING) last--;
+    return last;
+}
 
 typedef dl_shape_t (*dl_shape_fn)(const dl_op_t *op, dl_shape_t in);
 typedef int (*dl_plan_fn)(PLAN_ARGS);
@@ -555,6 +600,7 @@ int dl_plan(const dl_op_t *ops, int n, const dl_chain_input_t *input, uint64_t s
         shape = steps[k].out;
     }
     if (n > 0 && ops[0].kind == DL_OP_DECODE) plan_fusion(ops, n, input, steps);
+    plan_warp_crops(ops, n, steps);
     plan_float_tail(ops, n, steps);
     return DL_OK;
 }

@@ -39,7 +39,47 @@
     X(TO_FLOAT, to_float, "ToFloat", DL_IN_ANY, "", "")                                     \
     X(NORMALIZE, normalize, "Normalize", DL_IN_ANY, "channels", "mean*4 std*4")             \
     X(TO_CHW, to_chw, "ToChw", DL_IN_ANY, "", "")                                           \
-    X(TO_HWC, to_hwc, "ToHwc", DL_IN_ANY, "", "")
+    X(TO_HWC, to_hwc, "ToHwc", DL_IN_ANY, "", "")                                          \
+    /* Colour and filter ops (dl_colour_chain.c); `active` of ColorJitter: bit 0    */       \
+    /* brightness, 1 contrast, 2 saturation, 3 hue; `p`: the chance it applies.      */       \
+    X(COLOR_JITTER, color_jitter, "ColorJitter", DL_IN_HWC_UINT8, "active",                  \
+      "brightness*2 contrast*2 saturation*2 hue*2")                                          \
+    X(GRAYSCALE, grayscale, "Grayscale", DL_IN_HWC_UINT8, "channels", "p")                  \
+    X(GAUSSIAN_BLUR, gaussian_blur, "GaussianBlur", DL_IN_HWC_UINT8,                         \
+      "kernel_width kernel_height", "sigma*2")                                               \
+    X(POSTERIZE, posterize, "RandomPosterize", DL_IN_HWC_UINT8, "bits", "p")                \
+    X(SOLARIZE, solarize, "RandomSolarize", DL_IN_HWC_UINT8, "", "threshold p")             \
+    X(SHARPNESS, sharpness, "RandomAdjustSharpness", DL_IN_HWC_UINT8, "", "factor p")       \
+    X(AUTOCONTRAST, autocontrast, "RandomAutocontrast", DL_IN_HWC_UINT8, "", "p")           \
+    X(EQUALIZE, equalize, "RandomEqualize", DL_IN_HWC_UINT8, "", "p")                       \
+    X(INVERT, invert, "RandomInvert", DL_IN_HWC_UINT8, "", "p")                            \
+    X(RANDOM_ROTATION, random_rotation, "RandomRotation", DL_IN_HWC_UINT8,                  \
+      "filter expand has_center", "degrees*2 center*2 fill*4")                              \
+    X(RANDOM_AFFINE, random_affine, "RandomAffine", DL_IN_HWC_UINT8, "filter has_center",   \
+      "degrees*2 translate*2 scale*2 shear*4 center*2 fill*4")                              \
+    X(RANDOM_ERASING, random_erasing, "RandomErasing", DL_IN_ANY, "random values",          \
+      "p scale*2 ratio*2 value*4")                                                          \
+    /* Augmentation policies (dl_policy.c): sub-ops of DL_AUGMENT_OPS drawn per item. */    \
+    /* `only` >= 0 (a test hook, not public): every sub-op is that one, of `value`. */      \
+    X(RAND_AUGMENT, rand_augment, "RandAugment", DL_IN_HWC_UINT8,                           \
+      "num_ops magnitude bins filter only", "fill*4 value")                                 \
+    X(TRIVIAL_AUGMENT_WIDE, trivial_augment_wide, "TrivialAugmentWide", DL_IN_HWC_UINT8,    \
+      "bins filter", "fill*4")                                                              \
+    X(AUTO_AUGMENT, auto_augment, "AutoAugment", DL_IN_HWC_UINT8, "policy filter", "fill*4")
+
+/* The sub-ops of the augmentation policies, in the order of torchvision's
+ * _augmentation_space dicts (RandAugment and TrivialAugmentWide draw among
+ * the first 14; AutoAugment's policies name all but Identity):
+ * X(ENUM, "Name"). */
+#define DL_AUGMENT_OPS(X)                                                                   \
+    X(IDENTITY, "Identity") X(SHEAR_X, "ShearX") X(SHEAR_Y, "ShearY")                       \
+    X(TRANSLATE_X, "TranslateX") X(TRANSLATE_Y, "TranslateY") X(ROTATE, "Rotate")           \
+    X(BRIGHTNESS, "Brightness") X(COLOR, "Color") X(CONTRAST, "Contrast")                   \
+    X(SHARPNESS, "Sharpness") X(POSTERIZE, "Posterize") X(SOLARIZE, "Solarize")             \
+    X(AUTOCONTRAST, "AutoContrast") X(EQUALIZE, "Equalize") X(INVERT, "Invert")
+
+/* AutoAugment's policies, as torchvision's AutoAugmentPolicy values: X(ENUM, "name"). */
+#define DL_AUTO_POLICIES(X) X(IMAGENET, "imagenet") X(CIFAR10, "cifar10") X(SVHN, "svhn")
 
 /* What an op takes: any image, an HWC image (uint8 or float32), a uint8 HWC image. */
 enum { DL_IN_ANY = 0, DL_IN_HWC = 1, DL_IN_HWC_UINT8 = 2 };
@@ -101,6 +141,26 @@ static inline const char *dl_filter_name(int filter)
 #define DL_ROW_NAME(name, text) text,
     static const char *const names[] = {DL_FILTERS(DL_ROW_NAME)};
     return filter >= 0 && filter < DL_FILTER_COUNT ? names[filter] : (const char *)0;
+}
+
+#define DL_ENUM_AUGMENT(name, text) DL_AUGMENT_##name,
+typedef enum { DL_AUGMENT_OPS(DL_ENUM_AUGMENT) DL_AUGMENT_COUNT } dl_augment_op_t;
+#undef DL_ENUM_AUGMENT
+
+#define DL_ENUM_POLICY(name, text) DL_POLICY_##name,
+typedef enum { DL_AUTO_POLICIES(DL_ENUM_POLICY) DL_POLICY_COUNT } dl_auto_policy_t;
+#undef DL_ENUM_POLICY
+
+static inline const char *dl_augment_op_name(int op)
+{
+    static const char *const names[] = {DL_AUGMENT_OPS(DL_ROW_NAME)};
+    return op >= 0 && op < DL_AUGMENT_COUNT ? names[op] : (const char *)0;
+}
+
+static inline const char *dl_auto_policy_name(int policy)
+{
+    static const char *const names[] = {DL_AUTO_POLICIES(DL_ROW_NAME)};
+    return policy >= 0 && policy < DL_POLICY_COUNT ? names[policy] : (const char *)0;
 }
 
 static inline const char *dl_pad_mode_name(int mode)
