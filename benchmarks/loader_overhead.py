@@ -16,6 +16,7 @@ workload. ``--peer rs`` runs that comparison alone.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import time
 from pathlib import Path
 from statistics import median
@@ -163,9 +164,7 @@ def rs_comparison(repeats: int) -> list[dict]:
 
 
 def print_rs_comparison(results: list[dict]) -> None:
-    import dataloader_rs
-
-    version = getattr(dataloader_rs, "__version__", "")
+    version = importlib.metadata.version("dataloader-rs")
     print(f"\nOurs vs dataloader-rs {version}: in-memory ints (and the I/O-bound dataset), "
           f"batch size {RS_BATCH_SIZE}, collate_fn=np.array, medians of alternating runs")
     print_table(["workload", "dataloader", "dataloader-rs", "ours / rs"],
