@@ -326,6 +326,16 @@ def test_auto_chooses_processes_for_python_work_and_threads_otherwise():
     assert DataLoader(Squares(), num_workers=2, worker_type="thread").worker_type == "thread"
 
 
+def test_auto_resolves_again_when_an_argument_it_reads_changes():
+    loader = DataLoader(Squares(), num_workers=2)
+    assert loader.worker_type == ("thread" if free_threaded() else "process")
+    loader.item_concurrency = 4
+    assert loader.worker_type == "thread"
+    loader.item_concurrency = 1
+    loader.transform = Compose([Decode(), Resize(8)])
+    assert loader.worker_type == "thread"
+
+
 def test_process_workers_refuse_streams_and_bad_worker_types():
     class Stream:
         def __iter__(self):
