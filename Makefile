@@ -26,6 +26,12 @@ FT_BIN := $(CURDIR)/$(FT_VENV)/bin
 TEST_REQUIREMENTS := pytest pytest-timeout "hypothesis>=6.100" pillow scikit-image
 # The newest hypothesis needs Rust to build for cp313t; this one is py3-none-any.
 FT_TEST_REQUIREMENTS := pytest pytest-timeout hypothesis==6.155.7 pillow aiohttp
+# The loader-overhead race against dataloader-rs (wheels for CPython >= 3.13):
+# a regular CPython 3.13, built the same way, with its own venv.
+PY313_PREFIX := $(CURDIR)/.cache/python3.13
+PY313_VENV := .venv-313
+PY313_BIN := $(CURDIR)/$(PY313_VENV)/bin
+RS_REQUIREMENT := dataloader-rs==0.2.0
 FUZZ_REQUIREMENTS := atheris==3.0.0
 # Seconds per fuzz target.
 FUZZ_SECONDS ?= 600
@@ -40,7 +46,7 @@ SANITIZER_ENV = LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-fi
 LSAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: demo test bench bench-photos docs soak mutate fuzz test-asan test-ft asan-install ft-install fuzz-install fuzz-deps sysdeps pillow-simd clean
+.PHONY: demo test bench bench-photos bench-rs docs soak mutate fuzz test-asan test-ft asan-install ft-install fuzz-install fuzz-deps sysdeps pillow-simd clean
 
 demo: $(VENV)/.installed-demo
 	$(BIN)/python examples/demo.py
@@ -160,12 +166,12 @@ fuzz-install: $(FUZZ_VENV)/.installed
 		-Csetup-args=-Dc_link_args=-fsanitize=fuzzer-no-link .
 
 # The whole suite on a free-threaded CPython 3.13, built once from Debian's
-# source package into .cache/ (tools/build_python_ft.sh).
+# source package into .cache/ (tools/build_python.sh).
 test-ft: ft-install
 	PYTHONSAFEPATH=1 $(FT_BIN)/python -m pytest -m "not soak" -p no:cacheprovider $(PYTEST_ARGS) tests
 
 $(FT_PREFIX)/bin/python3.13t:
-	tools/build_python_ft.sh $(FT_PREFIX)
+	tools/build_python.sh --free-threaded $(FT_PREFIX)
 
 $(FT_VENV)/.installed: pyproject.toml meson.build dataloader/_core/meson.build | sysdeps $(FT_PREFIX)/bin/python3.13t
 	$(FT_PREFIX)/bin/python3.13t -m venv $(FT_VENV)
@@ -202,6 +208,20 @@ bench-photos:
 	else \
 		echo "The image benchmarks use scikit-image's photographs; for real ones: sudo apt-get install $(PHOTO_APT_PACKAGES)"; \
 	fi
+
+# benchmarks/loader_overhead.py against dataloader-rs alone, on CPython 3.13.
+bench-rs: $(PY313_VENV)/.installed
+	$(PY313_BIN)/python -m pip install -q --no-build-isolation --no-deps -Cbuild-dir=build/cp313 .
+	$(PY313_BIN)/python benchmarks/loader_overhead.py --peer rs
+
+$(PY313_PREFIX)/bin/python3.13:
+	tools/build_python.sh $(PY313_PREFIX)
+
+$(PY313_VENV)/.installed: pyproject.toml | sysdeps $(PY313_PREFIX)/bin/python3.13
+	$(PY313_PREFIX)/bin/python3.13 -m venv $(PY313_VENV)
+	$(PY313_BIN)/python -m pip install -q --upgrade pip
+	$(PY313_BIN)/python -m pip install -q $(BUILD_REQUIREMENTS) $(RS_REQUIREMENT)
+	touch $@
 
 # Pillow-SIMD, the peer of benchmarks/kernels.py, in its own venv (it
 # replaces Pillow): built from source with AVX2 enabled, against the system
@@ -263,5 +283,5 @@ $(VENV)/.installed-docs: $(VENV)/.installed
 	touch $@
 
 clean:
-	rm -rf build $(VENV) $(ASAN_VENV) $(FT_VENV) $(FUZZ_VENV) $(PILLOW_SIMD_VENV) fuzz/corpus fuzz/artifacts .pytest_cache \
+	rm -rf build $(VENV) $(ASAN_VENV) $(FT_VENV) $(PY313_VENV) $(FUZZ_VENV) $(PILLOW_SIMD_VENV) fuzz/corpus fuzz/artifacts .pytest_cache \
 		site docs/images/transforms docs/images/kernels_chart.svg

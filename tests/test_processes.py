@@ -340,6 +340,16 @@ def test_auto_chooses_processes_for_python_work_and_threads_otherwise():
     assert DataLoader(Squares(), num_workers=2, worker_type="thread").worker_type == "thread"
 
 
+def test_auto_resolves_again_when_an_argument_it_reads_changes():
+    loader = DataLoader(Squares(), num_workers=2)
+    assert loader.worker_type == ("thread" if free_threaded() else "process")
+    loader.item_concurrency = 4
+    assert loader.worker_type == "thread"
+    loader.item_concurrency = 1
+    loader.transform = Compose([Decode(), Resize(8)])
+    assert loader.worker_type == "thread"
+
+
 def test_bad_worker_types_are_refused():
     with pytest.raises(ValueError, match="worker_type should be one of"):
         DataLoader(Squares(), worker_type="processes")

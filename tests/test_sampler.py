@@ -176,8 +176,10 @@ def test_weighted_random_sampler_validation(weights, num_samples, replacement, m
         WeightedRandomSampler(weights, num_samples, replacement)
 
 
+# The large cases cross the growing chunks in which indices become Python ints.
 @pytest.mark.parametrize("n, size, drop_last",
-                         [(10, 3, False), (10, 3, True), (9, 3, False), (0, 2, False)])
+                         [(10, 3, False), (10, 3, True), (9, 3, False), (0, 2, False),
+                          (200_003, 64, False), (150_001, 1000, True), (70_000, 3, False)])
 def test_batch_sampler_over_our_sampler_matches_a_generic_iterable(n, size, drop_last):
     fast = list(BatchSampler(SequentialSampler(range(n)), size, drop_last))
     generic = list(BatchSampler(list(range(n)), size, drop_last))

@@ -5,9 +5,14 @@ Data flow (see ``docs/architecture.md``, "The threaded epoch"):
 * The consumer thread pulls batches of indices from the sampler, at most
   ``window`` ahead of the batch it delivers, and submits one task per batch
   (or ``item_concurrency`` lane tasks per batch) to the pool.
-* A batch task attaches to the interpreter once, loads the whole batch
-  (``load.load_batch``; a stream's batch, fetched already, by
-  ``load.load_fetched``) and publishes the result in its slot.
+* Batches wait in a queue, in submission order, for a runner: a pool task
+  that attaches to the interpreter once and then claims queued batches one
+  after the other, loading each whole (``load.load_batch``; a stream's
+  batch, fetched already, by ``load.load_fetched``) and publishing it in
+  its slot, until the queue is empty. A new runner is started only when
+  more batches wait than runners are free to claim them (at most one per
+  pool thread), so a worker keeping up attaches once for a run of batches,
+  not once per batch.
 * Lanes share a batch: each claims the batch's next item, attaching once
   per item (``load.load_item``); the last lane to finish collates
   (``load.collate_items``) and publishes.
@@ -59,7 +64,7 @@ cdef struct Slot:
 
 cdef struct Task:
     PyObject* epoch         # a reference owned by the task
-    Py_ssize_t slot
+    Py_ssize_t slot         # a lane's batch (a runner claims its batches)
     bint lane
 
 
@@ -89,6 +94,11 @@ cdef class Epoch(Consumer):
     cdef Slot* slots
     cdef Py_ssize_t* completed     # slots in completion order (in_order=False)
     cdef Py_ssize_t completed_head, completed_count
+    cdef Py_ssize_t* queue         # slots waiting for a runner, in submission order
+    cdef Py_ssize_t queue_head, queue_count
+    # Runner tasks queued or running, and how many of them are loading a
+    # batch (the others are about to claim one); at most max_runners.
+    cdef int runners, loading, max_runners
     cdef Py_ssize_t window, submitted, end_position
     cdef int item_concurrency
     cdef bint in_order, item_lanes, cancelled, finished
@@ -102,9 +112,11 @@ cdef class Epoch(Consumer):
         cdef Py_ssize_t window = plan.window
         self.slots = <Slot*> calloc(window, sizeof(Slot))
         self.completed = <Py_ssize_t*> calloc(window, sizeof(Py_ssize_t))
-        if self.slots == NULL or self.completed == NULL:
+        self.queue = <Py_ssize_t*> calloc(window, sizeof(Py_ssize_t))
+        if self.slots == NULL or self.completed == NULL or self.queue == NULL:
             raise MemoryError()
         self.pool = pool
+        self.max_runners = pool.size
         self.recipe = plan.recipe
         self.batches = plan.batches
         self.check_indices = plan.check_indices
@@ -125,6 +137,7 @@ cdef class Epoch(Consumer):
     def __dealloc__(self):
         free(self.slots)
         free(self.completed)
+        free(self.queue)
 
     # -- the consumer's side ------------------------------------------------
 
@@ -271,10 +284,49 @@ cdef class Epoch(Consumer):
             self.slots[slot].lanes = lanes
             self.slots[slot].lanes_done = 0
             pthread_mutex_unlock(&self.mutex)
+        if not use_lanes:
+            self._enqueue(slot)
+            return
         for _ in range(lanes):
-            if not self._submit_task(slot, use_lanes):
+            if not self._submit_task(slot, True):
                 self._publish(slot, EpochClosedError("the DataLoader was closed"), True)
                 return
+
+    cdef _enqueue(self, Py_ssize_t slot):
+        """Queue a batch for the runners, starting one if no runner is free to claim it."""
+        cdef bint start
+        cdef Py_ssize_t orphan
+        pthread_mutex_lock(&self.mutex)
+        self.queue[(self.queue_head + self.queue_count) % self.window] = slot
+        self.queue_count += 1
+        start = (self.runners < self.max_runners
+                 and self.queue_count > self.runners - self.loading)
+        if start:
+            self.runners += 1
+        pthread_mutex_unlock(&self.mutex)
+        if not start or self._submit_task(-1, False):
+            return
+        # The pool is closed: with no runner left, nothing will claim the queue.
+        while True:
+            pthread_mutex_lock(&self.mutex)
+            if start:
+                self.runners -= 1
+                start = False
+            orphan = self._claim_batch() if self.runners == 0 else -1
+            pthread_mutex_unlock(&self.mutex)
+            if orphan < 0:
+                return
+            self._publish(orphan, EpochClosedError("the DataLoader was closed"), True)
+
+    cdef Py_ssize_t _claim_batch(self) noexcept nogil:
+        """The queue's first batch, taken out of it, or -1 when it is empty (mutex held)."""
+        cdef Py_ssize_t slot
+        if self.queue_count == 0:
+            return -1
+        slot = self.queue[self.queue_head]
+        self.queue_head = (self.queue_head + 1) % self.window
+        self.queue_count -= 1
+        return slot
 
     cdef bint _submit_task(self, Py_ssize_t slot, bint lane):
         cdef Task* task = <Task*> malloc(sizeof(Task))
@@ -323,22 +375,47 @@ cdef class Epoch(Consumer):
             index=index, worker=current_thread_index(),
         ))
 
-    cdef void _run_batch(self, Py_ssize_t slot, bint pool_cancelled) noexcept:
-        if self._skipping(pool_cancelled):
-            self._publish(slot, EpochClosedError("the DataLoader was closed"), True)
-            return
-        indices = self.slot_indices[slot]
-        try:
-            self.worker_setup(current_thread_index())
-            if type(indices) is Fetched:
-                result = load_fetched(self.recipe, <Fetched> indices, self._row())
+    cdef void _run_batches(self, bint pool_cancelled) noexcept:
+        """A runner: claim and load queued batches until the queue is empty."""
+        cdef Py_ssize_t slot
+        cdef bint skip, loaded = False, set_up = False
+        cdef Row row = self._row()
+        while True:
+            # Shutting the pool down stops the batches still queued, as it
+            # cancels the tasks still queued.
+            pool_cancelled = pool_cancelled or not self.pool.accepting()
+            pthread_mutex_lock(&self.mutex)
+            if loaded:
+                self.loading -= 1
+            slot = self._claim_batch()
+            if slot < 0:
+                self.runners -= 1
             else:
-                result = load_batch(self.recipe, indices, self._row())
-        except BaseException as exc:
-            self._note(exc, slot, BATCH)
-            self._publish(slot, exc, True)
-        else:
-            self._publish(slot, result, False)
+                self.loading += 1
+            skip = self.cancelled or pool_cancelled
+            pthread_mutex_unlock(&self.mutex)
+            if slot < 0:
+                return
+            loaded = True
+            if skip:
+                self._publish(slot, EpochClosedError("the DataLoader was closed"), True)
+                continue
+            indices = self.slot_indices[slot]
+            try:
+                if not set_up:
+                    # Once per thread and loader; a failure is retried by the next batch.
+                    self.worker_setup(current_thread_index())
+                    set_up = True
+                if type(indices) is Fetched:
+                    result = load_fetched(self.recipe, <Fetched> indices, row)
+                else:
+                    result = load_batch(self.recipe, indices, row)
+            except BaseException as exc:
+                self._note(exc, slot, BATCH)
+                self._publish(slot, exc, True)
+            else:
+                self._publish(slot, result, False)
+            indices = result = None
 
     cdef Row _row(self):
         return self.stats.rows[current_thread_index() + 1]
@@ -397,12 +474,12 @@ cdef class Epoch(Consumer):
 
 
 cdef void _run_task(void* arg, int pool_cancelled) noexcept nogil:
-    """A pool task: load a whole batch, or run one lane of a batch."""
+    """A pool task: a runner of whole batches, or one lane of a batch."""
     cdef Task* task = <Task*> arg
     cdef Py_ssize_t item
     if not task.lane:
         with gil:
-            (<Epoch> task.epoch)._run_batch(task.slot, pool_cancelled)
+            (<Epoch> task.epoch)._run_batches(pool_cancelled)
             Py_DECREF(<object> task.epoch)
         free(task)
         return

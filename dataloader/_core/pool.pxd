@@ -26,6 +26,7 @@ cdef class Pool:
     cdef readonly int size
     cdef readonly long generation
     cdef int submit(self, dl_task_fn fn, void* arg) noexcept
+    cdef bint accepting(self) noexcept nogil
 
 
 cdef long fork_generation() noexcept nogil

@@ -107,6 +107,10 @@ cdef class Pool:
     @property
     def alive(self):
         """Whether the pool accepts tasks: not shut down, and made in this process."""
+        return self.accepting()
+
+    cdef bint accepting(self) noexcept nogil:
+        """Whether tasks may still be submitted (a task's loop stops claiming work when not)."""
         cdef bint running
         if self.generation != _fork_generation:
             return False  # the lock may be held by a thread that is gone

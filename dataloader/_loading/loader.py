@@ -48,7 +48,7 @@ from dataloader._loading.plans import EpochPlan, StreamPlan
 from dataloader._loading.plugins import bind_epoch, item_source
 from dataloader._loading.stats import Stats
 from dataloader._loading.worker import WorkerSetup
-from dataloader._processes.choice import check_worker_type, resolve_worker_type
+from dataloader._processes.choice import WorkerTypeChoice, check_worker_type
 from dataloader._processes.epoch import ProcessEpoch
 from dataloader._processes.group import WorkerGroup, start_method
 from dataloader._processes.stream import ProcessStream
@@ -268,7 +268,7 @@ class DataLoader(Generic[T_co]):
         self.on_error = on_error
         self.max_skipped = max_skipped
         self._seed = seed
-        self._requested_worker_type = worker_type
+        self._worker_type = WorkerTypeChoice(worker_type, dataset)
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
@@ -351,10 +351,7 @@ class DataLoader(Generic[T_co]):
         >>> DataLoader(list(range(4)), num_workers=2).worker_type  # items in memory
         'thread'
         """
-        return resolve_worker_type(self._requested_worker_type, self.dataset,
-                                   num_workers=self.num_workers,
-                                   item_concurrency=self.item_concurrency,
-                                   transform=self.transform, collate_fn=self.collate_fn)
+        return self._worker_type.of(self)
 
     @property
     def _threaded(self) -> bool:
@@ -370,10 +367,11 @@ class DataLoader(Generic[T_co]):
         if self._iterable:
             epoch = self._start_stream()
         else:
-            plan = self._plan_epoch()
+            processes = self._processes  # resolved once per epoch
+            plan = self._plan_epoch(processes)
             if not self._threaded:
                 epoch = DirectEpoch(self, plan)
-            elif self._processes:
+            elif processes:
                 epoch = self._start_process_epoch(plan)
             else:
                 epoch = ThreadedEpoch(self, plan, self._live_pool())
@@ -388,12 +386,10 @@ class DataLoader(Generic[T_co]):
     def _live_pool(self) -> Pool:
         """The loader's pool, created on the first threaded epoch and kept after it."""
         size = max(self.num_workers, 1) * self.item_concurrency
-        pool = self._pool
-        if pool is not None and pool.alive and pool.size == size:
-            return pool
+        if self._pool is not None and self._pool.alive and self._pool.size == size:
+            return self._pool
         self._shutdown_pool()
-        pool = Pool(size)
-        self._pool = pool
+        self._pool = pool = Pool(size)
         self._worker_setup = WorkerSetup(size, self._base_seed, self.dataset, self.worker_init_fn)
         self._stats.ensure_threads(size)
         # The finalizer holds the pool, not the loader; it also runs at exit,
@@ -561,7 +557,7 @@ class DataLoader(Generic[T_co]):
         return bind_epoch(transform, self.collate_fn, seed=self.seed, epoch=self.epoch,
                           lanes=self.item_concurrency > 1)
 
-    def _plan_epoch(self) -> EpochPlan:
+    def _plan_epoch(self, processes: bool) -> EpochPlan:
         progress, _resume = self._progress.start_epoch(self._epoch_samplers())
         skipped = progress.delivered
         try:
@@ -595,7 +591,7 @@ class DataLoader(Generic[T_co]):
         )
         batches = skip_batches(index_sampler, self._auto_collation, skipped)
         # A threaded epoch's pool comes first: its worker set-up belongs to it.
-        pool = self._live_pool() if self._threaded and not self._processes else None
+        pool = self._live_pool() if self._threaded and not processes else None
         return EpochPlan(
             batches, total, check, recipe, progress, self._stats, item_lanes, on_cancel,
             window=epoch_window(self.num_workers, self.prefetch_factor, total),

@@ -84,6 +84,38 @@ def resolve_worker_type(requested: str, dataset: Any, *, num_workers: int,
     return "process"
 
 
+class WorkerTypeChoice:
+    """A loader's ``worker_type``, resolved again only when an argument "auto" reads changes.
+
+    The dataset is fixed for a loader's life; its transform, collate function,
+    worker count and item concurrency may be set after it is made.
+
+    >>> from types import SimpleNamespace
+    >>> loader = SimpleNamespace(transform=None, collate_fn=None, num_workers=0,
+    ...                          item_concurrency=1)
+    >>> choice = WorkerTypeChoice("auto", [1, 2, 3])
+    >>> choice.of(loader)
+    'thread'
+    """
+
+    def __init__(self, requested: str, dataset: Any) -> None:
+        self.requested = requested
+        self.dataset = dataset
+        self._key: tuple | None = None
+        self._resolved = requested
+
+    def of(self, loader: Any) -> str:
+        """The worker type for ``loader``'s current arguments."""
+        key = (loader.transform, loader.collate_fn, loader.num_workers, loader.item_concurrency)
+        if key != self._key:
+            self._key = key
+            self._resolved = resolve_worker_type(
+                self.requested, self.dataset, num_workers=loader.num_workers,
+                item_concurrency=loader.item_concurrency, transform=loader.transform,
+                collate_fn=loader.collate_fn)
+        return self._resolved
+
+
 def free_threaded() -> bool:
     """Whether Python code runs in parallel on threads here (no GIL, or the GIL off)."""
     is_gil_enabled = getattr(sys, "_is_gil_enabled", None)

@@ -20,6 +20,7 @@ import numpy as np
 
 from dataloader._sampling.seeding import EpochSeeded, check_seed, epoch_generator
 from dataloader._sampling.shuffle import CHUNK as _CHUNK
+from dataloader._sampling.shuffle import FIRST_CHUNK as _FIRST_CHUNK
 from dataloader._sampling.shuffle import draw_key, pass_chunks
 
 T_co = TypeVar("T_co", covariant=True)
@@ -189,8 +190,10 @@ class SequentialSampler(_ChunkedSampler):
 
     def _index_chunks(self, start: int = 0) -> Iterator[np.ndarray]:
         n = len(self.data_source)
-        for first in range(start, n, _CHUNK):
-            yield np.arange(first, min(first + _CHUNK, n), dtype=np.int64)
+        size = _FIRST_CHUNK  # doubling up to _CHUNK: the first batch comes at once
+        while start < n:
+            yield np.arange(start, min(start + size, n), dtype=np.int64)
+            start, size = start + size, min(size * 2, _CHUNK)
 
     def __len__(self) -> int:
         return len(self.data_source)
@@ -436,13 +439,19 @@ class BatchSampler(Sampler[list[int]]):
 
     def _batches_of_chunks(self, chunks: Iterator[np.ndarray]) -> Iterator[list[int]]:
         size = self.batch_size
+        # Rows (batches) made Python lists at once: few for the epoch's first
+        # batch, doubling up to a chunk's worth.
+        rows, most_rows = max(_FIRST_CHUNK // size, 1), max(_CHUNK // size, 1)
         pending = np.empty(0, dtype=np.int64)
         for chunk in chunks:
             pending = np.concatenate([pending, chunk]) if len(pending) else chunk
-            whole = len(pending) // size * size
-            if whole:
-                yield from pending[:whole].reshape(-1, size).tolist()
-                pending = pending[whole:]
+            whole = len(pending) // size
+            done = 0
+            while done < whole:
+                stop = min(done + rows, whole)
+                yield from pending[done * size : stop * size].reshape(-1, size).tolist()
+                done, rows = stop, min(rows * 2, most_rows)
+            pending = pending[whole * size :]
         if len(pending) and not self.drop_last:
             yield pending.tolist()
 
