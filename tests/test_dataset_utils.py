@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from stream_datasets import Range
 
 from dataloader import (
     AsyncDataset,
@@ -18,7 +19,6 @@ from dataloader import (
     StackDataset,
     Subset,
     TensorDataset,
-    get_worker_info,
     random_split,
 )
 
@@ -46,22 +46,6 @@ class BatchedItems(Items):
         with self._lock:
             self.calls.append(list(indices))
         return [self[index] for index in indices]
-
-
-class Stream(IterableDataset):
-    """Items ``offset .. offset + n - 1``, split between workers as torch users do."""
-
-    def __init__(self, n, offset=0):
-        self.n = n
-        self.offset = offset
-
-    def __len__(self):
-        return self.n
-
-    def __iter__(self):
-        info = get_worker_info()
-        start, step = (0, 1) if info is None else (info.id, info.num_workers)
-        return iter(range(self.offset + start, self.offset + self.n, step))
 
 
 def as_lists(batch):
@@ -107,7 +91,7 @@ def test_subset_forwards_getitems_to_its_dataset():
 
 def test_subset_rejects_what_it_cannot_index():
     with pytest.raises(TypeError, match="dataset should be a map-style dataset"):
-        Subset(Stream(3), [0])
+        Subset(Range(3), [0])
     with pytest.raises(TypeError, match="indices should be a sequence"):
         Subset(Items(3), (i for i in range(2)))
 
@@ -177,7 +161,7 @@ def test_concat_refuses_no_datasets_and_streams():
     with pytest.raises(ValueError, match="datasets should not be an empty iterable"):
         ConcatDataset([])
     with pytest.raises(TypeError, match=r"does not support IterableDataset.*datasets\[1\]"):
-        ConcatDataset([Items(2), Stream(2)])
+        ConcatDataset([Items(2), Range(2)])
 
 
 def test_concat_getitems_fetches_each_member_once_in_batch_order():
@@ -193,7 +177,7 @@ def test_concat_getitems_fetches_each_member_once_in_batch_order():
 
 
 def test_chain_iterates_each_dataset_in_turn_every_time():
-    chain = ChainDataset(dataset for dataset in (Stream(2), Stream(3, offset=10)))
+    chain = ChainDataset(dataset for dataset in (Range(2), Range(3, offset=10)))
     assert list(chain) == [0, 1, 10, 11, 12]
     assert list(chain) == [0, 1, 10, 11, 12]  # a generator of datasets is read once
     assert len(chain) == 5
@@ -201,7 +185,7 @@ def test_chain_iterates_each_dataset_in_turn_every_time():
 
 def test_chain_refuses_map_style_datasets():
     with pytest.raises(TypeError, match=r"only supports IterableDataset.*datasets\[0\]"):
-        ChainDataset([[1, 2], Stream(2)])
+        ChainDataset([[1, 2], Range(2)])
 
 
 def test_chain_len_needs_every_member_len():
@@ -209,14 +193,14 @@ def test_chain_len_needs_every_member_len():
         def __iter__(self):
             return iter([1])
 
-    chain = ChainDataset([Stream(2), Unsized()])
+    chain = ChainDataset([Range(2), Unsized()])
     assert list(chain) == [0, 1, 1]
     with pytest.raises(TypeError):
         len(chain)
 
 
 def test_chain_shards_by_position():
-    chain = ChainDataset([Stream(3), Stream(4, offset=10)])
+    chain = ChainDataset([Range(3), Range(4, offset=10)])
     shards = [list(chain.shard(rank=rank, world_size=3)) for rank in range(3)]
     assert shards == [[0, 10, 13], [1, 11], [2, 12]]
     assert [len(chain.shard(rank=rank, world_size=3)) for rank in range(3)] == [3, 2, 2]
@@ -376,15 +360,15 @@ def test_dataset_add_concatenates():
     assert joined.cumulative_sizes == [5, 6]  # nested as torch nests it
     assert [joined[i] for i in range(len(joined))] == [0, 1, 10, 11, 12, 20]
     with pytest.raises(TypeError, match="does not support IterableDataset"):
-        Items(2) + Stream(2)
+        Items(2) + Range(2)
 
 
 def test_iterable_dataset_add_chains():
-    joined = Stream(2) + Stream(2, offset=10) + Stream(1, offset=20)
+    joined = Range(2) + Range(2, offset=10) + Range(1, offset=20)
     assert isinstance(joined, ChainDataset)
     assert list(joined) == [0, 1, 10, 11, 20]
     with pytest.raises(TypeError, match="only supports IterableDataset"):
-        Stream(2) + Items(2)
+        Range(2) + Items(2)
 
 
 # -- every mode of the loader -----------------------------------------------------
@@ -426,7 +410,7 @@ def test_wrappers_keep_batched_fetching_in_the_loader(make_loader, mode):
 
 
 def test_chain_loads_every_item_once_in_every_mode(make_loader, mode):
-    chain = Stream(7) + Stream(5, offset=100) + Stream(3, offset=200)
+    chain = Range(7) + Range(5, offset=100) + Range(3, offset=200)
     batches = [batch.tolist() for batch in make_loader(chain, batch_size=4)]
     items = sorted(itertools.chain(*batches))
     assert items == list(range(7)) + list(range(100, 105)) + list(range(200, 203))
@@ -561,7 +545,7 @@ def test_add_chains_match_torch():
 
     chained = TorchStream(2, 0) + TorchStream(3, 10)
     assert type(chained).__name__ == "ChainDataset"
-    ours_chain = Stream(2) + Stream(3, offset=10)
+    ours_chain = Range(2) + Range(3, offset=10)
     assert list(ours_chain) == list(chained) and len(ours_chain) == len(chained)
 
 

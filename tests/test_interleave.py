@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from stream_datasets import Resumable
 
 from dataloader import DataLoader, IterableDataset, interleave
 
@@ -20,27 +21,7 @@ class Stream(IterableDataset):
 
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
-        return Share(self.items[worker::workers])
-
-
-class Share:
-    def __init__(self, items):
-        self.items, self.next = items, 0
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        if self.next >= len(self.items):
-            raise StopIteration
-        self.next += 1
-        return self.items[self.next - 1]
-
-    def state_dict(self):
-        return {"next": self.next}
-
-    def load_state_dict(self, state):
-        self.next = state["next"]
+        return Resumable(self.items[worker::workers])
 
 
 def test_round_robin_matches_hugging_face():

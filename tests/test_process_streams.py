@@ -8,72 +8,22 @@ import time
 
 import numpy as np
 import pytest
+from stream_datasets import BY_TURN, Range, Uneven
 
-from dataloader import AsyncDataset, DataLoader, IterableDataset, get_worker_info, interleave, shard
+from dataloader import AsyncDataset, DataLoader, get_worker_info, interleave, shard
 from dataloader._processes.choice import free_threaded
 from dataloader.sources import TarDataset, TarWriter
 from dataloader.transforms import Compose, Decode, Resize
 
 
-class Range(IterableDataset):
-    """Items 0..n-1 split between workers by worker info, as torch users do; each item
-    says which process made it and the process's numpy draw."""
-
-    def __init__(self, n, failing_at=None):
-        self.n = n
-        self.failing_at = failing_at
-
-    def __len__(self):
-        return self.n
-
-    def __iter__(self):
-        info = get_worker_info()
-        start, step = (0, 1) if info is None else (info.id, info.num_workers)
-        for value in range(start, self.n, step):
-            if value == self.failing_at:
-                raise KeyError(f"item {value} is broken")
-            yield value
-
-
 class Who(Range):
+    """Each item says which process made it and the worker info it saw."""
+
     def __iter__(self):
         info = get_worker_info()
         for value in super().__iter__():
             yield {"value": value, "pid": os.getpid(), "worker": info.id,
                    "workers": info.num_workers, "batch_size": info.batch_size}
-
-
-class Resumable:
-    def __init__(self, items):
-        self.items, self.next = list(items), 0
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        if self.next >= len(self.items):
-            raise StopIteration
-        self.next += 1
-        return self.items[self.next - 1]
-
-    def state_dict(self):
-        return {"next": self.next}
-
-    def load_state_dict(self, state):
-        self.next = state["next"]
-
-
-class Uneven(IterableDataset):
-    """Worker w streams 2 * (w + 1) items (w + 1 batches of 2), resumably; ordered by turn."""
-
-    ordered_streams = True
-
-    def __iter__(self):
-        info = get_worker_info()
-        return Resumable(range(info.id * 100, info.id * 100 + 2 * (info.id + 1)))
-
-
-BY_TURN = [[0, 1], [100, 101], [200, 201], [102, 103], [202, 203], [204, 205]]
 
 
 class KillsItself(Range):

@@ -11,6 +11,7 @@ from itertools import chain
 
 import numpy as np
 import pytest
+from stream_datasets import BY_TURN, Range, Uneven
 
 from dataloader import DataLoader, IterableDataset, get_worker_info, shard
 from dataloader._errors import EpochClosedError
@@ -18,25 +19,6 @@ from dataloader._errors import EpochClosedError
 # A bound on waits for something that must happen: generous, since the
 # machines are shared; reaching it means a hang, never mere slowness.
 GENEROUS = 30.0
-
-
-class Range(IterableDataset):
-    """Items 0..n-1, split between workers by worker info as torch users do."""
-
-    def __init__(self, n, failing_at=None):
-        self.n = n
-        self.failing_at = failing_at
-
-    def __len__(self):
-        return self.n
-
-    def __iter__(self):
-        info = get_worker_info()
-        start, step = (0, 1) if info is None else (info.id, info.num_workers)
-        for value in range(start, self.n, step):
-            if value == self.failing_at:
-                raise KeyError(f"item {value} is broken")
-            yield value
 
 
 class Unsized(IterableDataset):
@@ -122,44 +104,6 @@ def test_batches_arrive_in_arrival_order():
         assert first == [[100, 101], [102, 103], [104, 105]]
         release.set()
         assert [b.tolist() for b in it] == [[0, 1], [2, 3], [4, 5]]
-
-
-class Uneven(IterableDataset):
-    """Worker w streams 2 * (w + 1) items (w + 1 batches of 2), resumably; ordered by turn."""
-
-    ordered_streams = True
-
-    def __init__(self, hold=None):
-        self.hold = hold
-
-    def __iter__(self):
-        info = get_worker_info()
-        if info.id == 0 and self.hold is not None:
-            self.hold.wait(30)
-        return Resumable(range(info.id * 100, info.id * 100 + 2 * (info.id + 1)))
-
-
-class Resumable:
-    def __init__(self, items):
-        self.items, self.next = list(items), 0
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        if self.next >= len(self.items):
-            raise StopIteration
-        self.next += 1
-        return self.items[self.next - 1]
-
-    def state_dict(self):
-        return {"next": self.next}
-
-    def load_state_dict(self, state):
-        self.next = state["next"]
-
-
-BY_TURN = [[0, 1], [100, 101], [200, 201], [102, 103], [202, 203], [204, 205]]
 
 
 def test_ordered_streams_are_delivered_by_turn():
