@@ -112,6 +112,19 @@ def pillow_pixels(data, mode=None):
     return array[:, :, None] if array.ndim == 2 else array
 
 
+def assert_same_batches_on_workers(items, chain, *, batch_size, seed):
+    """``chain`` over a loader of ``items`` gives the same image batches on the
+    direct path and on 2 worker threads."""
+    epochs = []
+    for workers in (0, 2):
+        loader = DataLoader(items, batch_size=batch_size, num_workers=workers, transform=chain,
+                            seed=seed)
+        epochs.append([np.asarray(batch[0]) for batch in loader])
+        loader.close()
+    for a, b in zip(*epochs, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.fixture(scope="session")
 def photos():
     """Real photographs shipped with scikit-image: {name: encoded bytes}."""

@@ -7,11 +7,10 @@ import itertools
 
 import numpy as np
 import pytest
-from conftest import natural_image
+from conftest import assert_same_batches_on_workers, natural_image
 from PIL import Image as PILImage
 from PIL import ImageEnhance, ImageOps
 
-from dataloader import DataLoader
 from dataloader._images.chains import compile_chain
 from dataloader.transforms import (
     ColorJitter,
@@ -274,13 +273,7 @@ def test_the_loader_gives_the_same_batches_on_any_number_of_workers(pictures):
     items = [(np.ascontiguousarray(rgb[:64, :64]), k) for k, rgb in enumerate(pictures)] * 3
     chain = Compose([ColorJitter(0.4, 0.4, 0.4, 0.1), RandomGrayscale(0.2), GaussianBlur(3),
                      RandomSolarize(128), RandomEqualize(), ToFloat()])
-    epochs = []
-    for workers in (0, 2):
-        loader = DataLoader(items, batch_size=3, num_workers=workers, transform=chain, seed=5)
-        epochs.append([np.asarray(batch[0]) for batch in loader])
-        loader.close()
-    for a, b in zip(*epochs, strict=True):
-        np.testing.assert_array_equal(a, b)
+    assert_same_batches_on_workers(items, chain, batch_size=3, seed=5)
 
 
 @pytest.mark.parametrize("make,error,match", [

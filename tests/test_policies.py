@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import assert_same_batches_on_workers
 from PIL import Image as PILImage
 
-from dataloader import DataLoader
 from dataloader._core.pipeline import AUGMENT_OPS, Chain, step
 from dataloader.transforms import (
     AutoAugment,
@@ -181,13 +181,7 @@ def test_the_loader_gives_the_same_batches_on_any_number_of_workers(pictures):
     items = [(np.ascontiguousarray(pictures[3][k:k + 64, k:k + 80]), k) for k in range(12)]
     chain = Compose([RandomResizedCrop(48), RandAugment(), TrivialAugmentWide(), AutoAugment(),
                      ToFloat()])
-    epochs = []
-    for workers in (0, 2):
-        loader = DataLoader(items, batch_size=4, num_workers=workers, transform=chain, seed=9)
-        epochs.append([np.asarray(batch[0]) for batch in loader])
-        loader.close()
-    for a, b in zip(*epochs, strict=True):
-        np.testing.assert_array_equal(a, b)
+    assert_same_batches_on_workers(items, chain, batch_size=4, seed=9)
 
 
 class _Policy:
