@@ -95,6 +95,24 @@ static inline int coord(double v) { return v >= 0.0 && v < DL_MAX_SIDE ? (int)v 
 
 static inline int clip(int v, int size) { return v < 0 ? 0 : v < size ? v : size - 1; }
 
+/* A warp kernel's coefficients and fill, copied into the kernel's locals
+ * (with the images themselves): the pixel writes (uint8_t may alias
+ * anything) would otherwise reload every field and coefficient at each pixel. */
+static inline void warp_locals(const dl_warp_t *warp, double a[6], uint8_t fill[4])
+{
+    memcpy(a, warp->matrix, sizeof warp->matrix);
+    memcpy(fill, warp->fill, sizeof warp->fill);
+}
+
+/* The nearest paths' source: pixel (x, y) of `in`, or `fill` outside it. */
+static inline const uint8_t *source_pixel(const dl_image_t *in, int x, int y,
+                                          const uint8_t *fill, int channels)
+{
+    if (x >= 0 && x < in->width && y >= 0 && y < in->height)
+        return in->data + (ptrdiff_t)y * in->row_stride + (ptrdiff_t)x * channels;
+    return fill;
+}
+
 /* Whether Pillow's 16.16 fixed-point nearest path holds output corner (x, y). */
 static int check_fixed(const double *a, int x, int y)
 {
@@ -108,13 +126,10 @@ static int fix(double v) { return (int)floor(v * 65536.0 + 0.5); }
 DL_SPECIALISED void affine_fixed(const dl_image_t *src, const dl_image_t *dst,
                                  const dl_warp_t *warp, const int channels)
 {
-    /* Locals: the pixel writes (uint8_t may alias anything) would otherwise
-     * reload every field and coefficient at each pixel. */
     const dl_image_t in = *src, to = *dst;
-    const double a[6] = {warp->matrix[0], warp->matrix[1], warp->matrix[2], warp->matrix[3],
-                         warp->matrix[4], warp->matrix[5]};
+    double a[6];
     uint8_t fill[4];
-    memcpy(fill, warp->fill, sizeof fill);
+    warp_locals(warp, a, fill);
     int a0 = fix(a[0]), a1 = fix(a[1]), a3 = fix(a[3]), a4 = fix(a[4]);
     int a2 = fix(a[2] + a[0] * 0.5 + a[1] * 0.5), a5 = fix(a[5] + a[3] * 0.5 + a[4] * 0.5);
     /* The window's first output: the integer sums Pillow's loops reach there
@@ -126,9 +141,7 @@ DL_SPECIALISED void affine_fixed(const dl_image_t *src, const dl_image_t *dst,
         int xx = a2, yy = a5;
         for (int x = 0; x < to.width; x++, out += channels) {
             int xin = xx >> 16, yin = yy >> 16; /* arithmetic shifts: floor */
-            const uint8_t *pixel = fill;
-            if (xin >= 0 && xin < in.width && yin >= 0 && yin < in.height)
-                pixel = in.data + (ptrdiff_t)yin * in.row_stride + (ptrdiff_t)xin * channels;
+            const uint8_t *pixel = source_pixel(&in, xin, yin, fill, channels);
             for (int c = 0; c < channels; c++) out[c] = pixel[c];
             xx += a0;
             yy += a3;
@@ -145,13 +158,10 @@ DL_SPECIALISED void affine_fixed(const dl_image_t *src, const dl_image_t *dst,
 DL_SPECIALISED void affine_nearest(const dl_image_t *src, const dl_image_t *dst,
                                    const dl_warp_t *warp, const int channels)
 {
-    /* Locals: the pixel writes (uint8_t may alias anything) would otherwise
-     * reload every field and coefficient at each pixel. */
     const dl_image_t in = *src, to = *dst;
-    const double a[6] = {warp->matrix[0], warp->matrix[1], warp->matrix[2], warp->matrix[3],
-                         warp->matrix[4], warp->matrix[5]};
+    double a[6];
     uint8_t fill[4];
-    memcpy(fill, warp->fill, sizeof fill);
+    warp_locals(warp, a, fill);
     int w = warp->out_w, h = warp->out_h;
     if (!(a[1] == 0 && a[3] == 0) && check_fixed(a, 0, 0) && check_fixed(a, w, h) &&
         check_fixed(a, 0, h) && check_fixed(a, w, 0)) {
@@ -173,9 +183,7 @@ DL_SPECIALISED void affine_nearest(const dl_image_t *src, const dl_image_t *dst,
         }
         for (int x = 0; x < to.width; x++, out += channels) {
             int xin = coord(xx), yin = coord(yy);
-            const uint8_t *pixel = fill;
-            if (xin >= 0 && xin < in.width && yin >= 0 && yin < in.height)
-                pixel = in.data + (ptrdiff_t)yin * in.row_stride + (ptrdiff_t)xin * channels;
+            const uint8_t *pixel = source_pixel(&in, xin, yin, fill, channels);
             for (int c = 0; c < channels; c++) out[c] = pixel[c];
             xx += a[0];
             yy += a[3];
@@ -198,13 +206,10 @@ static inline int muldiv255(int a, int b)
 DL_SPECIALISED void affine_bilinear(const dl_image_t *src, const dl_image_t *dst,
                                     const dl_warp_t *warp, const int channels)
 {
-    /* Locals: the pixel writes (uint8_t may alias anything) would otherwise
-     * reload every field and coefficient at each pixel. */
     const dl_image_t in = *src, to = *dst;
-    const double a[6] = {warp->matrix[0], warp->matrix[1], warp->matrix[2], warp->matrix[3],
-                         warp->matrix[4], warp->matrix[5]};
+    double a[6];
     uint8_t fill[4];
-    memcpy(fill, warp->fill, sizeof fill);
+    warp_locals(warp, a, fill);
     const int premultiply = channels == 4;
     for (int y = 0; y < to.height; y++) {
         uint8_t *out = to.data + (ptrdiff_t)y * to.row_stride;
