@@ -329,54 +329,66 @@ static void histograms(const dl_image_t *src, unsigned long long counts[3][256])
     }
 }
 
-void dl_autocontrast(const dl_image_t *src, const dl_image_t *dst)
+/* A histogram op's rule: one colour channel's LUT from its histogram (left
+ * as the identity where the op changes nothing). */
+typedef void (*histogram_rule_t)(const unsigned long long counts[256], uint8_t lut[256]);
+
+/* Each colour channel mapped through the LUT `rule` makes of its histogram. */
+static void apply_histogram_rule(const dl_image_t *src, const dl_image_t *dst,
+                                 histogram_rule_t rule)
 {
     unsigned long long counts[3][256];
     dl_lut_t lut;
     identity_luts(lut);
     histograms(src, counts);
-    for (int c = 0; c < dl_colour_channels(src->channels); c++) {
-        int lo = 0, hi = 255;
-        while (lo < 255 && !counts[c][lo]) lo++;
-        while (hi > 0 && !counts[c][hi]) hi--;
-        if (hi <= lo) continue;
-        double scale = 255.0 / (hi - lo), offset = -lo * scale;
-        for (int v = 0; v < 256; v++) {
-            double mapped = v * scale + offset;
-            int value = (int)mapped; /* Python's int(): toward zero */
-            lut[c][v] = (uint8_t)(value < 0 ? 0 : value > 255 ? 255 : value);
-        }
-    }
+    for (int c = 0; c < dl_colour_channels(src->channels); c++) rule(counts[c], lut[c]);
     apply_lut(src, dst, lut);
+}
+
+static void autocontrast_rule(const unsigned long long counts[256], uint8_t lut[256])
+{
+    int lo = 0, hi = 255;
+    while (lo < 255 && !counts[lo]) lo++;
+    while (hi > 0 && !counts[hi]) hi--;
+    if (hi <= lo) return;
+    double scale = 255.0 / (hi - lo), offset = -lo * scale;
+    for (int v = 0; v < 256; v++) {
+        double mapped = v * scale + offset;
+        int value = (int)mapped; /* Python's int(): toward zero */
+        lut[v] = (uint8_t)(value < 0 ? 0 : value > 255 ? 255 : value);
+    }
+}
+
+void dl_autocontrast(const dl_image_t *src, const dl_image_t *dst)
+{
+    apply_histogram_rule(src, dst, autocontrast_rule);
+}
+
+static void equalize_rule(const unsigned long long counts[256], uint8_t lut[256])
+{
+    /* The step leaves out the last used level's count, divided by 255
+     * (Pillow 13's rule, and torchvision's tensor equalize's). */
+    unsigned long long total = 0, last = 0;
+    int used = 0;
+    for (int v = 0; v < 256; v++)
+        if (counts[v]) {
+            total += counts[v];
+            last = counts[v];
+            used++;
+        }
+    unsigned long long step = used > 1 ? (total - last) / 255 : 0;
+    if (step == 0) return;
+    unsigned long long n = step / 2;
+    for (int v = 0; v < 256; v++) {
+        unsigned long long level = n / step;
+        lut[v] = (uint8_t)(level > 255 ? 255 : level);
+        n += counts[v];
+    }
 }
 
 void dl_equalize(const dl_image_t *src, const dl_image_t *dst)
 {
-    unsigned long long counts[3][256];
-    dl_lut_t lut;
-    identity_luts(lut);
-    histograms(src, counts);
-    for (int c = 0; c < dl_colour_channels(src->channels); c++) {
-        /* The step leaves out the last used level's count, divided by 255
-         * (Pillow 13's rule, and torchvision's tensor equalize's). */
-        unsigned long long total = 0, last = 0;
-        int used = 0;
-        for (int v = 0; v < 256; v++)
-            if (counts[c][v]) {
-                total += counts[c][v];
-                last = counts[c][v];
-                used++;
-            }
-        unsigned long long step = used > 1 ? (total - last) / 255 : 0;
-        if (step == 0) continue;
-        unsigned long long n = step / 2;
-        for (int v = 0; v < 256; v++) {
-            unsigned long long level = n / step;
-            lut[c][v] = (uint8_t)(level > 255 ? 255 : level);
-            n += counts[c][v];
-        }
-    }
-    apply_lut(src, dst, lut);
+    apply_histogram_rule(src, dst, equalize_rule);
 }
 
 /* ---- Gaussian blur: torchvision's kernel, separable, in float32 ------------- */
