@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from dataloader._core.pipeline import step
 from dataloader._images.arguments import MAX_SIDE, check_int, check_probability, check_real
@@ -314,7 +314,22 @@ class RandomAdjustSharpness(Transform):
 
 
 @_frozen
-class RandomAutocontrast(Transform):
+class _WholeImageOp(Transform):
+    """A per-image op with no argument but ``p``: the native step ``_op``, applied
+    with probability ``p``."""
+
+    _op: ClassVar[str]
+    p: float = 0.5
+
+    def __post_init__(self) -> None:
+        _set(self, "p", check_probability("p", self.p))
+
+    def _steps(self):
+        return [step(self._op, p=self.p)]
+
+
+@_frozen
+class RandomAutocontrast(_WholeImageOp):
     """Stretch each channel to 0..255 with probability ``p`` (``ImageOps.autocontrast``).
 
     Examples
@@ -325,17 +340,11 @@ class RandomAutocontrast(Transform):
     [0, 127, 255]
     """
 
-    p: float = 0.5
-
-    def __post_init__(self) -> None:
-        _set(self, "p", check_probability("p", self.p))
-
-    def _steps(self):
-        return [step("autocontrast", p=self.p)]
+    _op = "autocontrast"
 
 
 @_frozen
-class RandomEqualize(Transform):
+class RandomEqualize(_WholeImageOp):
     """Equalise each channel's histogram with probability ``p`` (``ImageOps.equalize``).
 
     Examples
@@ -347,17 +356,11 @@ class RandomEqualize(Transform):
     [0, 100, 200, 255]
     """
 
-    p: float = 0.5
-
-    def __post_init__(self) -> None:
-        _set(self, "p", check_probability("p", self.p))
-
-    def _steps(self):
-        return [step("equalize", p=self.p)]
+    _op = "equalize"
 
 
 @_frozen
-class RandomInvert(Transform):
+class RandomInvert(_WholeImageOp):
     """Invert the samples with probability ``p`` (``ImageOps.invert``).
 
     Examples
@@ -368,10 +371,4 @@ class RandomInvert(Transform):
     [205, 155, 105]
     """
 
-    p: float = 0.5
-
-    def __post_init__(self) -> None:
-        _set(self, "p", check_probability("p", self.p))
-
-    def _steps(self):
-        return [step("invert", p=self.p)]
+    _op = "invert"
