@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dataloader._core.consumer import wait_slice
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from dataloader._loading.loader import DataLoader
     from dataloader._loading.plans import EpochPlan
 
-__all__ = ["ProcessEpoch", "raise_death"]
+__all__ = ["ProcessEpoch", "raise_death", "wait_for_reply"]
 
 
 class ProcessEpoch:
@@ -144,28 +145,23 @@ class ProcessEpoch:
 
     def _wait(self) -> tuple[int, Any]:
         """The next reply as ``(position, entry)``, or ``(-1, None)`` at the end."""
-        channel = self._channel
-        started = time.monotonic()
-        with channel.condition:
-            while True:
-                found = self._ready()
-                if found is not None:
-                    return found
-                if channel.end is not None and self._delivered >= channel.end:
-                    return -1, None
-                if channel.death is not None:
-                    break
-                channel.condition.wait(wait_slice(started, self._plan.timeout, self._delivered))
-        self._fail(channel.death)
+        found = wait_for_reply(self._channel, self._ready, self._plan.timeout, self._delivered)
+        if found is None:
+            self._fail(self._channel.death)
+        return found
 
     def _ready(self) -> tuple[int, Any] | None:
+        """The next reply to take, ``(-1, None)`` at the end (``condition`` held)."""
         channel = self._channel
         if self._plan.in_order:
             entry = channel.results.get(self._delivered)
-            return None if entry is None else (self._delivered, entry)
-        if channel.arrivals:
+            if entry is not None:
+                return self._delivered, entry
+        elif channel.arrivals:
             position = channel.arrivals[0]
             return position, channel.results[position]
+        if channel.end is not None and self._delivered >= channel.end:
+            return -1, None
         return None
 
     def _take(self, position: int) -> None:
@@ -226,6 +222,22 @@ class ProcessEpoch:
         self._finished = True
         if self._stop_group is not None:
             self._stop_group()
+
+
+def wait_for_reply(channel: Any, ready: Callable[[], Any], timeout: float,
+                   delivered: int) -> Any:
+    """What ``ready()`` finds, waiting on ``channel.condition`` until it finds something,
+    or None once the channel's workers stopped serving (``channel.death``). ``timeout``
+    bounds the wait for batch ``delivered``, as on threads."""
+    started = time.monotonic()
+    with channel.condition:
+        while True:
+            found = ready()
+            if found is not None:
+                return found
+            if channel.death is not None:
+                return None
+            channel.condition.wait(wait_slice(started, timeout, delivered))
 
 
 def raise_death(group: WorkerGroup, death: BaseException | None, loading: str) -> Any:

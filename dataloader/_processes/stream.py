@@ -19,14 +19,12 @@ stream only; one of ``transform`` or ``collate_fn`` fails its batch only.
 from __future__ import annotations
 
 import collections
-import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from dataloader._core.consumer import wait_slice
 from dataloader._loading.stats import WAIT, monotonic_ns
 from dataloader._processes import worker as _worker
-from dataloader._processes.epoch import raise_death
+from dataloader._processes.epoch import raise_death, wait_for_reply
 from dataloader._processes.group import STREAM, WorkerGroup
 
 if TYPE_CHECKING:
@@ -96,15 +94,9 @@ class ProcessStream:
 
     def _wait(self) -> tuple[int, Any]:
         channel = self._channel
-        started = time.monotonic()
-        with channel.condition:
-            while True:
-                found = self._ready()
-                if found is not None:
-                    return found
-                if channel.death is not None:
-                    break
-                channel.condition.wait(wait_slice(started, self._plan.timeout, self._delivered))
+        found = wait_for_reply(channel, self._ready, self._plan.timeout, self._delivered)
+        if found is not None:
+            return found
         self.cancel()
         stream = getattr(channel.death, "worker_id", -1)
         raise_death(self._group, channel.death,
