@@ -282,20 +282,31 @@ def float_tail(jpeg, pixels, count, repeats, rounds):
     return rows
 
 
+def side_record(args, load_before, rows, title):
+    """A side measurement's record (versions, CPUs, rounds, the load average before and
+    after, its rows), with its header line printed."""
+    info = {"versions": versions(), "cpus": os.cpu_count(), "rounds": args.rounds,
+            "load_average": [load_before, load_average()], "results": rows}
+    print(f"{title}: {info['cpus']} CPUs, load average {load_before} -> "
+          f"{info['load_average'][1]}; ms per image, 1 thread / 2 threads")
+    return info
+
+
+def write_results(path, info):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(info, indent=2))
+    print(f"written {path}")
+
+
 def float_tail_main(args, pixels, jpeg):
     load_before = load_average()
     rows = float_tail(jpeg, pixels, 24, 5, args.rounds)
-    info = {"versions": versions(), "cpus": os.cpu_count(), "rounds": args.rounds,
-            "load_average": [load_before, load_average()], "results": rows}
-    print(f"float tail: {info['cpus']} CPUs, load average {load_before} -> "
-          f"{info['load_average'][1]}; ms per image, 1 thread / 2 threads")
+    info = side_record(args, load_before, rows, "float tail")
     for row in rows:
         print(f"{row['operation']:62} fused {row['fused_ms'][0]:.3f} / {row['fused_ms'][1]:.3f}"
               f"  unfused {row['unfused_ms'][0]:.3f} / {row['unfused_ms'][1]:.3f}"
               f"  speed-up {row['speedup'][0]:.2f}x / {row['speedup'][1]:.2f}x")
-    FLOAT_TAIL_RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    FLOAT_TAIL_RESULTS.write_text(json.dumps(info, indent=2))
-    print(f"written {FLOAT_TAIL_RESULTS}")
+    write_results(FLOAT_TAIL_RESULTS, info)
 
 
 def warp_cases(pixels):
@@ -343,18 +354,13 @@ def warps_main(args, pixels):
     for row in rows:
         row["speed_vs_pillow"] = [p / o for o, p in zip(row["dataloader_ms"], row["pillow_ms"],
                                                         strict=True)]
-    info = {"versions": versions(), "cpus": os.cpu_count(), "rounds": args.rounds,
-            "load_average": [load_before, load_average()], "results": rows}
-    print(f"warps, 500x375 RGB: {info['cpus']} CPUs, load average {load_before} -> "
-          f"{info['load_average'][1]}; ms per image, 1 thread / 2 threads")
+    info = side_record(args, load_before, rows, "warps, 500x375 RGB")
     for row in rows:
         print(f"{row['operation']:52} dataloader {row['dataloader_ms'][0]:.3f} / "
               f"{row['dataloader_ms'][1]:.3f}  Pillow {row['pillow_ms'][0]:.3f} / "
               f"{row['pillow_ms'][1]:.3f}  {row['speed_vs_pillow'][0]:.2f}x / "
               f"{row['speed_vs_pillow'][1]:.2f}x Pillow's speed")
-    WARPS_RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    WARPS_RESULTS.write_text(json.dumps(info, indent=2))
-    print(f"written {WARPS_RESULTS}")
+    write_results(WARPS_RESULTS, info)
 
 
 def main():
@@ -442,9 +448,7 @@ def main():
     for line in info["ratios"]:
         print(f"{line['operation']}: {line['library']} {line['ours_ms']:.3f} ms, {line['peer']} "
               f"{line['peer_ms']:.3f} ms: {line['speed_vs_peer']:.2f}x {line['peer']}'s speed")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(info, indent=2))
-    print(f"written {RESULTS}")
+    write_results(RESULTS, info)
 
 
 if __name__ == "__main__":
