@@ -16,8 +16,13 @@ FILTERS = tuple([dl_filter_name(code).decode() for code in range(DL_FILTER_COUNT
 
 def resize_into(const uint8_t[:, :, ::1] src,  # IN
                 uint8_t[:, :, ::1] out,        # OUT
-                int filter, bint antialias):
-    """Resample ``src`` into ``out`` (same channel count), GIL released."""
+                int filter, bint antialias, bint fast=False):
+    """Resample ``src`` into ``out`` (same channel count), GIL released.
+
+    ``fast`` rounds bilinear's horizontal weights as Pillow-SIMD does
+    (results within 1 of Pillow's); otherwise, and for the other filters,
+    the results are Pillow's.
+    """
     cdef int status
     cdef int in_h = src.shape[0], in_w = src.shape[1], channels = src.shape[2]
     cdef int out_h = out.shape[0], out_w = out.shape[1]
@@ -27,7 +32,8 @@ def resize_into(const uint8_t[:, :, ::1] src,  # IN
         raise ValueError(f"resize_into: unknown filter {filter}")
     with nogil:
         status = dl_resize(&src[0, 0, 0], in_w * channels, in_h, in_w, channels,
-                           &out[0, 0, 0], out_w * channels, out_h, out_w, filter, antialias)
+                           &out[0, 0, 0], out_w * channels, out_h, out_w, filter, antialias,
+                           fast)
     if status != 0:
         raise MemoryError("resize: cannot allocate scratch memory")
 

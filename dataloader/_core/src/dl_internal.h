@@ -40,10 +40,13 @@ int dl_webp_decode(const uint8_t *data, size_t size, int height, int width, int 
 
 /* Of an in_h x in_w image resized to out_h x out_w, the outputs `region`,
  * computed from the inputs `source` (in the whole input's coordinates):
- * the same bytes as those outputs of the whole resize. */
+ * the same bytes as those outputs of the whole resize.  `fast` (0 when
+ * left out of an initialiser) rounds bilinear's weights as Pillow-SIMD
+ * does, for results within 1 of Pillow's (see dl_resize.c). */
 typedef struct {
     int in_h, in_w, out_h, out_w;
     dl_window_t source, region;
+    int fast;
 } dl_resize_part_t;
 
 /* Sets part->source to the inputs that part->region's outputs read. */

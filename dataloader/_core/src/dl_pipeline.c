@@ -184,6 +184,13 @@ static const dl_float_sink_t *float_sink(dl_run_t *run, int first, int tail,
  * step: the window steps[k] names, at its DCT scale, written as the output
  * of the crop it stands for, or resampled as a RandomResizedCrop or as the
  * part of a Resize a CenterCrop keeps; other formats decode whole. */
+/* Whether the chain's resizes may round as Pillow-SIMD does (results within
+ * 1 of Pillow's, dl_resize.c): when it starts with Decode(exact=False). */
+static int fast_resize(const dl_run_t *run)
+{
+    return run->ops[0].kind == DL_OP_DECODE && !run->ops[0].i[3];
+}
+
 static int run_decode(dl_run_t *run, int k)
 {
     const dl_step_t *step = &run->steps[k];
@@ -219,6 +226,7 @@ static int run_decode(dl_run_t *run, int k)
             filter = resize->i[3];
             antialias = resize->i[4];
         }
+        part.fast = fast_resize(run);
         const dl_float_sink_t *to = float_sink(run, k + step->fused + 1, step->tail, &dst, &sink);
         if (status == DL_OK && dl_resize_part(src.data, src.row_stride, src.channels, dst.data,
                                               dst.row_stride, &part, filter, antialias, to) != 0)
@@ -292,7 +300,7 @@ static int resampled(dl_run_t *run, int k, dl_image_t src, int filter, int antia
     if (status != DL_OK) return end(run, last, &dst, status, 1 + step->tail);
     dl_resize_part_t whole = {src.height, src.width, step->out.height, step->out.width,
                               {0, 0, src.height, src.width},
-                              {0, 0, step->out.height, step->out.width}};
+                              {0, 0, step->out.height, step->out.width}, fast_resize(run)};
     if (dl_resize_part(src.data, src.row_stride, src.channels, dst.data, dst.row_stride, &whole,
                        filter, antialias, float_sink(run, k + 1, step->tail, &dst, &sink)) != 0)
         status = out_of_memory(run);

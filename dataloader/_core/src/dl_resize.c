@@ -16,6 +16,21 @@
  *
  * Channels are independent: alpha is not premultiplied.
  *
+ * A fast mode (dl_resize_part_t.fast; Decode(exact=False) chains and
+ * kernels.resize(exact=False)) rounds bilinear's horizontal weights as
+ * Pillow-SIMD does: to the most fractional bits (at most DL_PRECISION_BITS)
+ * that keep the largest weight below 2^15, so that every weight is a 16-bit
+ * value and the AVX2 horizontal pass needs one multiply-add per pair of
+ * taps instead of two.  The vertical pass keeps Pillow's weights (its AVX2
+ * loop costs the same either way), so only one rounding differs from
+ * Pillow's, and bilinear's weights, all positive and summing to one, carry
+ * that difference of at most 1 through the vertical pass without growing
+ * it: results are within 1 of Pillow's (tests/core/test_resize_fast.py).
+ * Bicubic and lanczos would not keep that bound (their negative lobes can
+ * turn two differences of 1 into 2), so they stay exact.  The portable and
+ * AVX2 passes still agree bit for bit: both compute the same integer sums
+ * with the same weights.
+ *
  * Two implementations compute the same bytes:
  *  - portable loops: both passes are one loop, dl_filter_rows, whose inner
  *    loop runs along a whole row (the compiler vectorises it); the
@@ -118,13 +133,32 @@ static void dl_bounds(const dl_kernel_t *kernel, int in_size, int xx, int *xmin,
     *count = hi - lo;
 }
 
+/* The fractional bits of an axis's fixed-point weights: Pillow's
+ * DL_PRECISION_BITS, or in fast mode the most bits (no more than those) at
+ * which the largest weight, rounded, stays below 2^15. */
+static int dl_weight_bits(const double *k, size_t count, int fast)
+{
+    double largest = 0.0;
+    int bits;
+    size_t i;
+    if (!fast)
+        return DL_PRECISION_BITS;
+    for (i = 0; i < count; i++)
+        largest = k[i] > largest ? k[i] : largest;
+    for (bits = 0; bits < DL_PRECISION_BITS; bits++)
+        if ((int)(0.5 + largest * (1 << (bits + 1))) >= (1 << 15))
+            break;
+    return bits;
+}
+
 /* Fills bounds (first input index and count per output) and fixed-point
- * weights (ksize per output); returns ksize, or -1 on allocation failure. */
-static int dl_coefficients(int in_size, int out_size, int filter, int antialias,
-                           int **bounds_out, int32_t **weights_out)
+ * weights (ksize per output) with *bits fractional bits (dl_weight_bits);
+ * returns ksize, or -1 on allocation failure. */
+static int dl_coefficients(int in_size, int out_size, int filter, int antialias, int fast,
+                           int **bounds_out, int32_t **weights_out, int *bits)
 {
     dl_kernel_t kernel = dl_kernel(in_size, out_size, filter, antialias);
-    double *k;
+    double *k, *normalised;
     int ksize, xx, x;
     int *bounds;
     int32_t *weights;
@@ -132,10 +166,12 @@ static int dl_coefficients(int in_size, int out_size, int filter, int antialias,
     ksize = (int)ceil(kernel.support) * 2 + 1;
     bounds = malloc(sizeof(int) * 2 * (size_t)out_size);
     weights = malloc(sizeof(int32_t) * (size_t)ksize * (size_t)out_size);
+    normalised = malloc(sizeof(double) * (size_t)ksize * (size_t)out_size);
     k = malloc(sizeof(double) * (size_t)ksize);
-    if (bounds == NULL || weights == NULL || k == NULL) {
+    if (bounds == NULL || weights == NULL || normalised == NULL || k == NULL) {
         free(bounds);
         free(weights);
+        free(normalised);
         free(k);
         return -1;
     }
@@ -149,27 +185,31 @@ static int dl_coefficients(int in_size, int out_size, int filter, int antialias,
             k[x] = w;
             ww += w;
         }
-        for (x = 0; x < ksize; x++) {
-            double w = x < xmax ? (ww != 0.0 ? k[x] / ww : k[x]) : 0.0;
-            weights[xx * ksize + x] = (int32_t)(w < 0 ? -0.5 + w * (1 << DL_PRECISION_BITS)
-                                                      : 0.5 + w * (1 << DL_PRECISION_BITS));
-        }
+        for (x = 0; x < ksize; x++)
+            normalised[xx * ksize + x] = x < xmax ? (ww != 0.0 ? k[x] / ww : k[x]) : 0.0;
         bounds[2 * xx] = xmin;
         bounds[2 * xx + 1] = xmax;
     }
+    *bits = dl_weight_bits(normalised, (size_t)ksize * (size_t)out_size, fast);
+    for (x = 0; x < ksize * out_size; x++) {
+        double w = normalised[x];
+        weights[x] = (int32_t)(w < 0 ? -0.5 + w * (1 << *bits) : 0.5 + w * (1 << *bits));
+    }
+    free(normalised);
     free(k);
     *bounds_out = bounds;
     *weights_out = weights;
     return ksize;
 }
 
-static inline uint8_t dl_clip8(int32_t v)
+/* A sum of products with weights of `bits` fractional bits, to uint8. */
+static inline uint8_t dl_clip8(int32_t v, int bits)
 {
-    if (v >= (1 << DL_PRECISION_BITS << 8))
+    if (v >= (1 << bits << 8))
         return 255;
     if (v <= 0)
         return 0;
-    return (uint8_t)(v >> DL_PRECISION_BITS);
+    return (uint8_t)(v >> bits);
 }
 
 /* Copies a rows x cols block of `channels`-byte pixels into its transpose:
@@ -215,7 +255,7 @@ static void dl_transpose(const uint8_t *src, ptrdiff_t src_stride, int rows, int
 DL_TARGET_CLONES static void
 dl_filter_rows(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_t row_len, uint8_t *dst,
                ptrdiff_t dst_stride, int out_h, int ksize, const int *bounds,
-               const int32_t *weights, int32_t *acc)
+               const int32_t *weights, int bits, int32_t *acc)
 {
     int yy, y;
     ptrdiff_t i;
@@ -225,7 +265,7 @@ dl_filter_rows(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_t row_len, uint
         const uint8_t *in = src + (ptrdiff_t)ymin * src_stride;
         uint8_t *out = dst + yy * dst_stride;
         for (i = 0; i < row_len; i++)
-            acc[i] = 1 << (DL_PRECISION_BITS - 1);
+            acc[i] = 1 << bits >> 1;
         /* Two taps per sweep over acc halve its loads and stores. */
         for (y = 0; y + 1 < n; y += 2) {
             const uint8_t *a = in + y * src_stride, *b = a + src_stride;
@@ -240,7 +280,7 @@ dl_filter_rows(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_t row_len, uint
                 acc[i] += a[i] * wa;
         }
         for (i = 0; i < row_len; i++)
-            out[i] = dl_clip8(acc[i]);
+            out[i] = dl_clip8(acc[i], bits);
     }
 }
 
@@ -249,36 +289,36 @@ dl_filter_rows(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_t row_len, uint
  * `channels` is a constant in each inlined copy so that its loop unrolls. */
 static inline __attribute__((always_inline)) void
 dl_horizontal_row(const uint8_t *in, uint8_t *out, int out_w, int channels, int ksize,
-                  const int *bounds, const int32_t *weights)
+                  const int *bounds, const int32_t *weights, int bits)
 {
     int xx, x, c;
     for (xx = 0; xx < out_w; xx++) {
         const int32_t *k = weights + (ptrdiff_t)xx * ksize;
         const uint8_t *p = in + (ptrdiff_t)bounds[2 * xx] * channels;
         int n = bounds[2 * xx + 1];
-        int32_t ss[4] = {1 << (DL_PRECISION_BITS - 1), 1 << (DL_PRECISION_BITS - 1),
-                         1 << (DL_PRECISION_BITS - 1), 1 << (DL_PRECISION_BITS - 1)};
+        int32_t ss[4] = {1 << bits >> 1, 1 << bits >> 1, 1 << bits >> 1, 1 << bits >> 1};
         for (x = 0; x < n; x++)
             for (c = 0; c < channels; c++)
                 ss[c] += p[x * channels + c] * k[x];
         for (c = 0; c < channels; c++)
-            out[(ptrdiff_t)xx * channels + c] = dl_clip8(ss[c]);
+            out[(ptrdiff_t)xx * channels + c] = dl_clip8(ss[c], bits);
     }
 }
 
 static void dl_filter_columns_direct(const uint8_t *src, ptrdiff_t src_stride, int rows,
                                      int channels, uint8_t *dst, ptrdiff_t dst_stride, int out_w,
-                                     int ksize, const int *bounds, const int32_t *weights)
+                                     int ksize, const int *bounds, const int32_t *weights,
+                                     int bits)
 {
     int y;
     for (y = 0; y < rows; y++) {
         const uint8_t *in = src + y * src_stride;
         uint8_t *out = dst + y * dst_stride;
         switch (channels) {
-        case 1: dl_horizontal_row(in, out, out_w, 1, ksize, bounds, weights); break;
-        case 2: dl_horizontal_row(in, out, out_w, 2, ksize, bounds, weights); break;
-        case 3: dl_horizontal_row(in, out, out_w, 3, ksize, bounds, weights); break;
-        default: dl_horizontal_row(in, out, out_w, 4, ksize, bounds, weights); break;
+        case 1: dl_horizontal_row(in, out, out_w, 1, ksize, bounds, weights, bits); break;
+        case 2: dl_horizontal_row(in, out, out_w, 2, ksize, bounds, weights, bits); break;
+        case 3: dl_horizontal_row(in, out, out_w, 3, ksize, bounds, weights, bits); break;
+        default: dl_horizontal_row(in, out, out_w, 4, ksize, bounds, weights, bits); break;
         }
     }
 }
@@ -318,20 +358,21 @@ int dl_resize_vectorised(int request)
 /* One pass along the first axis, vectorised where the CPU allows. */
 static int dl_filter_rows_any(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_t row_len,
                               uint8_t *dst, ptrdiff_t dst_stride, int out_h, int ksize,
-                              const int *bounds, const int32_t *weights)
+                              const int *bounds, const int32_t *weights, int bits)
 {
     int32_t *acc;
 #if DL_HAVE_AVX2
     if (row_len >= 32 && dl_resize_vectorised(-1)) {
         dl_filter_rows_avx2(src, src_stride, row_len, dst, dst_stride, out_h, ksize, bounds,
-                            weights);
+                            weights, bits);
         return 0;
     }
 #endif
     acc = malloc(sizeof(int32_t) * (size_t)row_len);
     if (acc == NULL)
         return -1;
-    dl_filter_rows(src, src_stride, row_len, dst, dst_stride, out_h, ksize, bounds, weights, acc);
+    dl_filter_rows(src, src_stride, row_len, dst, dst_stride, out_h, ksize, bounds, weights, bits,
+                   acc);
     free(acc);
     return 0;
 }
@@ -341,7 +382,7 @@ static int dl_filter_rows_any(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_
  * (directly, without transposing, for the 2-tap bilinear upscale). */
 static int dl_filter_columns(const uint8_t *src, ptrdiff_t src_stride, int rows, int in_w,
                              int channels, uint8_t *dst, ptrdiff_t dst_stride, int out_w,
-                             int ksize, const int *bounds, const int32_t *weights)
+                             int ksize, const int *bounds, const int32_t *weights, int bits)
 {
     ptrdiff_t line = (ptrdiff_t)rows * channels;
     uint8_t *t_in, *t_out;
@@ -349,29 +390,35 @@ static int dl_filter_columns(const uint8_t *src, ptrdiff_t src_stride, int rows,
 #if DL_HAVE_AVX2
     if ((channels == 3 || channels == 4) && dl_resize_vectorised(-1)) {
         /* Pairs of taps: enough for the widest window, not the padded ksize.
-         * The high halves of the weights must fit 16 bits, which holds for
+         * Weights that all fit 16 bits (fast mode's) are used whole; others
+         * are split, and the high halves must fit 16 bits, which holds for
          * weights below 256 in magnitude: normalised weights are near 1. */
-        int n = 1, xx, fits = 1;
+        int n = 1, xx, fits = 1, whole = 1;
         for (xx = 0; xx < out_w; xx++)
             n = bounds[2 * xx + 1] > n ? bounds[2 * xx + 1] : n;
-        for (xx = 0; xx < out_w * ksize; xx++)
+        for (xx = 0; xx < out_w * ksize; xx++) {
             fits &= weights[xx] >> DL_SPLIT_BITS >= INT16_MIN &&
                     weights[xx] >> DL_SPLIT_BITS <= INT16_MAX;
-        if (fits && in_w >= 4 && in_w >= n + n % 2)
+            whole &= weights[xx] >= INT16_MIN && weights[xx] <= INT16_MAX;
+        }
+        if (fits && in_w >= 4 && in_w >= n + n % 2) {
+            dl_avx2_weights_t w = {weights, ksize, (n + 1) / 2, bits, !whole};
             return dl_filter_columns_avx2(src, src_stride, rows, in_w, channels, dst, dst_stride,
-                                          out_w, (n + 1) / 2, bounds, weights, ksize);
+                                          out_w, bounds, &w);
+        }
     }
 #endif
     if (ksize <= 3) {
         dl_filter_columns_direct(src, src_stride, rows, channels, dst, dst_stride, out_w, ksize,
-                                 bounds, weights);
+                                 bounds, weights, bits);
         return 0;
     }
     t_in = malloc((size_t)in_w * line);
     t_out = malloc((size_t)out_w * line);
     if (t_in != NULL && t_out != NULL) {
         dl_transpose(src, src_stride, rows, in_w, channels, t_in, line);
-        status = dl_filter_rows_any(t_in, line, line, t_out, line, out_w, ksize, bounds, weights);
+        status = dl_filter_rows_any(t_in, line, line, t_out, line, out_w, ksize, bounds, weights,
+                                    bits);
         if (status == 0)
             dl_transpose(t_out, line, out_w, rows, channels, dst, dst_stride);
     }
@@ -435,9 +482,10 @@ void dl_resize_source(dl_resize_part_t *part, int filter, int antialias)
  * (computed whole, so every weight is the whole resize's), from output
  * `first` on, with input indices counted from `offset`. */
 static int dl_part_coefficients(int in_size, int out_size, int filter, int antialias, int first,
-                                int count, int offset, int **bounds, int32_t **weights)
+                                int count, int offset, int fast, int **bounds,
+                                int32_t **weights, int *bits)
 {
-    int ksize = dl_coefficients(in_size, out_size, filter, antialias, bounds, weights);
+    int ksize = dl_coefficients(in_size, out_size, filter, antialias, fast, bounds, weights, bits);
     if (ksize < 0)
         return -1;
     memmove(*bounds, *bounds + 2 * (ptrdiff_t)first, sizeof(int) * 2 * (size_t)count);
@@ -461,6 +509,7 @@ typedef struct {
     ptrdiff_t src_stride;
     const int *bounds, *xin, *yin;
     const int32_t *weights;
+    int bits; /* the weights' fractional bits */
 } dl_last_pass_t;
 
 static int dl_last_pass(const dl_last_pass_t *p, int y0, int n, uint8_t *dst,
@@ -472,11 +521,11 @@ static int dl_last_pass(const dl_last_pass_t *p, int y0, int n, uint8_t *dst,
     case DL_LAST_ROWS:
         return dl_filter_rows_any(p->src, p->src_stride, line, dst, dst_stride, n, p->ksize,
                                   p->bounds + 2 * (ptrdiff_t)y0,
-                                  p->weights + (ptrdiff_t)y0 * p->ksize);
+                                  p->weights + (ptrdiff_t)y0 * p->ksize, p->bits);
     case DL_LAST_COLUMNS:
         return dl_filter_columns(p->src + y0 * p->src_stride, p->src_stride, n, p->in_w,
                                  p->channels, dst, dst_stride, p->out_w, p->ksize, p->bounds,
-                                 p->weights);
+                                 p->weights, p->bits);
     case DL_LAST_NEAREST:
         for (y = 0; y < n; y++) {
             const uint8_t *in = p->src + p->yin[y0 + y] * p->src_stride;
@@ -542,11 +591,11 @@ int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8
     uint8_t *tmp = NULL; /* this thread's scratch (DL_SCRATCH_BETWEEN), not freed */
     const dl_window_t *source = &part->source, *r = &part->region;
     int in_w = source->width, out_h = r->height, out_w = r->width;
-    int hk = 0, vk = 0, status = -1, y, first, last;
+    int hk = 0, vk = 0, hbits = 0, vbits = 0, status = -1, y, first, last;
     /* Which passes run, and in which order, follow the whole resize. */
     int need_h = part->out_w != part->in_w, need_v = part->out_h != part->in_h;
     dl_last_pass_t pass = {DL_LAST_COPY, channels, in_w, out_w, 0, NULL, src_stride,
-                           NULL, NULL, NULL, NULL};
+                           NULL, NULL, NULL, NULL, 0};
 
     if (filter == DL_FILTER_NEAREST) {
         xin = malloc(sizeof(int) * (size_t)r->width);
@@ -567,21 +616,23 @@ int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8
         goto emit;
     }
     if (need_h && (hk = dl_part_coefficients(part->in_w, part->out_w, filter, antialias, r->left,
-                                             out_w, source->left, &hb, &hw)) < 0)
+                                             out_w, source->left,
+                                             part->fast && filter == DL_FILTER_BILINEAR, &hb, &hw,
+                                             &hbits)) < 0)
         goto done;
     pass = (dl_last_pass_t){DL_LAST_COLUMNS, channels, in_w, out_w, hk, NULL, src_stride, hb,
-                            NULL, NULL, hw};
+                            NULL, NULL, hw, hbits};
     if (!need_v) {
         pass.src = src + (r->top - source->top) * src_stride;
         goto emit;
     }
     if ((vk = dl_part_coefficients(part->in_h, part->out_h, filter, antialias, r->top, out_h,
-                                   source->top, &vb, &vw)) < 0)
+                                   source->top, 0, &vb, &vw, &vbits)) < 0)
         goto done;
     if (!need_h) {
         pass = (dl_last_pass_t){DL_LAST_ROWS, channels, in_w, out_w, vk,
                                 src + (ptrdiff_t)(r->left - source->left) * channels,
-                                src_stride, vb, NULL, NULL, vw};
+                                src_stride, vb, NULL, NULL, vw, vbits};
         goto emit;
     }
     if (part->out_h < part->in_h && part->out_w > part->in_w) {
@@ -589,7 +640,7 @@ int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8
         if (tmp == NULL)
             goto done;
         if (dl_filter_rows_any(src, src_stride, (ptrdiff_t)in_w * channels, tmp,
-                               (ptrdiff_t)in_w * channels, out_h, vk, vb, vw) != 0)
+                               (ptrdiff_t)in_w * channels, out_h, vk, vb, vw, vbits) != 0)
             goto done;
         pass.src = tmp;
         pass.src_stride = (ptrdiff_t)in_w * channels;
@@ -604,10 +655,10 @@ int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8
     if (tmp == NULL)
         goto done;
     if (dl_filter_columns(src + first * src_stride, src_stride, last - first, in_w, channels, tmp,
-                          (ptrdiff_t)out_w * channels, out_w, hk, hb, hw) != 0)
+                          (ptrdiff_t)out_w * channels, out_w, hk, hb, hw, hbits) != 0)
         goto done;
     pass = (dl_last_pass_t){DL_LAST_ROWS, channels, in_w, out_w, vk, tmp,
-                            (ptrdiff_t)out_w * channels, vb, NULL, NULL, vw};
+                            (ptrdiff_t)out_w * channels, vb, NULL, NULL, vw, vbits};
 emit:
     status = dl_emit(&pass, out_h, dst, dst_stride, sink);
 done:
@@ -622,10 +673,10 @@ done:
 
 int dl_resize(const uint8_t *src, ptrdiff_t src_stride, int in_h, int in_w, int channels,
               uint8_t *dst, ptrdiff_t dst_stride, int out_h, int out_w, int filter,
-              int antialias)
+              int antialias, int fast)
 {
     dl_resize_part_t whole = {in_h, in_w, out_h, out_w, {0, 0, in_h, in_w},
-                              {0, 0, out_h, out_w}};
+                              {0, 0, out_h, out_w}, fast};
     return dl_resize_part(src, src_stride, channels, dst, dst_stride, &whole, filter, antialias,
                           NULL);
 }

@@ -10,10 +10,13 @@
 
 /* `filter` is a dl_filter_t (DL_FILTERS in dl_tables.h). */
 
-/* Returns 0, or -1 when scratch memory could not be allocated. */
+/* Returns 0, or -1 when scratch memory could not be allocated.  `fast`
+ * rounds bilinear's weights as Pillow-SIMD does (results within 1 of
+ * Pillow's); otherwise, and for the other filters, the results are
+ * Pillow's. */
 int dl_resize(const uint8_t *src, ptrdiff_t src_stride, int in_h, int in_w, int channels,
               uint8_t *dst, ptrdiff_t dst_stride, int out_h, int out_w, int filter,
-              int antialias);
+              int antialias, int fast);
 
 /* Whether dl_resize runs its vectorised (AVX2) passes, which give the same
  * bytes as the portable ones: request 0 forces the portable passes, 1 uses

@@ -24,12 +24,11 @@ DL_AVX2 static inline __m256i dl_mul8_avx2(const uint8_t *p, __m256i w)
 
 /* Four vectors of eight sums to 32 bytes, shifted and clipped as dl_clip8
  * does: the saturating packs clip below 0 and above 255. */
-DL_AVX2 static inline __m256i dl_pack32_avx2(__m256i a0, __m256i a1, __m256i a2, __m256i a3)
+DL_AVX2 static inline __m256i dl_pack32_avx2(__m256i a0, __m256i a1, __m256i a2, __m256i a3,
+                                             __m128i bits)
 {
-    __m256i lo = _mm256_packs_epi32(_mm256_srai_epi32(a0, DL_PRECISION_BITS),
-                                    _mm256_srai_epi32(a1, DL_PRECISION_BITS));
-    __m256i hi = _mm256_packs_epi32(_mm256_srai_epi32(a2, DL_PRECISION_BITS),
-                                    _mm256_srai_epi32(a3, DL_PRECISION_BITS));
+    __m256i lo = _mm256_packs_epi32(_mm256_sra_epi32(a0, bits), _mm256_sra_epi32(a1, bits));
+    __m256i hi = _mm256_packs_epi32(_mm256_sra_epi32(a2, bits), _mm256_sra_epi32(a3, bits));
     /* The packs work within 128-bit lanes: restore the order of the dwords. */
     return _mm256_permutevar8x32_epi32(_mm256_packus_epi16(lo, hi),
                                        _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
@@ -41,9 +40,10 @@ DL_AVX2 static inline __m256i dl_pack32_avx2(__m256i a0, __m256i a1, __m256i a2,
 DL_AVX2 void dl_filter_rows_avx2(const uint8_t *src, ptrdiff_t src_stride,
                                  ptrdiff_t row_len, uint8_t *dst, ptrdiff_t dst_stride,
                                  int out_h, int ksize, const int *bounds,
-                                 const int32_t *weights)
+                                 const int32_t *weights, int bits)
 {
-    const __m256i half = _mm256_set1_epi32(1 << (DL_PRECISION_BITS - 1));
+    const __m256i half = _mm256_set1_epi32(1 << bits >> 1);
+    const __m128i shift = _mm_cvtsi32_si128(bits);
     for (int yy = 0; yy < out_h; yy++) {
         const int32_t *k = weights + (ptrdiff_t)yy * ksize;
         const uint8_t *in = src + (ptrdiff_t)bounds[2 * yy] * src_stride;
@@ -62,7 +62,7 @@ DL_AVX2 void dl_filter_rows_avx2(const uint8_t *src, ptrdiff_t src_stride,
                 a2 = _mm256_add_epi32(a2, dl_mul8_avx2(p + 16, w));
                 a3 = _mm256_add_epi32(a3, dl_mul8_avx2(p + 24, w));
             }
-            _mm256_storeu_si256((__m256i *)(out + i), dl_pack32_avx2(a0, a1, a2, a3));
+            _mm256_storeu_si256((__m256i *)(out + i), dl_pack32_avx2(a0, a1, a2, a3, shift));
             if (i + 32 >= row_len)
                 break;
         }
@@ -76,7 +76,9 @@ DL_AVX2 void dl_filter_rows_avx2(const uint8_t *src, ptrdiff_t src_stride,
  * weight does not fit 16 bits, so each is split as w = hi * 2^15 + lo with
  * 0 <= lo < 2^15: the sums of products with hi and with lo are kept apart
  * and joined as (hi_sum << 15) + lo_sum, which is the portable loop's 32-bit
- * sum exactly (all of it is arithmetic modulo 2^32); DL_SPLIT_BITS is 15. */
+ * sum exactly (all of it is arithmetic modulo 2^32); DL_SPLIT_BITS is 15.
+ * Weights that fit 16 bits (fast mode's, see dl_resize.c) are not split:
+ * one vpmaddwd per pair of taps then gives the sum. */
 
 /* The weights of one pair of taps, lo and hi parts, each as 16 lanes
  * [w0 w1] x 4 repeated in both 128-bit lanes. */
@@ -100,15 +102,31 @@ DL_AVX2 static inline __m256i dl_madd_pair_avx2(__m256i pixels, const dl_pair_we
 
 /* The 32-bit sums of one output pixel whose 2 * pairs taps start at offset
  * p of rows a and b: one channel per 32-bit lane, row a's in the low 128
- * bits, rounding term included, before the shift.  Each load covers 4 taps
+ * bits, rounding term `half` included, before the shift; with `split`
+ * (a constant in each inlined copy) the weights are split in two halves.  Each load covers 4 taps
  * (two pairs); m01 and m23 pick pixels 0, 1 and 2, 3 of it as 16-bit
  * values, each channel of the two pixels side by side. */
 DL_AVX2 static inline __attribute__((always_inline)) __m256i
-dl_horizontal_pixel_avx2(const uint8_t *a, const uint8_t *b, int channels, int pairs,
-                         const dl_pair_weights_t *w, __m256i m01, __m256i m23)
+dl_horizontal_pixel_avx2(const uint8_t *a, const uint8_t *b, int channels, int pairs, int split,
+                         const dl_pair_weights_t *w, __m256i m01, __m256i m23, __m256i half)
 {
-    __m256i lo = _mm256_set1_epi32(1 << (DL_PRECISION_BITS - 1)), hi = _mm256_setzero_si256();
+    __m256i lo = half, hi = _mm256_setzero_si256();
     int q = 0;
+    if (!split) {
+        for (; q + 2 <= pairs; q += 2) {
+            __m256i v = dl_load_rows_avx2(a + q * 2 * channels, b + q * 2 * channels);
+            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m01),
+                                                        _mm256_load_si256(&w[q].lo)));
+            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m23),
+                                                        _mm256_load_si256(&w[q + 1].lo)));
+        }
+        if (q < pairs) {
+            __m256i v = dl_load_rows_avx2(a + q * 2 * channels, b + q * 2 * channels);
+            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m01),
+                                                        _mm256_load_si256(&w[q].lo)));
+        }
+        return lo;
+    }
     for (; q + 2 <= pairs; q += 2) {
         __m256i v = dl_load_rows_avx2(a + q * 2 * channels, b + q * 2 * channels);
         lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, m01), w + q, &hi));
@@ -125,9 +143,11 @@ dl_horizontal_pixel_avx2(const uint8_t *a, const uint8_t *b, int channels, int p
  * and the packing. */
 DL_AVX2 static inline __attribute__((always_inline)) void
 dl_horizontal_row_avx2(const uint8_t *in_a, const uint8_t *in_b, uint8_t *out_a, uint8_t *out_b,
-                       int out_w, int channels, int pairs, const int *start,
-                       const dl_pair_weights_t *w)
+                       int out_w, int channels, int pairs, int split, const int *start,
+                       const dl_pair_weights_t *w, int bits)
 {
+    const __m256i half = _mm256_set1_epi32(1 << bits >> 1);
+    const __m128i shift = _mm_cvtsi32_si128(bits);
     const __m256i m01 = channels == 3
         ? _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,
                            0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1)
@@ -151,10 +171,10 @@ dl_horizontal_row_avx2(const uint8_t *in_a, const uint8_t *in_b, uint8_t *out_a,
         __m256i s[4], packed;
         for (int i = 0; i < 4; i++) {
             ptrdiff_t at = (ptrdiff_t)start[xx + i] * channels;
-            s[i] = _mm256_srai_epi32(
-                dl_horizontal_pixel_avx2(in_a + at, in_b + at, channels, pairs,
-                                         w + (ptrdiff_t)(xx + i) * pairs, m01, m23),
-                DL_PRECISION_BITS);
+            s[i] = _mm256_sra_epi32(
+                dl_horizontal_pixel_avx2(in_a + at, in_b + at, channels, pairs, split,
+                                         w + (ptrdiff_t)(xx + i) * pairs, m01, m23, half),
+                shift);
         }
         /* Row a's pixels in lane 0, row b's in lane 1. */
         packed = _mm256_packus_epi16(_mm256_packs_epi32(s[0], s[2]),
@@ -176,10 +196,10 @@ dl_horizontal_row_avx2(const uint8_t *in_a, const uint8_t *in_b, uint8_t *out_a,
     }
     for (; xx < out_w; xx++) {
         ptrdiff_t at = (ptrdiff_t)start[xx] * channels;
-        __m256i v = _mm256_srai_epi32(
-            dl_horizontal_pixel_avx2(in_a + at, in_b + at, channels, pairs,
-                                     w + (ptrdiff_t)xx * pairs, m01, m23),
-            DL_PRECISION_BITS);
+        __m256i v = _mm256_sra_epi32(
+            dl_horizontal_pixel_avx2(in_a + at, in_b + at, channels, pairs, split,
+                                     w + (ptrdiff_t)xx * pairs, m01, m23, half),
+            shift);
         int32_t bytes_a, bytes_b;
         v = _mm256_packus_epi16(_mm256_packs_epi32(v, v), v);
         bytes_a = _mm256_extract_epi32(v, 0);
@@ -190,19 +210,25 @@ dl_horizontal_row_avx2(const uint8_t *in_a, const uint8_t *in_b, uint8_t *out_a,
 }
 
 /* Rows of the horizontal pass, two at a time; the common channel and pair
- * counts get copies of the row loop with those constant, so that its loops
- * unroll. */
+ * counts, split or whole weights, get copies of the row loop with those
+ * constant, so that its loops unroll. */
 DL_AVX2 static void dl_horizontal_rows_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows,
                                             int channels, uint8_t *dst, ptrdiff_t dst_stride,
-                                            int out_w, int pairs, const int *start,
-                                            const dl_pair_weights_t *w)
+                                            int out_w, const int *start,
+                                            const dl_pair_weights_t *w, const dl_avx2_weights_t *k)
 {
+    int pairs = k->pairs;
 #define DL_ROWS(c, p)                                                                       \
     for (int y = 0; y < rows; y += 2) {                                                   \
         int b = y + 1 < rows ? y + 1 : y;                                                 \
-        dl_horizontal_row_avx2(src + y * src_stride, src + b * src_stride,                \
-                               dst + y * dst_stride, dst + b * dst_stride, out_w, c, p, start, \
-                               w);                                                          \
+        if (k->split)                                                                     \
+            dl_horizontal_row_avx2(src + y * src_stride, src + b * src_stride,            \
+                                   dst + y * dst_stride, dst + b * dst_stride, out_w, c, p, 1, \
+                                   start, w, k->bits);                                      \
+        else                                                                              \
+            dl_horizontal_row_avx2(src + y * src_stride, src + b * src_stride,            \
+                                   dst + y * dst_stride, dst + b * dst_stride, out_w, c, p, 0, \
+                                   start, w, k->bits);                                      \
     }                                                                                     \
     return
     switch (channels * 8 + (pairs <= 4 ? pairs : 0)) {
@@ -229,9 +255,10 @@ DL_AVX2 static void dl_horizontal_rows_avx2(const uint8_t *src, ptrdiff_t src_st
  * out. */
 int dl_filter_columns_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows, int in_w,
                            int channels, uint8_t *dst, ptrdiff_t dst_stride, int out_w,
-                           int pairs, const int *bounds, const int32_t *weights, int ksize)
+                           const int *bounds, const dl_avx2_weights_t *k)
 {
-    int taps = 2 * pairs;
+    int pairs = k->pairs, ksize = k->ksize, taps = 2 * pairs;
+    const int32_t *weights = k->weights;
     dl_pair_weights_t *w = aligned_alloc(32, sizeof(dl_pair_weights_t) * (size_t)pairs *
                                                  (size_t)out_w);
     int *start = malloc(sizeof(int) * (size_t)out_w);
@@ -247,9 +274,13 @@ int dl_filter_columns_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows, i
                 /* Tap 2q in the low 16 bits of each [w0 w1], tap 2q + 1 in the high. */
                 for (int t = 2 * q; t < 2 * q + 2; t++) {
                     int j = t - (xmin - s), shift = 16 * (t % 2);
-                    int32_t k = j >= 0 && j < n ? weights[(ptrdiff_t)xx * ksize + j] : 0;
-                    lo |= (uint32_t)(uint16_t)(k & ((1 << DL_SPLIT_BITS) - 1)) << shift;
-                    hi |= (uint32_t)(uint16_t)(k >> DL_SPLIT_BITS) << shift;
+                    int32_t v = j >= 0 && j < n ? weights[(ptrdiff_t)xx * ksize + j] : 0;
+                    if (!k->split) { /* whole: v fits 16 bits */
+                        lo |= (uint32_t)(uint16_t)v << shift;
+                        continue;
+                    }
+                    lo |= (uint32_t)(uint16_t)(v & ((1 << DL_SPLIT_BITS) - 1)) << shift;
+                    hi |= (uint32_t)(uint16_t)(v >> DL_SPLIT_BITS) << shift;
                 }
                 uint32_t *lo_lanes = (uint32_t *)&w[(ptrdiff_t)xx * pairs + q].lo;
                 uint32_t *hi_lanes = (uint32_t *)&w[(ptrdiff_t)xx * pairs + q].hi;
@@ -261,11 +292,11 @@ int dl_filter_columns_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows, i
         }
         if (rows > 1)
             dl_horizontal_rows_avx2(src, src_stride, rows - 1, channels, dst, dst_stride, out_w,
-                                    pairs, start, w);
+                                    start, w, k);
         memcpy(last, src + (ptrdiff_t)(rows - 1) * src_stride, (size_t)in_w * channels);
         memset(last + (size_t)in_w * channels, 0, 16);
         dl_horizontal_rows_avx2(last, 0, 1, channels, dst + (ptrdiff_t)(rows - 1) * dst_stride,
-                                dst_stride, out_w, pairs, start, w);
+                                dst_stride, out_w, start, w, k);
         status = 0;
     }
     free(w);
