@@ -323,38 +323,6 @@ static void dl_filter_columns_direct(const uint8_t *src, ptrdiff_t src_stride, i
     }
 }
 
-/* Whether the AVX2 passes run: -1 until the first call decides from the CPU,
- * then 0 or 1 (dl_resize_vectorised may force 0, for tests).  Races on it
- * are benign: every writer stores a value that is correct for this CPU. */
-static int dl_vectorised = -1;
-
-static int dl_cpu_has_avx2(void)
-{
-#if DL_HAVE_AVX2
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
-#else
-    return 0;
-#endif
-}
-
-int dl_resize_vectorised(int request)
-{
-    int v;
-    if (request >= 0) {
-        v = request ? dl_cpu_has_avx2() : 0;
-        __atomic_store_n(&dl_vectorised, v, __ATOMIC_RELAXED);
-        return v;
-    }
-    v = __atomic_load_n(&dl_vectorised, __ATOMIC_RELAXED);
-    if (v < 0) {
-        v = dl_cpu_has_avx2();
-        __atomic_store_n(&dl_vectorised, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
-
-
 /* One pass along the first axis, vectorised where the CPU allows. */
 static int dl_filter_rows_any(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_t row_len,
                               uint8_t *dst, ptrdiff_t dst_stride, int out_h, int ksize,

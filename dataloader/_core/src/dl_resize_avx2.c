@@ -1,10 +1,43 @@
 /* The AVX2 passes of dl_resize.c, compiled for that target alone (a
  * function attribute, so the file builds on any x86-64) and chosen at run
- * time by dl_resize.c; see dl_resize_avx2.h. */
+ * time by dl_resize.c through dl_resize_vectorised, which is here too; see
+ * dl_resize_avx2.h. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "dl_resize.h"
 #include "dl_resize_avx2.h"
+
+/* Whether the AVX2 passes run: -1 until the first call decides from the CPU,
+ * then 0 or 1 (dl_resize_vectorised may force 0, for tests).  Races on it
+ * are benign: every writer stores a value that is correct for this CPU. */
+static int dl_vectorised = -1;
+
+static int dl_cpu_has_avx2(void)
+{
+#if DL_HAVE_AVX2
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+#else
+    return 0;
+#endif
+}
+
+int dl_resize_vectorised(int request)
+{
+    int v;
+    if (request >= 0) {
+        v = request ? dl_cpu_has_avx2() : 0;
+        __atomic_store_n(&dl_vectorised, v, __ATOMIC_RELAXED);
+        return v;
+    }
+    v = __atomic_load_n(&dl_vectorised, __ATOMIC_RELAXED);
+    if (v < 0) {
+        v = dl_cpu_has_avx2();
+        __atomic_store_n(&dl_vectorised, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
 
 #if DL_HAVE_AVX2
 #include <immintrin.h>
