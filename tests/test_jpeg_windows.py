@@ -166,10 +166,11 @@ def test_every_eighth_is_a_scale(photos):
         assert fused.shape == exact.shape
         assert not np.array_equal(fused, exact)
         assert np.abs(fused.astype(int) - exact).mean() <= 1.5
-    # A shrink by less than the margin decodes the whole image: no difference.
-    fused = Compose([Decode(), Resize(143)])(data)
-    np.testing.assert_array_equal(np.asarray(fused),
-                                  np.asarray(Compose([Decode(exact=True), Resize(143)])(data)))
+    # A shrink by less than the margin decodes the whole image: only the fast
+    # resize's rounding differs (within 1, docs/transforms.md).
+    fused = np.asarray(Compose([Decode(), Resize(143)])(data)).astype(int)
+    exact = np.asarray(Compose([Decode(exact=True), Resize(143)])(data))
+    assert np.abs(fused - exact).max() <= 1
 
 
 @pytest.mark.parametrize("vectorised", [True, False], ids=["vectorised", "portable"])
