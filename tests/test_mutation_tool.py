@@ -9,12 +9,26 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
-# The tools are importable from the repository root only; `make test-asan` runs
-# with PYTHONSAFEPATH, so the root is not on sys.path there by itself.
-from tools.mutation import hook, native, operators, python  # noqa: E402
+
+def _import_tools():
+    # The tools are importable from the repository root only, which is not on
+    # sys.path under PYTHONSAFEPATH (`make test`). It is put there for this
+    # import alone: left there, it would make worker processes started later
+    # in the session (spawn, forkserver) import the source tree's dataloader,
+    # which has no built extensions, in place of the installed one.
+    added = str(ROOT) not in sys.path
+    if added:
+        sys.path.insert(0, str(ROOT))
+    try:
+        from tools.mutation import hook, native, operators, python
+    finally:
+        if added:
+            sys.path.remove(str(ROOT))
+    return hook, native, operators, python
+
+
+hook, native, operators, python = _import_tools()
 
 SOURCE = textwrap.dedent('''
     """A docstring is never mutated."""

@@ -85,7 +85,11 @@ def test_default_root_is_under_the_temporary_folder(monkeypatch, tmp_path):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr("tempfile.tempdir", None)
     root = images.sample_image_folder(n_images=2, n_classes=1, seed=3)
-    assert root == tmp_path / "dataloader-sample-images-2-1c-3"
+    # Named by its arguments, and by its source where that is not the bundled
+    # photographs (a build without scikit-image's wheel makes synthetic ones).
+    assert root.parent == tmp_path
+    assert root.name in {"dataloader-sample-images-2-1c-3",
+                         "dataloader-sample-images-2-1c-3-synthetic"}
     assert len(images.image_paths(root)) == 2
 
 

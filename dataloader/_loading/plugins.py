@@ -81,10 +81,13 @@ def item_source(dataset: Any, transform: Any) -> tuple[Callable[[int], Any] | No
     >>> item_source([1, 2, 3], None)
     (None, None)
     """
+    # Looked up with getattr, not isinstance(dataset, TransformingDataset):
+    # from Python 3.12 that isinstance does not see attributes a wrapper
+    # forwards through __getattr__ (Subset does).
     offered = getattr(dataset, "transform", None)
-    if (transform is None and isinstance(offered, EpochBound)
-            and isinstance(dataset, TransformingDataset)):
-        return dataset.raw_item, offered
+    raw_item = getattr(dataset, "raw_item", None)
+    if transform is None and isinstance(offered, EpochBound) and callable(raw_item):
+        return raw_item, offered
     return None, transform
 
 
