@@ -15,7 +15,7 @@ def _import_tools():
     # The tools are importable from the repository root only, which is not on
     # sys.path under PYTHONSAFEPATH (`make test`). It is put there for this
     # import alone: left there, it would make worker processes started later
-    # in the session (spawn, forkserver) import the source tree's dataloader,
+    # in the test run (spawn, forkserver) import the source tree's dataloader,
     # which has no built extensions, in place of the installed one.
     added = str(ROOT) not in sys.path
     if added:
