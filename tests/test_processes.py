@@ -10,12 +10,10 @@ import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-import dataloader
 from dataloader import DataLoader, Dataset, TensorDataset, get_worker_info
 from dataloader._processes.choice import free_threaded
 from dataloader.kernels import ImageBatch
@@ -264,16 +262,7 @@ def test_image_batches_cross_as_image_batches():
 
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])
-def test_spawn_and_forkserver_pickle_the_dataset_and_name_what_cannot_be(method, monkeypatch):
-    # A new interpreter imports dataloader through this one's sys.path: keep off it
-    # any folder whose dataloader is not the one running here (another test may
-    # have put the source tree, which has no built extensions, on it).
-    package = Path(dataloader.__file__).parent
-    monkeypatch.setattr(sys, "path", [
-        entry for entry in sys.path
-        if not (Path(entry or ".") / "dataloader").is_dir()
-        or (Path(entry or ".") / "dataloader").resolve() == package.resolve()
-    ])
+def test_spawn_and_forkserver_pickle_the_dataset_and_name_what_cannot_be(method):
     with process_loader(Squares(8), batch_size=4, multiprocessing_context=method) as loader:
         assert [batch["y"].tolist() for batch in loader] == [[0, 1, 4, 9], [16, 25, 36, 49]]
     loader = process_loader(Squares(8), batch_size=4, multiprocessing_context=method,
