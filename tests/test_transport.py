@@ -184,3 +184,18 @@ def test_a_packed_batch_is_handed_over_its_pages_kept_in_the_file_not_the_writer
     assert os.fstat(pipe.writer.share(0)).st_blocks * 512 >= values.nbytes
     np.testing.assert_array_equal(batch["x"], values)  # the consumer reads the pages
     assert memfd_resident_kib() - before >= values.nbytes // 1024
+
+
+def test_a_released_batch_leaves_the_consumer_but_its_pages_stay_for_the_next(pipe):
+    # The slot's next batch reuses the pages instead of faulting in zeroes.
+    before = memfd_resident_kib()
+    values = np.arange(1 << 20, dtype=np.float64)  # 8 MiB
+    batch = pipe({"x": values})
+    np.testing.assert_array_equal(batch["x"], values)
+    del batch
+    gc.collect()
+    assert pipe.released == [0]
+    assert memfd_resident_kib() - before < 1024
+    assert os.fstat(pipe.writer.share(0)).st_blocks * 512 >= values.nbytes
+    again = pipe({"x": values[::-1].copy()})  # the same slot, written over
+    np.testing.assert_array_equal(again["x"], values[::-1])

@@ -1,12 +1,5 @@
-# Image, ImageBatch and the batch buffer pool, shared with pipeline.pyx.
-from dataloader._core._sync cimport pthread_mutex_t
-
-cdef extern from "<stdlib.h>" nogil:
-    void* aligned_alloc(size_t alignment, size_t size)
-
-# Idle blocks a BufferPool can hold.
-cdef enum:
-    MAX_POOLED = 64
+# Image and ImageBatch, shared with pipeline.pyx.
+from dataloader._core.buffers cimport BufferPool, aligned_alloc
 
 
 cdef class _Samples:
@@ -34,20 +27,6 @@ cimport cython
 @cython.final
 cdef class Image(_Samples):
     pass
-
-
-cdef class BufferPool:
-    cdef pthread_mutex_t lock
-    cdef void* blocks[MAX_POOLED]
-    cdef size_t sizes[MAX_POOLED]
-    cdef int count
-    cdef readonly int capacity
-    # Block address -> size, for blocks registered with an accelerator.
-    cdef dict registered
-    cdef void* take(self, size_t size) noexcept nogil
-    cdef bint give(self, void* block, size_t size) noexcept nogil
-    cdef bint register(self, void* block, size_t size) except -1
-    cdef void unregister(self, void* block) noexcept
 
 
 @cython.final

@@ -2,9 +2,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from dataloader._core.buffers import BufferPool
+
 MAX_SIDE: int
 MAX_BYTES: int
-POOL_CAPACITY_MAX: int
 
 def check_image_shape(shape: tuple[int, ...], layout: str = "HWC", name: str = "img") -> None: ...
 
@@ -62,16 +63,6 @@ class ImageBatch(_Samples):
     @staticmethod
     def from_array(obj: Any, layout: Literal["NCHW", "NHWC"] = "NCHW") -> ImageBatch: ...
     def pin_memory(self) -> Any: ...
-
-class BufferPool:
-    """Batch memory that is reused instead of freed."""
-
-    capacity: int
-    def __init__(self, capacity: int = 8) -> None: ...
-    @property
-    def idle(self) -> int: ...
-    @property
-    def registered_blocks(self) -> int: ...
 
 def new_batch(
     pool: BufferPool, shape: tuple[int, int, int, int], dtype: str, layout: str

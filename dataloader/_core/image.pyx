@@ -20,9 +20,6 @@ from dataloader._core._dlpack cimport (
     DL_CPU, DL_FLAG_IS_COPIED, DL_FLOAT, DL_UINT, DLManagedTensor, DLManagedTensorVersioned,
     DLTensor,
 )
-from dataloader._core._sync cimport (
-    pthread_mutex_destroy, pthread_mutex_init, pthread_mutex_lock, pthread_mutex_unlock,
-)
 from dataloader._core._typedefs cimport intp_t
 
 
@@ -33,26 +30,16 @@ import numpy as np
 
 from dataloader._core.rules import MAX_BYTES, MAX_SIDE, as_array, check_image_shape, check_nbytes
 
-# Idle blocks a BufferPool can hold at most.
-POOL_CAPACITY_MAX = MAX_POOLED
-
 cdef dict _DTYPES = {"uint8": ("B", 1, "|u1", DL_UINT), "float32": ("f", 4, "<f4", DL_FLOAT)}
 cdef tuple _IMAGE_LAYOUTS = ("HWC", "CHW")
 cdef tuple _BATCH_LAYOUTS = ("NCHW", "NHWC")
 cdef size_t _ALIGNMENT = 64
-# Pooled blocks start and end on page boundaries: an accelerator registers
-# whole pages, so no two blocks may share one.
-cdef size_t _PAGE = 4096
 
 
 cdef inline size_t _aligned_size(size_t nbytes) noexcept nogil:
     """``nbytes`` rounded up to whole alignment blocks, at least one block."""
     cdef size_t size = (nbytes + _ALIGNMENT - 1) // _ALIGNMENT * _ALIGNMENT
     return size if size else _ALIGNMENT
-
-
-cdef inline size_t _page_size(size_t size) noexcept nogil:
-    return (size + _PAGE - 1) // _PAGE * _PAGE
 
 
 cdef void _dlpack_deleter(DLManagedTensor* managed) noexcept nogil:
@@ -454,7 +441,10 @@ cdef class ImageBatch(_Samples):
         """
         import torch
 
-        if self.pool is not None and self.pool.register(self.data, _aligned_size(self.nbytes)):
+        from dataloader._loading.pinning import host_memory
+
+        if (self.pool is not None
+                and self.pool.register(self.data, _aligned_size(self.nbytes), host_memory)):
             return torch.from_dlpack(self)
         return torch.from_dlpack(self).pin_memory()
 
@@ -489,88 +479,6 @@ cdef ImageBatch pooled_batch(BufferPool pool, tuple shape, str dtype, str layout
         raise MemoryError(f"cannot allocate {size} bytes for a batch of shape {shape}")
     batch.pool = pool
     return batch
-
-
-cdef class BufferPool:
-    """Batch memory that is reused instead of freed.
-
-    An ``ImageBatch`` made from a pool gives its memory back when the batch
-    and every view of it (numpy arrays, DLPack tensors) are gone; the next
-    batch of the same size takes it, so a steady epoch allocates no new batch
-    memory. At most ``capacity`` idle blocks are kept; the rest are freed.
-    """
-
-    def __cinit__(self, int capacity=8):
-        if not 0 <= capacity <= MAX_POOLED:
-            raise ValueError(f"capacity must be 0 to {MAX_POOLED}, got {capacity}")
-        self.capacity = capacity
-        self.registered = {}
-        pthread_mutex_init(&self.lock, NULL)
-
-    def __dealloc__(self):
-        cdef int i
-        for i in range(self.count):
-            self.unregister(self.blocks[i])
-            free(self.blocks[i])
-        pthread_mutex_destroy(&self.lock)
-
-    @property
-    def registered_blocks(self):
-        """The number of this pool's blocks registered with an accelerator (page-locked)."""
-        return len(self.registered) if self.registered else 0
-
-    cdef bint register(self, void* block, size_t size) except -1:
-        """Page-lock ``block`` (taken from this pool) once; ``False`` when the accelerator cannot."""
-        from dataloader._loading.pinning import host_memory
-
-        address = <size_t> block
-        if address in self.registered:
-            return True
-        if not host_memory.register(address, _page_size(size)):
-            return False
-        self.registered[address] = size
-        return True
-
-    cdef void unregister(self, void* block) noexcept:
-        """Before ``block`` is freed: release its registration, if it has one."""
-        if not self.registered or self.registered.pop(<size_t> block, None) is None:
-            return
-        try:
-            from dataloader._loading.pinning import host_memory
-
-            host_memory.unregister(<size_t> block)
-        except BaseException:
-            pass  # at exit the accelerator may be gone; the block is freed all the same
-
-    @property
-    def idle(self):
-        """The number of idle blocks held for reuse."""
-        return self.count
-
-    cdef void* take(self, size_t size) noexcept nogil:
-        cdef int i
-        cdef void* block = NULL
-        pthread_mutex_lock(&self.lock)
-        for i in range(self.count):
-            if self.sizes[i] == size:
-                block = self.blocks[i]
-                self.count -= 1
-                self.blocks[i] = self.blocks[self.count]
-                self.sizes[i] = self.sizes[self.count]
-                break
-        pthread_mutex_unlock(&self.lock)
-        return block if block != NULL else aligned_alloc(_PAGE, _page_size(size))
-
-    cdef bint give(self, void* block, size_t size) noexcept nogil:
-        cdef bint kept = False
-        pthread_mutex_lock(&self.lock)
-        if self.count < self.capacity:
-            self.blocks[self.count] = block
-            self.sizes[self.count] = size
-            self.count += 1
-            kept = True
-        pthread_mutex_unlock(&self.lock)
-        return kept
 
 
 def new_batch(BufferPool pool, tuple shape, str dtype, str layout):

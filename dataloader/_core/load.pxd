@@ -2,7 +2,7 @@
 from dataloader._core.stats cimport Row
 
 cdef class Recipe:
-    cdef readonly object fetch, getitem, transform, collate, assemble, skip
+    cdef readonly object fetch, getitem, transform, collate, assemble, skip, rows
     cdef readonly bint batched
     cpdef object fetch_items(self, object indices)
 

@@ -59,10 +59,16 @@ cdef class Recipe:
     skip : SkipBudget or None
         With ``on_error="skip"``, the epoch's budget of items to drop;
         ``None`` raises every error.
+    rows : callable or None
+        ``rows(first_item, batch_size)``: a batch that takes each item into
+        its rows as soon as the item is made (``default_collate``'s
+        ``start_rows``), or ``None`` when collating at the end pays better.
+        Used for batches fetched item by item; ``None`` always collates at
+        the end.
     """
 
     def __init__(self, fetch, getitem, transform, collate, bint batched,
-                 assemble=None, skip=None):
+                 assemble=None, skip=None, rows=None):
         self.fetch = fetch
         self.getitem = getitem
         self.transform = transform
@@ -70,6 +76,7 @@ cdef class Recipe:
         self.batched = batched
         self.assemble = assemble if batched else None
         self.skip = skip
+        self.rows = rows if batched and fetch is None and self.assemble is None else None
 
     def __repr__(self):
         return (f"Recipe(fetch={self.fetch!r}, transform={self.transform!r}, "
@@ -114,6 +121,8 @@ cpdef object load_batch(Recipe recipe, object indices, Row row, object items=NOT
     cdef Py_ssize_t count
     if recipe.skip is not None:
         return _load_skipping(recipe, indices, row, items)
+    if recipe.rows is not None and items is NOT_FETCHED and len(indices) > 1:
+        return _load_rows(recipe, indices, row)
     count = len(indices) if recipe.batched else 1
     if items is NOT_FETCHED:
         stage_end = now_ns()
@@ -209,6 +218,38 @@ cdef object _fetch_transform(Recipe recipe, object index, Row row, object value,
         value = recipe.transform(index, value)
         record(row, TRANSFORM_COUNT, 1, started)
     return value
+
+
+cdef object _load_rows(Recipe recipe, object indices, Row row):
+    """``load_batch`` with each item collated into its rows as soon as it is made."""
+    cdef Py_ssize_t position, count = len(indices)
+    first = _fetch_transform(recipe, indices[0], row, NOT_FETCHED, now_ns())
+    cdef int64_t started = now_ns()
+    batch = recipe.rows(first, count)
+    cdef int64_t collating = now_ns() - started
+    if batch is None:
+        items = [first]
+    first = None  # each item is freed once in its rows, before the next is made
+    for position in range(1, count):
+        item = _fetch_transform(recipe, indices[position], row, NOT_FETCHED, now_ns())
+        if batch is None:
+            items.append(item)
+            continue
+        started = now_ns()
+        if not batch.add(item):
+            # Not the first item's structure: default_collate decides, as usual.
+            items = batch.items()
+            items.append(item)
+            batch = None
+        item = None
+        collating += now_ns() - started
+    started = now_ns() - collating
+    if batch is None:
+        batch = recipe.collate(items)
+    else:
+        batch = batch.finish()
+    record(row, COLLATE_COUNT, 1, started)
+    return batch
 
 
 cdef object _load_skipping(Recipe recipe, object indices, Row row, object fetched):

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from dataloader._core.image import POOL_CAPACITY_MAX, BufferPool, Image, ImageBatch, new_batch
+from dataloader._core.buffers import POOL_CAPACITY_MAX, BufferPool
+from dataloader._core.image import Image, ImageBatch, new_batch
 from dataloader._images.arguments import check_choice, check_image_shape, check_int
 from dataloader._images.chains import ItemTransform, output_shape
 from dataloader._loading.collate import default_collate, register_collate

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import collections.abc
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -38,17 +39,25 @@ import numpy as np
 from dataloader._core.collate import collate_numbers, stack_arrays
 
 __all__ = [
-    "batch_allocator", "default_collate", "default_collate_fn_map",
-    "default_convert", "register_collate",
+    "allocate", "batch_allocator", "default_collate", "default_collate_fn_map",
+    "default_convert", "own_rule", "register_collate", "tensor_batch",
 ]
+
+Allocator = Callable[[tuple[int, ...], Any], np.ndarray]
 
 # Where this process allocates stacked batches: numpy.empty, or a worker
 # process's shared-memory slot while it loads a batch.
-_empty: Callable[[tuple[int, ...], Any], np.ndarray] = np.empty
+_empty: Allocator = np.empty
+# A thread's own allocator, over the process's: a worker thread's pool.
+_local = threading.local()
 
 
-def batch_allocator(empty: Callable[[tuple[int, ...], Any], np.ndarray] | None) -> None:
+def batch_allocator(empty: Allocator | None, *, this_thread: bool = False) -> None:
     """Allocate stacked batches with ``empty(shape, dtype)`` from now on (``None``: numpy).
+
+    With ``this_thread=True``, only on the calling thread (``None`` then
+    returns it to the process's allocator): a worker thread takes its
+    batches from its loader's ``BufferPool``.
 
     Examples
     --------
@@ -60,7 +69,28 @@ def batch_allocator(empty: Callable[[tuple[int, ...], Any], np.ndarray] | None) 
     >>> batch_allocator(None)
     """
     global _empty
-    _empty = np.empty if empty is None else empty
+    if this_thread:
+        _local.empty = empty
+    else:
+        _empty = np.empty if empty is None else empty
+
+
+def _allocator() -> Allocator:
+    return getattr(_local, "empty", None) or _empty
+
+
+def allocate(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """Uninitialised memory for a stacked batch, from this thread's or process's allocator."""
+    return _allocator()(shape, dtype)
+
+
+def tensor_batch(torch: Any, elem: Any, count: int) -> Any:
+    """An uninitialised tensor for ``count`` stacked tensors like ``elem``, in batch memory."""
+    nbytes = count * elem.numel() * elem.element_size()
+    if nbytes == 0:
+        return torch.empty((count, *elem.shape), dtype=elem.dtype)
+    memory = torch.frombuffer(allocate((nbytes,), np.uint8), dtype=torch.uint8)
+    return memory.view(elem.dtype).view(count, *elem.shape)
 
 _UNSUPPORTED = (
     "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
@@ -117,7 +147,7 @@ def _collate_arrays(batch: list[Any]) -> np.ndarray:
             raise TypeError(
                 f"default_collate: cannot stack a {type(item).__name__} with numpy arrays"
             )
-    return stack_arrays(batch, _empty)
+    return stack_arrays(batch, allocate)
 
 
 def _collate_numpy_scalars(batch: list[Any]) -> np.ndarray:
@@ -184,12 +214,9 @@ def _collate_sequence(elem: collections.abc.Sequence, batch: list[Any]) -> Any:
 
 
 def _stack_tensors(torch: Any, elem: Any, batch: list[Any]) -> Any:
-    nbytes = len(batch) * elem.numel() * elem.element_size()
-    if _empty is np.empty or elem.device.type != "cpu" or nbytes == 0:
+    if _allocator() is np.empty or elem.device.type != "cpu":
         return torch.stack(batch, 0)
-    memory = torch.frombuffer(_empty((nbytes,), np.uint8), dtype=torch.uint8)
-    out = memory.view(elem.dtype).view(len(batch), *elem.shape)
-    return torch.stack(batch, 0, out=out)
+    return torch.stack(batch, 0, out=tensor_batch(torch, elem, len(batch)))
 
 
 def _collate_by_isinstance(elem: Any, batch: list[Any]) -> Any:
@@ -235,6 +262,19 @@ default_collate_fn_map: dict[type, Callable[[list[Any]], Any]] = {
 }
 # The types added by register_collate, also matched by isinstance.
 _REGISTERED: dict[type, Callable[[list[Any]], Any]] = {}
+# The rules above, before any change to ``default_collate_fn_map``.
+_OWN_RULES = dict(default_collate_fn_map)
+
+
+def own_rule(kind: type) -> bool:
+    """Whether ``default_collate`` collates items of exactly ``kind`` by its own rule.
+
+    ``False`` once a rule was registered for the type (or a base of it) or
+    ``default_collate_fn_map`` was changed for it.
+    """
+    if default_collate_fn_map.get(kind) is not _OWN_RULES.get(kind):
+        return False
+    return not any(issubclass(kind, registered) for registered in _REGISTERED)
 
 
 def register_collate(item_type: type, collate: Callable[[list[Any]], Any]) -> None:

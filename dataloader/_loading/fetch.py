@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from dataloader._core.load import Recipe
+from dataloader._loading.collate import default_collate
+from dataloader._loading.rows import start_rows
 
 __all__ = [
     "SkipBudget", "check_batch_indices", "check_index", "check_skip_policy", "dataset_recipe",
@@ -133,7 +135,9 @@ def dataset_recipe(
     one (or without batching), ``__getitem__`` fetches each item.
     ``raw_item`` (from ``plugins.item_source``) replaces both: the items
     before the dataset's own transform, which the loader runs instead.
-    ``assemble`` applies to whole batches only.
+    ``assemble`` applies to whole batches only. ``default_collate`` takes
+    each item of a batch fetched item by item as soon as it is made
+    (``dataloader._loading.rows``).
     """
     getitems = getattr(dataset, "__getitems__", None) if raw_item is None else None
     return Recipe(
@@ -144,4 +148,5 @@ def dataset_recipe(
         batched,
         assemble,
         skip,
+        start_rows if collate is default_collate else None,
     )

@@ -390,7 +390,8 @@ class DataLoader(Generic[T_co]):
             return self._pool
         self._shutdown_pool()
         self._pool = pool = Pool(size)
-        self._worker_setup = WorkerSetup(size, self._base_seed, self.dataset, self.worker_init_fn)
+        self._worker_setup = WorkerSetup(size, self._base_seed, self.dataset, self.worker_init_fn,
+                                         self.prefetch_factor)
         self._stats.ensure_threads(size)
         # The finalizer holds the pool, not the loader; it also runs at exit,
         # before the interpreter finalizes, so no worker outlives Python.

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dataloader._errors import EpochClosedError
+from dataloader._loading.worker import use_one_torch_thread
 
 if TYPE_CHECKING:
     from dataloader._sampling.state import EpochProgress
@@ -106,9 +107,9 @@ def pinning(pin_memory: bool, pin_memory_device: str) -> Pinning | None:
 def _enter_pinning_thread(plan: Pinning) -> None:
     import torch
 
-    # As torch's pinning thread: the copies use one thread (a thread-local
-    # setting), and the device of the epoch's consumer.
-    torch.set_num_threads(1)
+    # As torch's pinning thread: the copies use one thread, and the device
+    # of the epoch's consumer.
+    use_one_torch_thread()
     if plan.device_index is not None:
         torch.accelerator.set_device_index(plan.device_index)
 

@@ -54,7 +54,12 @@ from dataloader._loading.plans import EpochPlan
 from dataloader._loading.plugins import bind_epoch, item_source
 from dataloader._loading.stats import Stats
 from dataloader._loading.streaming import Cursor, drops_partial, stream_recipe
-from dataloader._loading.worker import WorkerInfo, answer_torch_worker_info, set_process_worker
+from dataloader._loading.worker import (
+    WorkerInfo,
+    answer_torch_worker_info,
+    set_process_worker,
+    use_one_torch_thread,
+)
 from dataloader._processes.transport import SlotWriter
 
 __all__ = [
@@ -121,7 +126,7 @@ def run(spec: WorkerSpec, worker_id: int, conn: Any, parent_pid: int) -> None:
     # must not run in a copy, and collecting would only dirty shared pages.
     gc.freeze()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _limit_torch_threads()
+    use_one_torch_thread()
     batch_size = spec.stream.batch_size if spec.stream is not None else None
     info = WorkerInfo(worker_id, spec.num_workers, spec.base_seed + worker_id, spec.dataset,
                       batch_size)
@@ -342,13 +347,6 @@ def _seed_globals(seed: int, epoch: int, worker_id: int) -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.manual_seed(int(state[0]) << 32 | int(state[1]))
-
-
-def _limit_torch_threads() -> None:
-    """One intra-op thread per worker, as torch's own workers run."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(1)
 
 
 class RemoteTraceback(Exception):
