@@ -17,10 +17,11 @@ For each (the median of ``--rounds`` runs, the loaders' order alternating
 between rounds): items/s over 3 epochs after a warm-up (persistent workers for
 both, torch's best; each batch read page by page, as a training step
 would), the first batch of a fresh loader (construction, ``iter`` and the
-first ``next``), and the largest summed PSS of the main process and its
-workers, sampled every 20 ms. Ratios are against torch in the same run.
-Last, the pure-Python dataset on 1 and 2 worker processes: how processes
-scale. Run ``python benchmarks/drop_in.py``.
+first ``next``), the CPU time of all the processes per item (less
+sensitive than items/s to other work on the machine), and the largest
+summed PSS of the main process and its workers, sampled every 20 ms.
+Ratios are against torch in the same run. Last, the pure-Python dataset on
+1 and 2 worker processes: how processes scale. Run ``python benchmarks/drop_in.py``.
 """
 
 from __future__ import annotations
@@ -123,6 +124,18 @@ class PeakPss:
         return self.peak_kib / 1024
 
 
+def family_cpu_seconds() -> float:
+    """The CPU time (user and system) of this process and its descendants so far."""
+    total = 0.0
+    for pid in _family(os.getpid()):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def touch(batch) -> None:
     """Read one value per 4 KiB page, as a training step reads its whole batch: the
     pages then count in the consumer's PSS whichever loader delivered them."""
@@ -142,18 +155,19 @@ def run_child(workload: str, loader_name: str, root: Path) -> dict:
     memory = PeakPss()
     items = sum(len(batch[0] if isinstance(batch, (list, tuple)) else batch)
                 for batch in loader)  # warm-up
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), family_cpu_seconds()
     for _ in range(EPOCHS):
         for batch in loader:
             touch(batch)
     seconds = time.perf_counter() - started
+    cpu_ms = (family_cpu_seconds() - cpu_started) * 1e3 / (items * EPOCHS)
     pss_mib = memory.stop()
     chosen = getattr(loader, "worker_type", "process")
     close = getattr(loader, "close", None)
     if close is not None:
         close()
-    return {"items_per_second": items * EPOCHS / seconds, "first_batch_ms": first_batch * 1e3,
-            "peak_pss_mib": pss_mib, "worker_type": chosen}
+    return {"items_per_second": items * EPOCHS / seconds, "cpu_ms_per_item": cpu_ms,
+            "first_batch_ms": first_batch * 1e3, "peak_pss_mib": pss_mib, "worker_type": chosen}
 
 
 def _median(runs: list[dict]) -> dict:
@@ -203,6 +217,8 @@ def main() -> None:
                 workload, loader if loader != "auto" else f"auto ({ours['worker_type']})",
                 f"{ours['items_per_second']:,.0f}",
                 f"{ours['items_per_second'] / torch['items_per_second']:.2f}",
+                f"{ours['cpu_ms_per_item']:.3f}",
+                f"{torch['cpu_ms_per_item'] / ours['cpu_ms_per_item']:.2f}",
                 f"{ours['first_batch_ms']:.1f}",
                 f"{ours['first_batch_ms'] / torch['first_batch_ms']:.2f}",
                 f"{ours['peak_pss_mib']:.0f}",
@@ -213,8 +229,8 @@ def main() -> None:
     two = results.get("pure_python", {}).get("process") or run_fresh("pure_python", "process", root)
     print(f"batch size {BATCH_SIZE}, {NUM_WORKERS} workers, load average {load:.1f} "
           f"at the start, {os.cpu_count()} CPUs")
-    print_table(["dataset", "loader", "items/s", "vs torch", "first batch ms", "vs torch",
-                 "peak PSS MiB", "vs torch"], rows)
+    print_table(["dataset", "loader", "items/s", "vs torch", "CPU ms/item", "torch / ours",
+                 "first batch ms", "vs torch", "peak PSS MiB", "vs torch"], rows)
     scaling = two["items_per_second"] / one
     print(f"pure_python on worker processes: 2 workers / 1 worker = {scaling:.2f}")
     write_json(RESULTS, "drop_in", {"load_average": load, "results": results,

@@ -2,7 +2,9 @@
 from dataloader._core.stats cimport Row
 
 cdef class Recipe:
-    cdef readonly object fetch, getitem, transform, collate, assemble, skip, rows
+    cdef readonly object fetch, getitem, transform, collate, assemble, skip
+    # Set to None by the first batch whose items would not pay for rows.
+    cdef readonly object rows
     cdef readonly bint batched
     cpdef object fetch_items(self, object indices)
 

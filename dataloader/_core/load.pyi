@@ -23,6 +23,8 @@ class Recipe:
     def assemble(self) -> Callable[[Any, Any], Any] | None: ...
     @property
     def skip(self) -> Any: ...
+    @property
+    def rows(self) -> Callable[[Any, int], Any] | None: ...
     def __init__(
         self,
         fetch: Callable[[list[int]], Sequence[Any]] | None,
@@ -32,6 +34,7 @@ class Recipe:
         batched: bool,
         assemble: Callable[[Any, Any], Any] | None = None,
         skip: Any = None,
+        rows: Callable[[Any, int], Any] | None = None,
     ) -> None: ...
     def fetch_items(self, indices: Any) -> Sequence[Any]: ...
 
