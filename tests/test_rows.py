@@ -103,12 +103,18 @@ def test_small_items_and_types_with_rules_of_their_own_collate_at_the_end():
 
 
 def test_once_a_batch_declines_rows_the_epoch_collates_at_the_end():
+    checked = []
+
+    def rows(first, count):
+        checked.append(first)
+        return start_rows(first, count)
+
     recipe = Recipe(None, [(i, str(i)) for i in range(8)].__getitem__, lambda i, item: item,
-                    default_collate, True, rows=start_rows)
+                    default_collate, True, rows=rows)
     first = load_batch(recipe, [0, 1, 2, 3], Row())
-    assert recipe.rows is None  # small items: the later batches skip the check
     assert_same(first, default_collate([(i, str(i)) for i in range(4)]))
     assert_same(load_batch(recipe, [4, 5], Row()), [np.array([4, 5]), ["4", "5"]])
+    assert checked == [(0, "0")]  # small items: the later batch skipped the check
 
 
 def test_a_changed_rule_for_arrays_is_followed(monkeypatch):

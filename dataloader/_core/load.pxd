@@ -3,8 +3,10 @@ from dataloader._core.stats cimport Row
 
 cdef class Recipe:
     cdef readonly object fetch, getitem, transform, collate, assemble, skip
-    # Set to None by the first batch whose items would not pay for rows.
     cdef readonly object rows
+    # Set by the first batch whose items would not pay for rows (a C flag:
+    # worker threads may set it at once, also without a GIL).
+    cdef bint rows_declined
     cdef readonly bint batched
     cpdef object fetch_items(self, object indices)
 

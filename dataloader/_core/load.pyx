@@ -123,7 +123,8 @@ cpdef object load_batch(Recipe recipe, object indices, Row row, object items=NOT
     cdef Py_ssize_t count
     if recipe.skip is not None:
         return _load_skipping(recipe, indices, row, items)
-    if recipe.rows is not None and items is NOT_FETCHED and len(indices) > 1:
+    if (recipe.rows is not None and not recipe.rows_declined and items is NOT_FETCHED
+            and len(indices) > 1):
         return _load_rows(recipe, indices, row)
     count = len(indices) if recipe.batched else 1
     if items is NOT_FETCHED:
@@ -234,7 +235,7 @@ cdef object _load_rows(Recipe recipe, object indices, Row row):
     batch = recipe.rows(first, count)
     cdef int64_t collating = now_ns() - started
     if batch is None:
-        recipe.rows = None
+        recipe.rows_declined = True
         return _collate_rest(recipe, indices, row, first)
     first = None  # each item is freed once in its rows, before the next is made
     for position in range(1, count):
