@@ -199,3 +199,16 @@ def test_a_released_batch_leaves_the_consumer_but_its_pages_stay_for_the_next(pi
     assert os.fstat(pipe.writer.share(0)).st_blocks * 512 >= values.nbytes
     again = pipe({"x": values[::-1].copy()})  # the same slot, written over
     np.testing.assert_array_equal(again["x"], values[::-1])
+
+
+def test_a_slot_beyond_the_kept_ones_returns_its_pages_once_released():
+    writer, reader = SlotWriter(), SlotReader()
+    values = np.arange(1 << 20, dtype=np.float64)  # 8 MiB
+    packed = writer.pack(0, {"x": values})
+    reader.attach(0, 0, os.dup(writer.share(0)))
+    batch = reader.unpack(0, packed, release=lambda: None, keep_pages=False)
+    np.testing.assert_array_equal(batch["x"], values)
+    del batch
+    gc.collect()
+    assert os.fstat(writer.share(0)).st_blocks * 512 < values.nbytes // 8
+    writer.close()

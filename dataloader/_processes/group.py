@@ -78,6 +78,7 @@ class WorkerGroup:
     def __init__(self, spec: _worker.WorkerSpec, context: Any) -> None:
         self.size = spec.num_workers
         self.reader = SlotReader()
+        self._kept_slots = spec.kept_slots
         self._free: list[list[int]] = [[] for _ in range(self.size)]
         self._slot_counts = [0] * self.size
         # The slot lent with each request in flight, (token, position) -> slot.
@@ -172,7 +173,11 @@ class WorkerGroup:
         def release(worker_id: int = worker_id, slot: int = packed.slot) -> None:
             released.append((worker_id, slot))
 
-        return self.reader.unpack(worker_id, packed, release)
+        # The lowest free slots are lent first, so a steady epoch cycles
+        # through the kept ones; a slot beyond them (the consumer kept many
+        # batches) returns its pages once released.
+        return self.reader.unpack(worker_id, packed, release,
+                                  keep_pages=packed.slot < self._kept_slots)
 
     def discard(self, worker_id: int, packed: Packed | None) -> None:
         """Recycle the slot of a reply nobody will read."""
@@ -230,7 +235,8 @@ class WorkerGroup:
             self._free[released_worker].append(slot)
         free = self._free[worker_id]
         if free:
-            slot = free.pop()
+            slot = min(free)
+            free.remove(slot)
         else:
             slot = self._slot_counts[worker_id]
             self._slot_counts[worker_id] += 1

@@ -21,8 +21,10 @@ process drops only its own page-table entries (``MADV_DONTNEED``): the
 worker once the batch is packed, the consumer once the batch is released.
 A batch waiting for the consumer, or a slot waiting for its next batch, is
 then memory of no process, as a segment that torch's worker unmapped after
-sending; the slots hold at most the batches in flight and are freed with
-their worker.
+sending. Only the slots a steady epoch cycles through keep their pages
+(``prefetch_factor + 2`` per worker); a slot beyond them, lent while the
+consumer keeps many batches, returns its pages to the system once
+released (``MADV_REMOVE``). Files and pages go with their worker.
 
 numpy arrays, ``Image`` / ``ImageBatch`` and CPU torch tensors are sent out
 of band; anything else picklable is pickled with the batch.
@@ -237,14 +239,19 @@ class SlotReader:
         finally:
             os.close(fd)
 
-    def unpack(self, worker: int, packed: Packed, release: Callable[[], None]) -> Any:
-        """The batch of ``packed``; ``release()`` is called once no array views its slot."""
+    def unpack(self, worker: int, packed: Packed, release: Callable[[], None],
+               keep_pages: bool = True) -> Any:
+        """The batch of ``packed``; ``release()`` is called once no array views its slot.
+
+        The slot's pages then stay in its file for its next batch, or with
+        ``keep_pages=False`` go back to the system.
+        """
         mapping = self._mappings[worker, packed.slot]
         end = packed.layout[-1][0] + packed.layout[-1][1] if packed.layout else 0
         # One array per batch holds the slot: every buffer handed to the
         # unpickler is a view of it, so it dies with the batch's last array.
         lease = np.frombuffer(mapping, np.uint8, count=end) if end else np.empty(0, np.uint8)
-        weakref.finalize(lease, _release, mapping, release)
+        weakref.finalize(lease, _release, mapping, release, keep_pages)
         whole = memoryview(lease)
         buffers = [whole[start:start + nbytes] for start, nbytes in packed.layout]
         del whole, lease
@@ -252,11 +259,11 @@ class SlotReader:
 
 
 
-def _release(mapping: mmap.mmap, release: Callable[[], None]) -> None:
-    """A slot's batch is gone: the consumer drops its page-table entries, the slot goes
-    back to its worker, and its pages stay in the file for the slot's next batch."""
+def _release(mapping: mmap.mmap, release: Callable[[], None], keep_pages: bool) -> None:
+    """A slot's batch is gone: the consumer drops its page-table entries and the slot
+    goes back to its worker, its pages kept in the file for its next batch (or freed)."""
     try:
-        mapping.madvise(mmap.MADV_DONTNEED)
+        mapping.madvise(mmap.MADV_DONTNEED if keep_pages else mmap.MADV_REMOVE)
     except (OSError, ValueError):
         pass  # unmapped meanwhile: nothing to drop
     release()

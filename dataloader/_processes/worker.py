@@ -102,6 +102,9 @@ class WorkerSpec:
     skipping: bool
     # An iterable-style dataset: each worker iterates its own stream.
     stream: StreamSpec | None = None
+    # Slots per worker whose pages stay between batches: the batches in
+    # flight, the one the consumer holds and one just released.
+    kept_slots: int = 4
 
     @classmethod
     def of_loader(cls, loader: Any, base_seed: int, batched: bool, iterable: bool) -> WorkerSpec:
@@ -115,7 +118,7 @@ class WorkerSpec:
             num_workers=loader.num_workers, base_seed=base_seed,
             item_concurrency=loader.item_concurrency,
             report_skipped=loader.max_skipped is not None, skipping=loader.on_error == "skip",
-            stream=stream,
+            stream=stream, kept_slots=loader.prefetch_factor + 2,
         )
 
 
