@@ -241,8 +241,10 @@ class Stream(IterableDataset):
         return iter(range(info.id, 30, info.num_workers))
 
 
-def test_streaming_batches_are_pinned_and_all_delivered(accelerator):
-    loader = DataLoader(Stream(), batch_size=4, num_workers=2, pin_memory=True)
+@pytest.mark.parametrize("worker_type", ["thread", "process"])
+def test_streaming_batches_are_pinned_and_all_delivered(accelerator, worker_type):
+    loader = DataLoader(Stream(), batch_size=4, num_workers=2, pin_memory=True,
+                        worker_type=worker_type)
     batches = list(loader)
     assert all(accelerator.is_pinned(batch) for batch in batches)
     assert sorted(chain.from_iterable(batch.tolist() for batch in batches)) == list(range(30))
