@@ -99,5 +99,5 @@ def test_ctrl_c_interrupts_the_consumer_and_the_workers_stop_with_the_loader(kin
 def test_process_streams_start_under_spawn_and_forkserver(method):
     with DataLoader(Range(10), batch_size=2, num_workers=2, worker_type="process",
                     multiprocessing_context=method, timeout=120) as loader:
-        batches = [batch.tolist() for batch in loader]
-    assert sorted(sum(batches, [])) == list(range(10))
+        items = [item for batch in loader for item in batch.tolist()]
+    assert sorted(items) == list(range(10))
