@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 import pytest
+from stream_datasets import Range
 
 from dataloader import DataLoader, Dataset, TensorDataset, get_worker_info
 from dataloader._processes.choice import free_threaded
@@ -344,10 +345,11 @@ def test_bad_worker_types_are_refused():
         DataLoader(Squares(), worker_type="processes")
 
 
+@pytest.mark.parametrize("make", [lambda: Squares(8), lambda: Range(8)], ids=["map", "stream"])
 @pytest.mark.parametrize("cycles", [
     100, pytest.param(1000, marks=pytest.mark.soak, id="1000"),
 ])
-def test_create_and_destroy_leaves_no_process_descriptor_or_segment(cycles):
+def test_create_and_destroy_leaves_no_process_descriptor_or_segment(cycles, make):
     def census():
         gc.collect()  # earlier tests' garbage (mappings, pipes) is not this loop's
         children = subprocess.run(["ps", "--ppid", str(os.getpid()), "-o", "pid="],
@@ -355,10 +357,10 @@ def test_create_and_destroy_leaves_no_process_descriptor_or_segment(cycles):
         return len(os.listdir("/proc/self/fd")), len(children)
 
     for _ in range(3):  # warm up: imports, lazily opened descriptors
-        list(process_loader(Squares(8), batch_size=4, num_workers=1))
+        list(process_loader(make(), batch_size=4, num_workers=1))
     before, shm_before = census(), set(os.listdir("/dev/shm"))
     for cycle in range(cycles):
-        loader = process_loader(Squares(8), batch_size=4, num_workers=1,
+        loader = process_loader(make(), batch_size=4, num_workers=1,
                                 persistent_workers=bool(cycle % 2))
         batches = list(loader)
         del batches
