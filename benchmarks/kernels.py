@@ -30,6 +30,14 @@ writes ``benchmarks/results/float_tail.json``.
 photograph, nearest and bilinear, in the same run, alternating; it prints
 our speed over Pillow's and writes ``benchmarks/results/warps.json``.
 
+``--decode`` runs only the whole-image JPEG decode, ``kernels.decode`` against
+simplejpeg, on the sample set's photographs (``sample_image_folder(40,
+photographs="installed")``: Debian's wallpaper photographs when installed)
+in paired rounds: each round decodes every photograph once with each
+library, the order alternating, and times both by the thread's CPU time and
+by wall time; it prints the median and quartiles of the per-round speed
+ratio and writes ``benchmarks/results/decode.json``.
+
 Pillow-SIMD replaces Pillow, so it runs in a subprocess of the interpreter
 given by ``--pillow-simd`` (default: ``$PILLOW_SIMD_PYTHON``, else
 ``.venv-pillow-simd/bin/python``, which ``make pillow-simd`` creates); it is
@@ -38,6 +46,7 @@ left out, with a notice, when there is none.
 Run: ``.venv/bin/python benchmarks/kernels.py [--quick] [--rounds N] [--pillow-simd PYTHON]``
 or ``.venv/bin/python benchmarks/kernels.py --float-tail [--rounds N]``
 or ``.venv/bin/python benchmarks/kernels.py --warps [--rounds N]``
+or ``.venv/bin/python benchmarks/kernels.py --decode [--rounds N]``
 """
 
 import argparse
@@ -45,9 +54,11 @@ import io
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -71,7 +82,7 @@ from PIL import Image as PILImage
 import dataloader
 from dataloader import kernels
 from dataloader._images.chains import compile_chain
-from dataloader._images.samples import synthetic_image
+from dataloader._images.samples import image_paths, sample_image_folder, synthetic_image
 from dataloader.kernels import ImageBatch
 from dataloader.transforms import (
     CenterCrop,
@@ -98,6 +109,7 @@ except ImportError:
 RESULTS = Path(__file__).parent / "results" / "kernels.json"
 FLOAT_TAIL_RESULTS = Path(__file__).parent / "results" / "float_tail.json"
 WARPS_RESULTS = Path(__file__).parent / "results" / "warps.json"
+DECODE_RESULTS = Path(__file__).parent / "results" / "decode.json"
 TAIL = [ToFloat(), Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)), ToChw()]
 PILLOW_SIMD_VENV = Path(__file__).resolve().parent.parent / ".venv-pillow-simd" / "bin" / "python"
 
@@ -291,13 +303,13 @@ def float_tail(jpeg, pixels, count, repeats, rounds):
     return rows
 
 
-def side_record(args, load_before, rows, title):
+def side_record(args, load_before, rows, title, units="ms per image, 1 thread / 2 threads"):
     """A side measurement's record (versions, CPUs, rounds, the load average before and
     after, its rows), with its header line printed."""
     info = {"versions": versions(), "cpus": os.cpu_count(), "rounds": args.rounds,
             "load_average": [load_before, load_average()], "results": rows}
     print(f"{title}: {info['cpus']} CPUs, load average {load_before} -> "
-          f"{info['load_average'][1]}; ms per image, 1 thread / 2 threads")
+          f"{info['load_average'][1]}; {units}")
     return info
 
 
@@ -372,6 +384,52 @@ def warps_main(args, pixels):
     write_results(WARPS_RESULTS, info)
 
 
+def paired_decode_rounds(files, rounds):
+    """{clock: {library: [us per image of each round]}}: every round decodes every file
+    once with each library, the order alternating, timed by thread CPU and wall clocks."""
+    libraries = {"dataloader": kernels.decode, "simplejpeg": simplejpeg.decode_jpeg}
+    times = {clock: {name: [] for name in libraries} for clock in ("cpu", "wall")}
+    for function in libraries.values():   # warm up
+        for data in files:
+            function(data)
+    for index in range(rounds):
+        for name in (list(libraries) if index % 2 == 0 else list(libraries)[::-1]):
+            function = libraries[name]
+            cpu, wall = time.thread_time_ns(), time.perf_counter_ns()
+            for data in files:
+                function(data)
+            times["cpu"][name].append((time.thread_time_ns() - cpu) / 1e3 / len(files))
+            times["wall"][name].append((time.perf_counter_ns() - wall) / 1e3 / len(files))
+    return times
+
+
+def decode_main(args):
+    if simplejpeg is None:
+        sys.exit("--decode needs simplejpeg (the bench extra)")
+    load_before = load_average()
+    files = [path.read_bytes() for path in image_paths(
+        sample_image_folder(40, photographs="installed"))]
+    rows = []
+    for clock, times in paired_decode_rounds(files, 40 * args.rounds).items():
+        ours, peer = times["dataloader"], times["simplejpeg"]
+        ratios = [p / o for o, p in zip(ours, peer, strict=True)]
+        quartiles = statistics.quantiles(ratios, n=4)
+        rows.append({"clock": clock, "rounds": len(ratios),
+                     "dataloader_us": {"min": min(ours), "median": statistics.median(ours)},
+                     "simplejpeg_us": {"min": min(peer), "median": statistics.median(peer)},
+                     "speed_vs_simplejpeg": {"median": quartiles[1], "quartiles": [
+                         quartiles[0], quartiles[2]], "min_over_min": min(peer) / min(ours)}})
+    info = side_record(args, load_before, rows, f"whole-image JPEG decode, {len(files)} "
+                       "photographs", f"{rows[0]['rounds']} paired rounds, one thread")
+    for row in rows:
+        speed = row["speed_vs_simplejpeg"]
+        print(f"{row['clock']:4} time per image: dataloader {row['dataloader_us']['median']:.1f} "
+              f"us, simplejpeg {row['simplejpeg_us']['median']:.1f} us (medians); our speed "
+              f"{speed['median']:.3f}x simplejpeg's (quartiles {speed['quartiles'][0]:.3f}-"
+              f"{speed['quartiles'][1]:.3f}; fastest rounds {speed['min_over_min']:.3f}x)")
+    write_results(DECODE_RESULTS, info)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
@@ -384,6 +442,9 @@ def main():
                         help="only the fused float tail against the unfused one")
     parser.add_argument("--warps", action="store_true",
                         help="only the affine warp against Pillow's transform and rotate")
+    parser.add_argument("--decode", action="store_true",
+                        help="only the whole-image JPEG decode against simplejpeg's, on the "
+                             "sample set's photographs, in paired rounds")
     args = parser.parse_args()
     count, repeats = (16, 5) if args.quick else (24, 5)
     args.rounds = args.rounds or (1 if args.quick else 5)
@@ -396,6 +457,8 @@ def main():
         return float_tail_main(args, pixels, jpeg)
     if args.warps:
         return warps_main(args, pixels)
+    if args.decode:
+        return decode_main(args)
     load_before = load_average()
     png_pixels, _ = photo(768, 1024)
     png = encoded(png_pixels, "PNG")

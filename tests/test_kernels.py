@@ -80,6 +80,32 @@ def test_decode_modes(mode, channels):
     np.testing.assert_array_equal(pixels, pillow_pixels(data, mode or "RGBA"))
 
 
+@pytest.mark.parametrize("pil_mode", ["RGB", "L", "CMYK"])
+@pytest.mark.parametrize("mode", [None, "L", "RGB", "RGBA"])
+def test_jpeg_decode_with_and_without_out_gives_pillows_pixels(pil_mode, mode):
+    # Without out= and min_size=, decode is one native call (header, limits, a new
+    # array, decode); with out= it goes through the checks of out. Same pixels.
+    channels = {"L": 1, "RGB": 3, "CMYK": 4}[pil_mode]
+    image = PILImage.fromarray(natural_image(37, 53, channels, seed=3).squeeze(), pil_mode)
+    data = encode(image, "JPEG", quality=90)
+    expected = pillow_pixels(data, mode or ("L" if pil_mode == "L" else "RGB"))
+    new = kernels.decode(data, mode=mode)
+    assert new.shape == expected.shape and new.flags.c_contiguous and new.flags.writeable
+    np.testing.assert_array_equal(new, expected)
+    out = np.full(expected.shape, 7, np.uint8)
+    assert kernels.decode(bytearray(data), mode=mode, out=out) is out
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_jpeg_decode_errors_after_the_header_leave_the_decoder_usable():
+    good = encode(natural_image(30, 40, 3), "JPEG")
+    for bad, error in [(good[:len(good) // 2], "cannot decode image"),
+                       (good, "exceeds the limit")]:
+        with pytest.raises(ValueError, match=error):
+            kernels.decode(bad, max_width=39 if bad is good else 40)
+        np.testing.assert_array_equal(kernels.decode(good), pillow_pixels(good))
+
+
 def test_decode_accepts_bytes_like_objects():
     data = encode(natural_image(6, 7, 3), "PNG")
     expected = kernels.decode(data)

@@ -173,15 +173,21 @@ def decode(data: EncodedBytes, *, mode: str | None = None, out: np.ndarray | Non
     >>> decode(buffer.getvalue(), mode="L")[0, 0].tolist()
     [18]
     """
-    buf = bytes_view(data)
-    check_choice("mode", mode, (None, *CHANNELS))
+    # bytes, the usual input, go to the codecs as they are (non-empty).
+    buf = data if type(data) is bytes and data else bytes_view(data)
+    channels = _mode_channels(mode)
     limits = (check_int("max_width", max_width, 1), check_int("max_height", max_height, 1),
               check_int("max_bytes", max_bytes, 1, MAX_BYTES))
+    if out is None and min_size is None:
+        # The common case in one native call: header, limits, a new array, decode.
+        image = _codecs.decode_new(buf, channels, *limits)
+        if image is not None:
+            return image
     fmt = _codecs.sniff(buf)
     if fmt not in _codecs.NATIVE_FORMATS:
-        return _decode_pillow(buf, fmt, mode, out, limits)
-    fmt, height, width, channels = _codecs.header_info(buf)
-    channels = CONVERT_MODES[mode] if mode else channels
+        return _decode_pillow(bytes_view(buf), fmt, mode, out, limits)
+    fmt, height, width, header_channels = _codecs.header_info(buf)
+    channels = channels or header_channels
     scale = 8
     if min_size is not None:
         min_h, min_w = check_size("min_size", min_size, allow_int=False)
@@ -192,6 +198,15 @@ def decode(data: EncodedBytes, *, mode: str | None = None, out: np.ndarray | Non
     result, target = _decode_target(out, (height, width, channels))
     _codecs.decode_into(buf, target, scale)
     return result
+
+
+def _mode_channels(mode) -> int:
+    """The channels of ``mode``, 0 for None (the image's own)."""
+    if mode is None:
+        return 0
+    if type(mode) is not str or mode not in CHANNELS:
+        check_choice("mode", mode, (None, *CHANNELS))
+    return CHANNELS[mode]
 
 
 def _decode_target(out, shape):

@@ -324,3 +324,56 @@ def test_jpeg_ycck_converted_as_pillow(channels, mode):
     adobe = data.index(b"Adobe")
     assert data[adobe + 11] == 2   # the Adobe segment's transform: YCCK
     assert_same_as_pillow(data, mode, channels=channels)
+
+
+# --- a JPEG header read once for an info call and the decode after it ------
+
+def same_length(*files):
+    """The JPEGs padded after their end (which decoders ignore) to one length."""
+    length = max(len(f) for f in files)
+    return [f + bytes(length - len(f)) for f in files]
+
+
+def test_kept_jpeg_header_is_used_only_for_the_same_header_bytes():
+    # header_info keeps the header in the thread's decompressor; the decode of
+    # the same buffer after it starts from it only when the header's bytes are
+    # unchanged. Same buffer, same size, other quantisation tables: parsed again.
+    image = natural_image(30, 40, 3, seed=5)
+    first, second = same_length(encode(image, "JPEG", quality=90),
+                                encode(image, "JPEG", quality=30))
+    buffer = bytearray(first)
+    out = np.empty((30, 40, 3), np.uint8)
+    codecs.header_info(buffer)
+    buffer[:] = second
+    codecs.decode_into(buffer, out)
+    np.testing.assert_array_equal(out, pillow_pixels(second))
+
+
+def test_kept_jpeg_header_reads_the_entropy_data_the_buffer_holds():
+    # Same header bytes, other pixels: the kept header is used, and the
+    # pixels are those of the data in the buffer at the decode.
+    first, second = same_length(encode(natural_image(30, 40, 3, seed=6), "JPEG", quality=90),
+                                encode(natural_image(30, 40, 3, seed=7), "JPEG", quality=90))
+    header = first.index(b"\xff\xda")
+    assert first[:header] == second[:header]
+    buffer = bytearray(first)
+    out = np.empty((30, 40, 3), np.uint8)
+    codecs.header_info(buffer)
+    buffer[:] = second
+    codecs.decode_into(buffer, out)
+    np.testing.assert_array_equal(out, pillow_pixels(second))
+
+
+def test_kept_jpeg_header_does_not_survive_other_calls():
+    # An info call on one file, then a decode of another, then of the first:
+    # each decode gives its own file's pixels, as does a header too long to keep.
+    files = [encode(natural_image(30, 40, 3, seed=s), "JPEG", quality=q)
+             for s, q in ((8, 90), (9, 50))]
+    exif = PILImage.Exif()
+    exif[0x010E] = "x" * 5000   # ImageDescription: an APP1 segment longer than kept headers
+    buffer = io.BytesIO()
+    PILImage.fromarray(natural_image(30, 40, 3, seed=10)).save(buffer, "JPEG", exif=exif)
+    files.append(buffer.getvalue())
+    for info, decoded in ((0, 1), (1, 0), (2, 2), (2, 0), (0, 0)):
+        codecs.header_info(files[info])
+        np.testing.assert_array_equal(decode_native(files[decoded]), pillow_pixels(files[decoded]))

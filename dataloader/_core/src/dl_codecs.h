@@ -33,7 +33,9 @@ typedef struct {
 int dl_sniff(const uint8_t *data, size_t size);
 
 /* Reads the header only; formats without a native decoder report
- * DL_ERR_CORRUPT with info->format set (the caller may fall back). */
+ * DL_ERR_CORRUPT with info->format set (the caller may fall back). A JPEG's
+ * header stays read in the thread's decompressor for a decode of the same
+ * bytes that follows on this thread (dl_jpeg.c). */
 int dl_image_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg);
 
 /* JPEG DCT scales are in eighths: `scale` in 1..8 decodes at scale/8, each
@@ -51,7 +53,8 @@ int dl_check_limits(int height, int width, int channels, int max_width, int max_
                     double max_bytes, char *msg);
 
 /* Decodes into dst (height x width x channels rows, `row_stride` bytes
- * apart).  The header is read again and must give exactly height x width
+ * apart).  The header is read again (a JPEG's only when dl_image_info did
+ * not just read it on this thread) and must give exactly height x width
  * (after JPEG scaling by scale/8; other formats take scale 8); channels may
  * differ from the native count and is converted as Pillow's Image.convert
  * does. */

@@ -15,7 +15,15 @@
  * edges of what it decodes, so one pixel of context (DL_JPEG_CONTEXT) is
  * decoded around the window on every side where the image goes on, and cut
  * off. Rows after the window are not read: a window decode does not look at
- * the data after its last row. */
+ * the data after its last row.
+ *
+ * A header read by dl_jpeg_info stays read in the thread's decompressor, and
+ * the next call starts from it when it is given the same bytes (same address
+ * and size, and the header's bytes equal to a copy taken when it was read):
+ * libjpeg's header state is a function of those bytes alone, so this is the
+ * parse the call would make, and an info call followed by a decode of the
+ * image (kernels.decode, a chain's plan and run passes) parses it once. Any
+ * other call drops the kept header first. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -32,6 +40,11 @@
  * sample on each side). */
 #define DL_JPEG_CONTEXT 1
 
+/* The longest header kept for the next call (SOI to the end of the first
+ * SOS segment): a file with a longer one (large APPn segments) is parsed
+ * again. Pillow writes about 600 bytes. */
+#define DL_JPEG_KEPT_MAX 2048
+
 typedef struct {
     struct jpeg_error_mgr pub;
     jmp_buf jump;
@@ -45,6 +58,11 @@ typedef struct {
     dl_jpeg_error_t error;
     uint8_t *row, *rgb;
     size_t row_size, rgb_size;
+    /* The header the decompressor holds, read from `kept` (`kept_size` bytes),
+     * its first `kept_length` bytes copied; kept_length 0: none. */
+    const uint8_t *kept;
+    size_t kept_size, kept_length;
+    uint8_t kept_bytes[DL_JPEG_KEPT_MAX];
 } dl_jpeg_state_t;
 
 static void dl_jpeg_error_exit(j_common_ptr cinfo)
@@ -141,10 +159,19 @@ int dl_jpeg_scale_for(int height, int width, int min_h, int min_w)
     return 8;
 }
 
-/* Starts reading `data`: the state's decompressor holds its header. */
+/* Starts reading `data`: the state's decompressor holds its header, the
+ * kept one when it was read from these bytes. */
 static void read_header(dl_jpeg_state_t *state, const uint8_t *data, size_t size)
 {
     j_decompress_ptr cinfo = &state->cinfo;
+    if (state->kept_length > 0) {
+        size_t length = state->kept_length;
+        state->kept_length = 0;
+        if (state->kept == data && state->kept_size == size &&
+            memcmp(state->kept_bytes, data, length) == 0)
+            return;
+        jpeg_abort_decompress(cinfo);
+    }
     jpeg_mem_src(cinfo, data, (unsigned long)size);
     if (jpeg_read_header(cinfo, TRUE) != JPEG_HEADER_OK || cinfo->image_width < 1 ||
         cinfo->image_height < 1)
@@ -165,7 +192,17 @@ int dl_jpeg_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg)
     info->width = (int)state->cinfo.image_width;
     info->height = (int)state->cinfo.image_height;
     info->channels = state->cinfo.jpeg_color_space == JCS_GRAYSCALE ? 1 : 3;
-    jpeg_abort_decompress(&state->cinfo);
+    /* The header is kept for the next call (with the mem source, what it has
+     * read is everything before next_input_byte, a pointer into `data`). */
+    size_t length = (size_t)((uintptr_t)state->cinfo.src->next_input_byte - (uintptr_t)data);
+    if (length > 0 && length <= size && length <= DL_JPEG_KEPT_MAX) {
+        memcpy(state->kept_bytes, data, length);
+        state->kept = data;
+        state->kept_size = size;
+        state->kept_length = length;
+    } else {
+        jpeg_abort_decompress(&state->cinfo);
+    }
     return DL_OK;
 }
 
