@@ -22,6 +22,7 @@ cdef extern from "dl_sync.h" nogil:
     void dl_deadline_after(timespec* deadline, double seconds)
     double dl_monotonic_seconds()
     const bint DL_ATTACHED_ONE_AT_A_TIME
+    const long long DL_SPIN_NS
     ctypedef struct dl_spin_t:
         pass
     void dl_spin_start(dl_spin_t* spin)

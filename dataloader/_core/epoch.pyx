@@ -33,16 +33,16 @@ from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF
 from libc.stdlib cimport calloc, free, malloc
 
 from dataloader._core._sync cimport (
-    DL_ATTACHED_ONE_AT_A_TIME, dl_peek_int, dl_peek_ssize, dl_spin_again,
-    dl_spin_start, dl_spin_t,
-    pthread_mutex_lock, pthread_mutex_unlock,
+    DL_ATTACHED_ONE_AT_A_TIME, DL_SPIN_NS, dl_peek_int, dl_peek_ssize, dl_spin_again,
+    dl_spin_start, dl_spin_t, pthread_mutex_lock, pthread_mutex_unlock,
 )
+from dataloader._core._typedefs cimport int64_t
 from dataloader._core.consumer cimport Consumer
 from dataloader._core.load cimport (
     Fetched, Recipe, collate_items, load_batch, load_fetched, load_item,
 )
 from dataloader._core.pool cimport Pool, current_thread_index, fork_generation
-from dataloader._core.stats cimport Row
+from dataloader._core.stats cimport Row, now_ns
 
 from dataloader._core.load import EMPTY_BATCH
 from dataloader._errors import (
@@ -103,8 +103,12 @@ cdef class Epoch(Consumer):
     cdef Py_ssize_t queue_head, queue_count
     # Runner tasks queued or running, and how many of them are loading a
     # batch (the others are about to claim one); at most max_runners. Of
-    # those, `attached` are attached or attaching to the interpreter.
-    cdef int runners, loading, max_runners, attached
+    # those, `attached` are attached or attaching to the interpreter, `idle`
+    # between runs (``_idle``): one of them stays awake at a time.
+    cdef int runners, loading, max_runners, attached, idle
+    # Whether the last batch loaded took DL_SPIN_NS or longer: a runner that
+    # claims a batch then starts another for the batches still queued.
+    cdef bint slow
     cdef Py_ssize_t window, submitted, end_position
     cdef int item_concurrency
     cdef bint in_order, item_lanes, cancelled, finished
@@ -309,10 +313,7 @@ cdef class Epoch(Consumer):
         pthread_mutex_lock(&self.mutex)
         self.queue[(self.queue_head + self.queue_count) % self.window] = slot
         self.queue_count += 1
-        start = (self.runners < self.max_runners
-                 and self.queue_count > self.runners - self.loading)
-        if start:
-            self.runners += 1
+        start = self._another_runner()
         pthread_mutex_unlock(&self.mutex)
         if not start or self._submit_task(-1, False):
             return
@@ -327,6 +328,15 @@ cdef class Epoch(Consumer):
             if orphan < 0:
                 return
             self._publish(orphan, EpochClosedError("the DataLoader was closed"), True)
+
+    cdef bint _another_runner(self) noexcept nogil:
+        """Whether to start a runner, counted already (mutex held): more batches wait than
+        runners are free to claim them, and no runner is idle (it claims them all)."""
+        if (self.runners < self.max_runners and self.idle == 0
+                and self.queue_count > self.runners - self.loading):
+            self.runners += 1
+            return True
+        return False
 
     cdef Py_ssize_t _claim_batch(self) noexcept nogil:
         """The queue's first batch, taken out of it, or -1 when it is empty (mutex held)."""
@@ -390,8 +400,9 @@ cdef class Epoch(Consumer):
     cdef void _run_batches(self, bint pool_cancelled) noexcept:
         """A runner's run: claim and load queued batches until the queue is empty."""
         cdef Py_ssize_t slot
-        cdef bint skip, loaded = False, set_up = False
+        cdef bint skip, start, loaded = False, set_up = False
         cdef Row row = self._row()
+        cdef int64_t started
         while True:
             # Shutting the pool down stops the batches still queued, as it
             # cancels the tasks still queued.
@@ -403,9 +414,14 @@ cdef class Epoch(Consumer):
             if slot >= 0:
                 self.loading += 1
             skip = self.cancelled or pool_cancelled
+            # Batches that take long enough to pay for a runner's start load
+            # in parallel, even while the consumer waits and queues nothing.
+            start = slot >= 0 and self.slow and not skip and self._another_runner()
             pthread_mutex_unlock(&self.mutex)
             if slot < 0:
                 return
+            if start:
+                self._start_runner()
             loaded = True
             if skip:
                 self._publish(slot, EpochClosedError("the DataLoader was closed"), True)
@@ -416,16 +432,29 @@ cdef class Epoch(Consumer):
                     # Once per thread and loader; a failure is retried by the next batch.
                     self.worker_setup(current_thread_index())
                     set_up = True
+                started = now_ns()
                 if type(indices) is Fetched:
                     result = load_fetched(self.recipe, <Fetched> indices, row)
                 else:
                     result = load_batch(self.recipe, indices, row)
+                self.slow = now_ns() - started >= DL_SPIN_NS
             except BaseException as exc:
                 self._note(exc, slot, BATCH)
                 self._publish(slot, exc, True)
             else:
                 self._publish(slot, result, False)
             indices = result = None
+
+    cdef void _start_runner(self) noexcept:
+        """Start a runner counted by ``_another_runner`` (unless the pool is closing)."""
+        try:
+            if self._submit_task(-1, False):
+                return
+        except MemoryError:
+            pass
+        pthread_mutex_lock(&self.mutex)
+        self.runners -= 1
+        pthread_mutex_unlock(&self.mutex)
 
     cdef Row _row(self):
         return self.stats.rows[current_thread_index() + 1]
@@ -438,9 +467,14 @@ cdef class Epoch(Consumer):
         runner has ended.
         """
         cdef int outcome = 2
-        cdef bint expired = False, stopping
+        cdef bint expired, stopping
         cdef dl_spin_t spin
         dl_spin_start(&spin)
+        pthread_mutex_lock(&self.mutex)
+        # Another runner awake already: this one ends unless batches need it.
+        expired = self.idle > 0
+        self.idle += 1
+        pthread_mutex_unlock(&self.mutex)
         while outcome == 2:
             pool_cancelled[0] = pool_cancelled[0] or not self.pool.accepting()
             # The mutex is taken only when there may be something to do.
@@ -461,6 +495,8 @@ cdef class Epoch(Consumer):
             elif stopping:  # what is queued, the attached runners claim
                 self.runners -= 1
                 outcome = 0
+            if outcome != 2:
+                self.idle -= 1
             pthread_mutex_unlock(&self.mutex)
             if outcome == 2 and not expired:
                 expired = not dl_spin_again(&spin)
