@@ -18,6 +18,7 @@ cdef class Consumer:
     cdef Py_ssize_t ready(self) noexcept nogil
     cdef bint busy(self) noexcept nogil
     cdef void wake(self) noexcept nogil
-    cdef Py_ssize_t _spin(self) noexcept nogil
+    cdef void spin_ended(self) noexcept
+    cdef Py_ssize_t _spin(self, bint* ended) noexcept nogil
     cdef object take(self)
     cdef Py_ssize_t wait_ready(self) except -2

@@ -97,6 +97,7 @@ cdef class Consumer:
     cdef Py_ssize_t wait_ready(self) except -2:
         """Wait until ``ready()`` is non-negative and return it; ``TimeoutError`` after ``timeout``."""
         cdef Py_ssize_t found
+        cdef bint ended
         cdef double started, slice_seconds
         cdef timespec deadline
         # What is ready already is returned without detaching.
@@ -107,7 +108,9 @@ cdef class Consumer:
             return found
         started = dl_monotonic_seconds()
         with nogil:
-            found = self._spin()
+            found = self._spin(&ended)
+        if ended:
+            self.spin_ended()
         while found < 0:
             slice_seconds = next_wait_slice(started, self.timeout, self.delivered)
             with nogil:
@@ -125,18 +128,23 @@ cdef class Consumer:
                 self.check_same_process()
         return found
 
-    cdef Py_ssize_t _spin(self) noexcept nogil:
+    cdef void spin_ended(self) noexcept:
+        """Called when a spin ended without a hand-off (a subclass may start workers)."""
+
+    cdef Py_ssize_t _spin(self, bint* ended) noexcept nogil:
         """Detached and awake, up to ``DL_SPIN_NS``: what ``ready()`` gave, or -1.
 
         A hand-off within the spin costs no sleep. What is ready is taken
         once ``busy()`` is false, so that attaching again does not sleep
-        until the worker detaches; at the end of the spin it is taken anyway.
+        until the worker detaches; at the end of the spin (``ended``) it is
+        taken anyway.
         """
         cdef Py_ssize_t found = -1
         cdef bint done
         cdef int seen, changes = dl_peek_int(&self.changes)
         cdef dl_spin_t spin
         dl_spin_start(&spin)
+        ended[0] = False
         while True:
             # The mutex is taken only when wake() was called since the last look.
             seen = changes
@@ -150,7 +158,7 @@ cdef class Consumer:
                 if dl_spin_again(&spin):
                     changes = dl_peek_int(&self.changes)
                 else:
-                    done = True
+                    done = ended[0] = True
                     pthread_mutex_lock(&self.mutex)
                     self.waiting = False
                     pthread_mutex_unlock(&self.mutex)

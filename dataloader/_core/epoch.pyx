@@ -33,16 +33,15 @@ from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF
 from libc.stdlib cimport calloc, free, malloc
 
 from dataloader._core._sync cimport (
-    DL_ATTACHED_ONE_AT_A_TIME, DL_SPIN_NS, dl_peek_int, dl_peek_ssize, dl_spin_again,
+    DL_ATTACHED_ONE_AT_A_TIME, dl_peek_int, dl_peek_ssize, dl_spin_again,
     dl_spin_start, dl_spin_t, pthread_mutex_lock, pthread_mutex_unlock,
 )
-from dataloader._core._typedefs cimport int64_t
 from dataloader._core.consumer cimport Consumer
 from dataloader._core.load cimport (
     Fetched, Recipe, collate_items, load_batch, load_fetched, load_item,
 )
 from dataloader._core.pool cimport Pool, current_thread_index, fork_generation
-from dataloader._core.stats cimport Row, now_ns
+from dataloader._core.stats cimport Row
 
 from dataloader._core.load import EMPTY_BATCH
 from dataloader._errors import (
@@ -106,9 +105,6 @@ cdef class Epoch(Consumer):
     # those, `attached` are attached or attaching to the interpreter, `idle`
     # between runs (``_idle``): one of them stays awake at a time.
     cdef int runners, loading, max_runners, attached, idle
-    # Whether the last batch loaded took DL_SPIN_NS or longer: a runner that
-    # claims a batch then starts another for the batches still queued.
-    cdef bint slow
     cdef Py_ssize_t window, submitted, end_position
     cdef int item_concurrency
     cdef bint in_order, item_lanes, cancelled, finished
@@ -202,6 +198,17 @@ cdef class Epoch(Consumer):
     cdef bint busy(self) noexcept nogil:
         """Whether a runner is attached, on a build where it holds the GIL (mutex held)."""
         return DL_ATTACHED_ONE_AT_A_TIME and self.attached > 0
+
+    cdef void spin_ended(self) noexcept:
+        """The consumer's spin ended without a hand-off: a batch is taking long, so the
+        batches queued behind it get runners of their own."""
+        cdef bint start = True
+        while start:
+            pthread_mutex_lock(&self.mutex)
+            start = self._another_runner()
+            pthread_mutex_unlock(&self.mutex)
+            if start:
+                self._start_runner()
 
     cdef Py_ssize_t ready(self) noexcept nogil:
         """The slot to deliver next if its batch is done, else -1 (mutex held)."""
@@ -331,8 +338,10 @@ cdef class Epoch(Consumer):
 
     cdef bint _another_runner(self) noexcept nogil:
         """Whether to start a runner, counted already (mutex held): more batches wait than
-        runners are free to claim them, and no runner is idle (it claims them all)."""
-        if (self.runners < self.max_runners and self.idle == 0
+        runners are free to claim them, and (with the GIL) no runner is idle: it claims
+        them all."""
+        if (self.runners < self.max_runners
+                and (self.idle == 0 or not DL_ATTACHED_ONE_AT_A_TIME)
                 and self.queue_count > self.runners - self.loading):
             self.runners += 1
             return True
@@ -402,7 +411,6 @@ cdef class Epoch(Consumer):
         cdef Py_ssize_t slot
         cdef bint skip, start, loaded = False, set_up = False
         cdef Row row = self._row()
-        cdef int64_t started
         while True:
             # Shutting the pool down stops the batches still queued, as it
             # cancels the tasks still queued.
@@ -414,9 +422,10 @@ cdef class Epoch(Consumer):
             if slot >= 0:
                 self.loading += 1
             skip = self.cancelled or pool_cancelled
-            # Batches that take long enough to pay for a runner's start load
-            # in parallel, even while the consumer waits and queues nothing.
-            start = slot >= 0 and self.slow and not skip and self._another_runner()
+            # The batches still queued load in parallel while the consumer is
+            # away; while it waits, once its spin ends (``spin_ended``).
+            start = (slot >= 0 and not skip and not (DL_ATTACHED_ONE_AT_A_TIME and self.waiting)
+                     and self._another_runner())
             pthread_mutex_unlock(&self.mutex)
             if slot < 0:
                 return
@@ -432,12 +441,10 @@ cdef class Epoch(Consumer):
                     # Once per thread and loader; a failure is retried by the next batch.
                     self.worker_setup(current_thread_index())
                     set_up = True
-                started = now_ns()
                 if type(indices) is Fetched:
                     result = load_fetched(self.recipe, <Fetched> indices, row)
                 else:
                     result = load_batch(self.recipe, indices, row)
-                self.slow = now_ns() - started >= DL_SPIN_NS
             except BaseException as exc:
                 self._note(exc, slot, BATCH)
                 self._publish(slot, exc, True)
@@ -479,7 +486,8 @@ cdef class Epoch(Consumer):
             pool_cancelled[0] = pool_cancelled[0] or not self.pool.accepting()
             # The mutex is taken only when there may be something to do.
             if not (expired or pool_cancelled[0] or dl_peek_int(<int*> &self.cancelled)
-                    or (dl_peek_ssize(&self.queue_count) > 0 and dl_peek_int(<int*> &self.waiting))):
+                    or (dl_peek_ssize(&self.queue_count) > 0
+                        and (dl_peek_int(<int*> &self.waiting) or not DL_ATTACHED_ONE_AT_A_TIME))):
                 expired = not dl_spin_again(&spin)
                 continue
             pthread_mutex_lock(&self.mutex)
@@ -489,7 +497,8 @@ cdef class Epoch(Consumer):
             # for the first to detach (unless its batches release the GIL,
             # which the end of the spin allows for).
             if (self.queue_count > self.attached - self.loading
-                    and (stopping or (self.waiting and not self.busy()))):
+                    and (stopping or ((self.waiting or not DL_ATTACHED_ONE_AT_A_TIME)
+                                      and not self.busy()))):
                 self.attached += 1
                 outcome = 1
             elif stopping:  # what is queued, the attached runners claim
