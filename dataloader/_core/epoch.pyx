@@ -12,10 +12,13 @@ Data flow (see ``docs/architecture.md``, "The threaded epoch"):
   its slot, until the queue is empty. It then detaches and stays awake for
   up to ``DL_SPIN_NS`` (``_idle``), attaching again for the batches queued
   meanwhile once the consumer has detached to wait for one; a runner that
-  saw no batch in that time ends. A new runner is
-  started only when more batches wait than runners are free to claim them
-  (at most one per pool thread), so a worker keeping up attaches once for a
-  run of batches, not once per batch, and does not sleep between runs.
+  saw no batch in that time ends, and one runner at a time stays awake. A
+  new runner is started only when more batches wait than runners are free
+  to claim them and none is awake (at most one per pool thread): when the
+  consumer queues a batch, when a runner claims one while the consumer is
+  away, and when the consumer's spin ends without a hand-off. So a worker
+  keeping up attaches once for a run of batches, not once per batch, and
+  sleeps neither between runs nor on the interpreter.
 * Lanes share a batch: each claims the batch's next item, attaching once
   per item (``load.load_item``); the last lane to finish collates
   (``load.collate_items``) and publishes.

@@ -15,15 +15,13 @@
  * Between checks the spinning thread yields the CPU, to the thread it waits
  * for when both share the CPU (a spin that keeps the CPU, checking every few
  * hundred nanoseconds, measured slower here: it kept that thread off the CPU).
- * The spin ends after DL_SPIN_NS or DL_SPIN_YIELDS yields, whichever comes
- * first: a yield can also give the CPU to another process for a whole time
- * slice. A batch that takes longer costs the waiting thread this much. */
+ * The spin ends after DL_SPIN_NS, checked after every yield (a yield can
+ * give the CPU to another process for a whole time slice). A batch that
+ * takes longer costs the waiting thread this much CPU time. */
 #define DL_SPIN_NS 50000
-#define DL_SPIN_YIELDS 16
 
 typedef struct {
     long long start;
-    int yields;
 } dl_spin_t;
 
 static inline long long dl_now_ns(void)
@@ -36,14 +34,12 @@ static inline long long dl_now_ns(void)
 static inline void dl_spin_start(dl_spin_t *spin)
 {
     spin->start = dl_now_ns();
-    spin->yields = 0;
 }
 
 /* One wait of the spin: 1 after yielding the CPU, 0 once the spin is over. */
 static inline int dl_spin_again(dl_spin_t *spin)
 {
-    if (spin->yields >= DL_SPIN_YIELDS || dl_now_ns() - spin->start >= DL_SPIN_NS) return 0;
-    spin->yields++;
+    if (dl_now_ns() - spin->start >= DL_SPIN_NS) return 0;
     sched_yield();
     return 1;
 }
