@@ -1,5 +1,5 @@
 # C-level synchronisation shared by the engine's modules: pthread mutexes and
-# condition variables, and monotonic time (src/dl_sync.h).
+# condition variables, monotonic time and spinning before a sleep (src/dl_sync.h).
 from posix.types cimport clockid_t
 from posix.time cimport timespec
 
@@ -21,3 +21,12 @@ cdef extern from "dl_sync.h" nogil:
     int dl_cond_init_monotonic(pthread_cond_t* cond)
     void dl_deadline_after(timespec* deadline, double seconds)
     double dl_monotonic_seconds()
+    const bint DL_ATTACHED_ONE_AT_A_TIME
+    const long long DL_SPIN_NS
+    ctypedef struct dl_spin_t:
+        pass
+    void dl_spin_start(dl_spin_t* spin)
+    bint dl_spin_again(dl_spin_t* spin)
+    int dl_peek_int(const int* value)
+    Py_ssize_t dl_peek_ssize(const Py_ssize_t* value)
+    void dl_bump(int* counter)

@@ -9,10 +9,16 @@ Data flow (see ``docs/architecture.md``, "The threaded epoch"):
   that attaches to the interpreter once and then claims queued batches one
   after the other, loading each whole (``load.load_batch``; a stream's
   batch, fetched already, by ``load.load_fetched``) and publishing it in
-  its slot, until the queue is empty. A new runner is started only when
-  more batches wait than runners are free to claim them (at most one per
-  pool thread), so a worker keeping up attaches once for a run of batches,
-  not once per batch.
+  its slot, until the queue is empty. It then detaches and stays awake for
+  up to ``DL_SPIN_NS`` (``_idle``), attaching again for the batches queued
+  meanwhile once the consumer has detached to wait for one; a runner that
+  saw no batch in that time ends, and one runner at a time stays awake. A
+  new runner is started only when more batches wait than runners are free
+  to claim them and none is awake (at most one per pool thread): when the
+  consumer queues a batch, when a runner claims one while the consumer is
+  away, and when the consumer's spin ends without a hand-off. So a worker
+  keeping up attaches once for a run of batches, not once per batch, and
+  sleeps neither between runs nor on the interpreter.
 * Lanes share a batch: each claims the batch's next item, attaching once
   per item (``load.load_item``); the last lane to finish collates
   (``load.collate_items``) and publishes.
@@ -30,7 +36,8 @@ from cpython.ref cimport PyObject, Py_DECREF, Py_INCREF
 from libc.stdlib cimport calloc, free, malloc
 
 from dataloader._core._sync cimport (
-    pthread_cond_broadcast, pthread_mutex_lock, pthread_mutex_unlock,
+    DL_ATTACHED_ONE_AT_A_TIME, dl_peek_int, dl_peek_ssize, dl_spin_again,
+    dl_spin_start, dl_spin_t, pthread_mutex_lock, pthread_mutex_unlock,
 )
 from dataloader._core.consumer cimport Consumer
 from dataloader._core.load cimport (
@@ -97,8 +104,10 @@ cdef class Epoch(Consumer):
     cdef Py_ssize_t* queue         # slots waiting for a runner, in submission order
     cdef Py_ssize_t queue_head, queue_count
     # Runner tasks queued or running, and how many of them are loading a
-    # batch (the others are about to claim one); at most max_runners.
-    cdef int runners, loading, max_runners
+    # batch (the others are about to claim one); at most max_runners. Of
+    # those, `attached` are attached or attaching to the interpreter, `idle`
+    # between runs (``_idle``): one of them stays awake at a time.
+    cdef int runners, loading, max_runners, attached, idle
     cdef Py_ssize_t window, submitted, end_position
     cdef int item_concurrency
     cdef bint in_order, item_lanes, cancelled, finished
@@ -188,6 +197,21 @@ cdef class Epoch(Consumer):
         if failed:
             raise result
         return result
+
+    cdef bint busy(self) noexcept nogil:
+        """Whether a runner is attached, on a build where it holds the GIL (mutex held)."""
+        return DL_ATTACHED_ONE_AT_A_TIME and self.attached > 0
+
+    cdef void spin_ended(self) noexcept:
+        """The consumer's spin ended without a hand-off: a batch is taking long, so the
+        batches queued behind it get runners of their own."""
+        cdef bint start = True
+        while start:
+            pthread_mutex_lock(&self.mutex)
+            start = self._another_runner()
+            pthread_mutex_unlock(&self.mutex)
+            if start:
+                self._start_runner()
 
     cdef Py_ssize_t ready(self) noexcept nogil:
         """The slot to deliver next if its batch is done, else -1 (mutex held)."""
@@ -299,10 +323,7 @@ cdef class Epoch(Consumer):
         pthread_mutex_lock(&self.mutex)
         self.queue[(self.queue_head + self.queue_count) % self.window] = slot
         self.queue_count += 1
-        start = (self.runners < self.max_runners
-                 and self.queue_count > self.runners - self.loading)
-        if start:
-            self.runners += 1
+        start = self._another_runner()
         pthread_mutex_unlock(&self.mutex)
         if not start or self._submit_task(-1, False):
             return
@@ -317,6 +338,17 @@ cdef class Epoch(Consumer):
             if orphan < 0:
                 return
             self._publish(orphan, EpochClosedError("the DataLoader was closed"), True)
+
+    cdef bint _another_runner(self) noexcept nogil:
+        """Whether to start a runner, counted already (mutex held): more batches wait than
+        runners are free to claim them, and (with the GIL) no runner is idle: it claims
+        them all."""
+        if (self.runners < self.max_runners
+                and (self.idle == 0 or not DL_ATTACHED_ONE_AT_A_TIME)
+                and self.queue_count > self.runners - self.loading):
+            self.runners += 1
+            return True
+        return False
 
     cdef Py_ssize_t _claim_batch(self) noexcept nogil:
         """The queue's first batch, taken out of it, or -1 when it is empty (mutex held)."""
@@ -358,8 +390,10 @@ cdef class Epoch(Consumer):
         if not self.in_order:
             self.completed[(self.completed_head + self.completed_count) % self.window] = slot
             self.completed_count += 1
-        pthread_cond_broadcast(&self.ready_cond)
         pthread_mutex_unlock(&self.mutex)
+        # After unlocking: a consumer woken here does not then sleep on the
+        # mutex (this task holds a reference, so the epoch is still alive).
+        self.wake()
 
     cdef bint _skipping(self, bint pool_cancelled) noexcept:
         cdef bint skip
@@ -376,9 +410,9 @@ cdef class Epoch(Consumer):
         ))
 
     cdef void _run_batches(self, bint pool_cancelled) noexcept:
-        """A runner: claim and load queued batches until the queue is empty."""
+        """A runner's run: claim and load queued batches until the queue is empty."""
         cdef Py_ssize_t slot
-        cdef bint skip, loaded = False, set_up = False
+        cdef bint skip, start, loaded = False, set_up = False
         cdef Row row = self._row()
         while True:
             # Shutting the pool down stops the batches still queued, as it
@@ -388,14 +422,18 @@ cdef class Epoch(Consumer):
             if loaded:
                 self.loading -= 1
             slot = self._claim_batch()
-            if slot < 0:
-                self.runners -= 1
-            else:
+            if slot >= 0:
                 self.loading += 1
             skip = self.cancelled or pool_cancelled
+            # The batches still queued load in parallel while the consumer is
+            # away; while it waits, once its spin ends (``spin_ended``).
+            start = (slot >= 0 and not skip and not (DL_ATTACHED_ONE_AT_A_TIME and self.waiting)
+                     and self._another_runner())
             pthread_mutex_unlock(&self.mutex)
             if slot < 0:
                 return
+            if start:
+                self._start_runner()
             loaded = True
             if skip:
                 self._publish(slot, EpochClosedError("the DataLoader was closed"), True)
@@ -417,8 +455,70 @@ cdef class Epoch(Consumer):
                 self._publish(slot, result, False)
             indices = result = None
 
+    cdef void _start_runner(self) noexcept:
+        """Start a runner counted by ``_another_runner`` (unless the pool is closing)."""
+        try:
+            if self._submit_task(-1, False):
+                return
+        except MemoryError:
+            pass
+        pthread_mutex_lock(&self.mutex)
+        self.runners -= 1
+        pthread_mutex_unlock(&self.mutex)
+
     cdef Row _row(self):
         return self.stats.rows[current_thread_index() + 1]
+
+    cdef bint _idle(self, bint* pool_cancelled) noexcept nogil:
+        """A runner between runs, detached and awake for up to ``DL_SPIN_NS``.
+
+        Returns whether it is to attach and run the queued batches (once
+        the consumer waits for one, or at the end of the spin); else the
+        runner has ended.
+        """
+        cdef int outcome = 2
+        cdef bint expired, stopping
+        cdef dl_spin_t spin
+        dl_spin_start(&spin)
+        pthread_mutex_lock(&self.mutex)
+        # Another runner awake already: this one ends unless batches need it.
+        expired = self.idle > 0
+        self.idle += 1
+        pthread_mutex_unlock(&self.mutex)
+        while outcome == 2:
+            pool_cancelled[0] = pool_cancelled[0] or not self.pool.accepting()
+            # The mutex is taken only when there may be something to do.
+            if not (expired or pool_cancelled[0] or dl_peek_int(<int*> &self.cancelled)
+                    or (dl_peek_ssize(&self.queue_count) > 0
+                        and (dl_peek_int(<int*> &self.waiting) or not DL_ATTACHED_ONE_AT_A_TIME))):
+                expired = not dl_spin_again(&spin)
+                continue
+            pthread_mutex_lock(&self.mutex)
+            stopping = expired or self.cancelled or pool_cancelled[0]
+            # Batches that the runners already attached will not claim soon;
+            # with the GIL, a second runner attaching at once would only wait
+            # for the first to detach (unless its batches release the GIL,
+            # which the end of the spin allows for).
+            if (self.queue_count > self.attached - self.loading
+                    and (stopping or ((self.waiting or not DL_ATTACHED_ONE_AT_A_TIME)
+                                      and not self.busy()))):
+                self.attached += 1
+                outcome = 1
+            elif stopping:  # what is queued, the attached runners claim
+                self.runners -= 1
+                outcome = 0
+            if outcome != 2:
+                self.idle -= 1
+            pthread_mutex_unlock(&self.mutex)
+            if outcome == 2 and not expired:
+                expired = not dl_spin_again(&spin)
+        return outcome == 1
+
+    cdef void _detached(self) noexcept nogil:
+        pthread_mutex_lock(&self.mutex)
+        self.attached -= 1
+        pthread_mutex_unlock(&self.mutex)
+        self.wake()  # busy() may have changed
 
     cdef Py_ssize_t _claim_item(self, Py_ssize_t slot, bint pool_cancelled) noexcept nogil:
         """The next item of the slot's batch for a lane, or -1 when the lane is done."""
@@ -477,9 +577,13 @@ cdef void _run_task(void* arg, int pool_cancelled) noexcept nogil:
     """A pool task: a runner of whole batches, or one lane of a batch."""
     cdef Task* task = <Task*> arg
     cdef Py_ssize_t item
+    cdef bint cancelled = pool_cancelled
     if not task.lane:
+        while (<Epoch> task.epoch)._idle(&cancelled):
+            with gil:
+                (<Epoch> task.epoch)._run_batches(cancelled)
+            (<Epoch> task.epoch)._detached()
         with gil:
-            (<Epoch> task.epoch)._run_batches(pool_cancelled)
             Py_DECREF(<object> task.epoch)
         free(task)
         return

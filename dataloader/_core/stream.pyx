@@ -168,7 +168,7 @@ cdef class Stream(Consumer):
         self.cancelled = True
         self.finished = True
         pthread_cond_broadcast(&self.room)
-        pthread_cond_broadcast(&self.ready_cond)
+        self.wake()
         pthread_mutex_unlock(&self.mutex)
 
     cdef object take(self):
@@ -287,7 +287,7 @@ cdef class Stream(Consumer):
             pthread_mutex_lock(&self.mutex)
             self.ready_count += 1
             self.queued[stream] += 1
-            pthread_cond_broadcast(&self.ready_cond)
+            self.wake()
             pthread_mutex_unlock(&self.mutex)
             return
         pthread_mutex_lock(&self.mutex)
@@ -304,7 +304,7 @@ cdef class Stream(Consumer):
         pthread_mutex_lock(&self.mutex)
         self.live -= 1
         self.done[stream] = True
-        pthread_cond_broadcast(&self.ready_cond)
+        self.wake()
         pthread_mutex_unlock(&self.mutex)
 
 
