@@ -7,7 +7,8 @@ each loaded by torch's ``DataLoader`` (2 worker processes) and by ours with
 
 * ``pillow``      -- a torchvision-style Pillow pipeline on photographs
   (open, RandomResizedCrop, flip, to tensor, normalise; ``images.py``'s
-  ``PillowImageFolder``) over a generated ImageNet-like folder;
+  ``PillowImageFolder``) over an ImageNet-like folder of real photographs,
+  as ``images.py`` makes it (``sample_image_folder(photographs="installed")``);
 * ``pure_python`` -- a tokenizer-like loop over a text: nothing releases
   the GIL;
 * ``numpy_work``  -- crop, flip and normalise a 128x128 image in numpy;
@@ -198,7 +199,7 @@ def main() -> None:
         return
     from dataloader._images.samples import sample_image_folder
 
-    root = sample_image_folder(options.images)
+    root = sample_image_folder(options.images, photographs="installed")
     load = os.getloadavg()[0]
     rows, results = [], {}
     for workload in options.workloads.split(","):
