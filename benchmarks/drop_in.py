@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from images import pss_kib
+from images import cpu_seconds, pss_kib
 
 from dataloader._cli.measure import Indices, print_table, write_json
 
@@ -130,10 +130,9 @@ def family_cpu_seconds() -> float:
     total = 0.0
     for pid in _family(os.getpid()):
         try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += cpu_seconds(pid)
         except OSError:
             continue  # ended meanwhile
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return total
 
 

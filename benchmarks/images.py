@@ -246,7 +246,7 @@ def pss_kib(pid: int) -> int:
     return 0
 
 
-def _cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process (all its threads) from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -286,13 +286,13 @@ def run_child(library: str, chain: str, root: Path, repeats: int) -> dict:
     n_images = epoch()   # warm-up: starts torch's persistent workers, warms the page cache
     workers = [p.pid for p in multiprocessing.active_children()]
     pids = [os.getpid(), *workers]
-    cpu_start = sum(_cpu_seconds(pid) for pid in pids)
+    cpu_start = sum(cpu_seconds(pid) for pid in pids)
     seconds = []
     for _ in range(repeats):
         start = time.perf_counter()
         epoch()
         seconds.append(time.perf_counter() - start)
-    cpu = sum(_cpu_seconds(pid) for pid in pids) - cpu_start
+    cpu = sum(cpu_seconds(pid) for pid in pids) - cpu_start
     worker_peaks_kib = [_status_kib(pid, "VmHWM") for pid in workers]
     pss_total_kib = sum(pss_kib(pid) for pid in pids)
     main_kib = _status_kib(os.getpid(), "VmHWM")

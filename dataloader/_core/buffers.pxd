@@ -21,5 +21,6 @@ cdef class BufferPool:
     cdef object host_memory
     cdef void* take(self, size_t size) noexcept nogil
     cdef bint give(self, void* block, size_t size) noexcept nogil
+    cdef void release(self, void* block, size_t size) noexcept
     cdef bint register(self, void* block, size_t size, object host_memory) except -1
     cdef void unregister(self, void* block) noexcept

@@ -108,6 +108,12 @@ cdef class BufferPool:
         pthread_mutex_unlock(&self.lock)
         return block if block != NULL else aligned_alloc(_PAGE, _page_size(size))
 
+    cdef void release(self, void* block, size_t size) noexcept:
+        """A batch's ``block`` is no longer used: kept for the next batch, or freed."""
+        if not self.give(block, size):
+            self.unregister(block)
+            free(block)
+
     cdef bint give(self, void* block, size_t size) noexcept nogil:
         cdef bint kept = False
         pthread_mutex_lock(&self.lock)
@@ -148,11 +154,8 @@ cdef class _PooledBlock:
         pass
 
     def __dealloc__(self):
-        if self.data == NULL:
-            return
-        if not self.pool.give(self.data, self.size):
-            self.pool.unregister(self.data)
-            free(self.data)
+        if self.data != NULL:
+            self.pool.release(self.data, self.size)
 
 
 def pooled_array(BufferPool pool, tuple shape, dtype):

@@ -75,6 +75,24 @@ cdef struct Task:
     bint lane
 
 
+cdef inline void _ring_push(Py_ssize_t* ring, Py_ssize_t head, Py_ssize_t* count,
+                            Py_ssize_t window, Py_ssize_t slot) noexcept nogil:
+    """Append ``slot`` to a ring of ``window`` entries starting at ``head``."""
+    ring[(head + count[0]) % window] = slot
+    count[0] += 1
+
+
+cdef inline Py_ssize_t _ring_pop(Py_ssize_t* ring, Py_ssize_t* head, Py_ssize_t* count,
+                                 Py_ssize_t window) noexcept nogil:
+    """The ring's first slot, taken out of it, or -1 when it is empty."""
+    if count[0] == 0:
+        return -1
+    cdef Py_ssize_t slot = ring[head[0]]
+    head[0] = (head[0] + 1) % window
+    count[0] -= 1
+    return slot
+
+
 cdef class Epoch(Consumer):
     """One threaded epoch: the consumer's side and the workers' side.
 
@@ -215,15 +233,10 @@ cdef class Epoch(Consumer):
 
     cdef Py_ssize_t ready(self) noexcept nogil:
         """The slot to deliver next if its batch is done, else -1 (mutex held)."""
-        cdef Py_ssize_t slot
         if self.in_order:
             return self._ring_slot(self.delivered, SLOT_DONE)
-        if self.completed_count == 0:
-            return -1
-        slot = self.completed[self.completed_head]
-        self.completed_head = (self.completed_head + 1) % self.window
-        self.completed_count -= 1
-        return slot
+        return _ring_pop(self.completed, &self.completed_head, &self.completed_count,
+                         self.window)
 
     cdef Py_ssize_t _ring_slot(self, Py_ssize_t position, int state) noexcept nogil:
         """In order, batch ``position`` lives in slot ``position % window``: that slot if
@@ -321,8 +334,7 @@ cdef class Epoch(Consumer):
         cdef bint start
         cdef Py_ssize_t orphan
         pthread_mutex_lock(&self.mutex)
-        self.queue[(self.queue_head + self.queue_count) % self.window] = slot
-        self.queue_count += 1
+        _ring_push(self.queue, self.queue_head, &self.queue_count, self.window, slot)
         start = self._another_runner()
         pthread_mutex_unlock(&self.mutex)
         if not start or self._submit_task(-1, False):
@@ -352,13 +364,7 @@ cdef class Epoch(Consumer):
 
     cdef Py_ssize_t _claim_batch(self) noexcept nogil:
         """The queue's first batch, taken out of it, or -1 when it is empty (mutex held)."""
-        cdef Py_ssize_t slot
-        if self.queue_count == 0:
-            return -1
-        slot = self.queue[self.queue_head]
-        self.queue_head = (self.queue_head + 1) % self.window
-        self.queue_count -= 1
-        return slot
+        return _ring_pop(self.queue, &self.queue_head, &self.queue_count, self.window)
 
     cdef bint _submit_task(self, Py_ssize_t slot, bint lane):
         cdef Task* task = <Task*> malloc(sizeof(Task))
@@ -388,8 +394,8 @@ cdef class Epoch(Consumer):
         pthread_mutex_lock(&self.mutex)
         self.slots[slot].state = SLOT_DONE
         if not self.in_order:
-            self.completed[(self.completed_head + self.completed_count) % self.window] = slot
-            self.completed_count += 1
+            _ring_push(self.completed, self.completed_head, &self.completed_count, self.window,
+                       slot)
         pthread_mutex_unlock(&self.mutex)
         # After unlocking: a consumer woken here does not then sleep on the
         # mutex (this task holds a reference, so the epoch is still alive).

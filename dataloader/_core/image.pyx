@@ -449,14 +449,11 @@ cdef class ImageBatch(_Samples):
         return torch.from_dlpack(self).pin_memory()
 
     def __dealloc__(self):
-        # Runs before _Samples.__dealloc__: a pooled block goes back to its
-        # pool, or is freed (unregistered first when it was registered).
-        if self.pool is None:
-            return
-        if self.pool.give(self.data, _aligned_size(self.nbytes)):
+        # Runs before _Samples.__dealloc__, which then has nothing to free:
+        # a pooled block goes back to its pool, or is freed.
+        if self.pool is not None:
+            self.pool.release(self.data, _aligned_size(self.nbytes))
             self.data = NULL
-        else:
-            self.pool.unregister(self.data)
 
     def __repr__(self):
         return f"ImageBatch(shape={self.shape}, dtype={self._dtype}, layout={self.layout!r})"

@@ -23,8 +23,6 @@ from dataloader._core.stats cimport (
     record,
 )
 
-from itertools import islice
-
 from dataloader._errors import STREAM_BATCH, LoadingContext, add_context
 
 
@@ -227,7 +225,8 @@ cdef object _load_rows(Recipe recipe, object indices, Row row):
     """``load_batch`` with each item collated into its rows as soon as it is made.
 
     When the first item's rows would not pay (``recipe.rows`` returns
-    ``None``), the epoch's later batches go the usual way.
+    ``None``), this batch is collated at the end and the epoch's later
+    batches go the usual way.
     """
     cdef Py_ssize_t position, count = len(indices)
     first = _fetch_transform(recipe, indices[0], row, NOT_FETCHED, now_ns())
@@ -235,8 +234,8 @@ cdef object _load_rows(Recipe recipe, object indices, Row row):
     batch = recipe.rows(first, count)
     cdef int64_t collating = now_ns() - started
     if batch is None:
-        recipe.rows_declined = True
-        return _collate_rest(recipe, indices, row, first)
+        recipe.rows_declined = True  # the epoch's later batches go the usual way
+        items = [first]
     first = None  # each item is freed once in its rows, before the next is made
     for position in range(1, count):
         item = _fetch_transform(recipe, indices[position], row, NOT_FETCHED, now_ns())
@@ -257,21 +256,6 @@ cdef object _load_rows(Recipe recipe, object indices, Row row):
     else:
         batch = batch.finish()
     record(row, COLLATE_COUNT, 1, started)
-    return batch
-
-
-cdef object _collate_rest(Recipe recipe, object indices, Row row, object first):
-    """The rest of ``_load_rows``'s batch after its ``first`` item, loaded the usual way."""
-    cdef Py_ssize_t count = len(indices) - 1
-    cdef int64_t stage_end = now_ns()
-    items = list(map(recipe.getitem, islice(indices, 1, None)))
-    stage_end = record(row, FETCH_COUNT, count, stage_end)
-    if recipe.transform is not None:
-        items = list(map(recipe.transform, islice(indices, 1, None), items))
-        stage_end = record(row, TRANSFORM_COUNT, count, stage_end)
-    items.insert(0, first)
-    batch = recipe.collate(items)
-    record(row, COLLATE_COUNT, 1, stage_end)
     return batch
 
 

@@ -334,6 +334,16 @@ def same_length(*files):
     return [f + bytes(length - len(f)) for f in files]
 
 
+def decode_after_info_of(first, second):
+    """Decode ``second`` (30x40 RGB) from the buffer an info call just read ``first`` in."""
+    buffer = bytearray(first)
+    out = np.empty((30, 40, 3), np.uint8)
+    codecs.header_info(buffer)
+    buffer[:] = second
+    codecs.decode_into(buffer, out)
+    return out
+
+
 def test_kept_jpeg_header_is_used_only_for_the_same_header_bytes():
     # header_info keeps the header in the thread's decompressor; the decode of
     # the same buffer after it starts from it only when the header's bytes are
@@ -341,12 +351,7 @@ def test_kept_jpeg_header_is_used_only_for_the_same_header_bytes():
     image = natural_image(30, 40, 3, seed=5)
     first, second = same_length(encode(image, "JPEG", quality=90),
                                 encode(image, "JPEG", quality=30))
-    buffer = bytearray(first)
-    out = np.empty((30, 40, 3), np.uint8)
-    codecs.header_info(buffer)
-    buffer[:] = second
-    codecs.decode_into(buffer, out)
-    np.testing.assert_array_equal(out, pillow_pixels(second))
+    np.testing.assert_array_equal(decode_after_info_of(first, second), pillow_pixels(second))
 
 
 def test_kept_jpeg_header_reads_the_entropy_data_the_buffer_holds():
@@ -356,12 +361,7 @@ def test_kept_jpeg_header_reads_the_entropy_data_the_buffer_holds():
                                 encode(natural_image(30, 40, 3, seed=7), "JPEG", quality=90))
     header = first.index(b"\xff\xda")
     assert first[:header] == second[:header]
-    buffer = bytearray(first)
-    out = np.empty((30, 40, 3), np.uint8)
-    codecs.header_info(buffer)
-    buffer[:] = second
-    codecs.decode_into(buffer, out)
-    np.testing.assert_array_equal(out, pillow_pixels(second))
+    np.testing.assert_array_equal(decode_after_info_of(first, second), pillow_pixels(second))
 
 
 def test_kept_jpeg_header_does_not_survive_other_calls():
