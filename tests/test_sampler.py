@@ -222,3 +222,30 @@ def test_epoch_rng_without_a_generator_draws_fresh_entropy():
     first, second = epoch_rng(None), epoch_rng(None)
     assert isinstance(first, np.random.Generator)
     assert first.integers(2**62) != second.integers(2**62)
+
+
+def test_an_interrupt_while_a_batch_is_taken_leaves_the_batches_usable():
+    # Ctrl-C landing in the batching (on the consumer's thread) must not end
+    # the epoch: the batch being taken is lost, the next ones come.
+    class InterruptedOnce:
+        def __init__(self):
+            self.next_index, self.interrupted = 0, False
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            if self.next_index == 5 and not self.interrupted:
+                self.interrupted = True
+                raise KeyboardInterrupt
+            if self.next_index == 10:
+                raise StopIteration
+            self.next_index += 1
+            return self.next_index - 1
+
+    batches = iter(BatchSampler(InterruptedOnce(), 2, drop_last=False))
+    taken = [next(batches), next(batches)]
+    with pytest.raises(KeyboardInterrupt):
+        next(batches)
+    assert taken + list(batches) == [[0, 1], [2, 3], [5, 6], [7, 8], [9]]
+    assert list(batches) == []

@@ -431,11 +431,7 @@ class BatchSampler(Sampler[list[int]]):
         return self._batches_of_chunks(chunks)
 
     def _batches_of_iterable(self) -> Iterator[list[int]]:
-        indices = iter(self.sampler)
-        while batch := list(islice(indices, self.batch_size)):
-            if len(batch) < self.batch_size and self.drop_last:
-                return
-            yield batch
+        return _Batches(iter(self.sampler), self.batch_size, self.drop_last)
 
     def _batches_of_chunks(self, chunks: Iterator[np.ndarray]) -> Iterator[list[int]]:
         size = self.batch_size
@@ -460,6 +456,30 @@ class BatchSampler(Sampler[list[int]]):
         if self.drop_last:
             return n // self.batch_size
         return (n + self.batch_size - 1) // self.batch_size
+
+
+class _Batches:
+    """Lists of ``size`` indices taken from ``indices``, the last one kept unless
+    ``drop_last`` and short.
+
+    An iterator object, not a generator: an exception raised while it takes
+    a batch (Ctrl-C landing there, on the consumer's thread) leaves it
+    usable, where it would end a generator and with it the epoch.
+    """
+
+    __slots__ = ("indices", "size", "drop_last")
+
+    def __init__(self, indices: Iterator[int], size: int, drop_last: bool) -> None:
+        self.indices, self.size, self.drop_last = indices, size, drop_last
+
+    def __iter__(self) -> _Batches:
+        return self
+
+    def __next__(self) -> list[int]:
+        batch = list(islice(self.indices, self.size))
+        if not batch or (self.drop_last and len(batch) < self.size):
+            raise StopIteration
+        return batch
 
 
 def yields_valid_indices(index_sampler: Any) -> bool:
