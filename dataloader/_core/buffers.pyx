@@ -8,6 +8,7 @@ their batch memory from a pool: ``ImageCollator`` (as ``ImageBatch``) and,
 on worker threads, ``default_collate`` (as numpy arrays, see
 ``dataloader._loading.collate``).
 """
+cimport cython
 from cpython.buffer cimport PyBUF_WRITABLE
 from libc.stdlib cimport free
 
@@ -126,6 +127,10 @@ cdef class BufferPool:
         return kept
 
 
+# Not tracked by the cyclic garbage collector (it can be in no cycle: its pool
+# refers to no block): a collector clearing ``pool`` before ``__dealloc__``
+# would leave the block nowhere to go.
+@cython.no_gc
 cdef class _PooledBlock:
     """``size`` bytes from a pool, exported as a writable byte buffer; given back when freed."""
 
