@@ -1,5 +1,8 @@
 """Samplers: torch's constructors and meanings, numpy randomness."""
 
+import sys
+from itertools import pairwise
+
 import numpy as np
 import pytest
 
@@ -11,6 +14,7 @@ from dataloader import (
     SubsetRandomSampler,
     WeightedRandomSampler,
 )
+from dataloader._sampling import sampler as sampler_module
 
 
 def rng(seed=0):
@@ -249,3 +253,60 @@ def test_an_interrupt_while_a_batch_is_taken_leaves_the_batches_usable():
         next(batches)
     assert taken + list(batches) == [[0, 1], [2, 3], [5, 6], [7, 8], [9]]
     assert list(batches) == []
+
+
+def taken_with_an_interrupt(batches, at):
+    """Every batch of ``batches``, with Ctrl-C landing before the ``at``-th line of
+    sampler.py run while they are taken; also how many landed, and how many lines ran.
+    """
+    lines = 0
+
+    def on_line(frame, event, arg):
+        nonlocal lines
+        if event == "line":
+            lines += 1
+            if lines == at:
+                raise KeyboardInterrupt  # raised in that frame; it also ends the tracing
+        return on_line
+
+    def on_call(frame, event, arg):
+        return on_line if frame.f_code.co_filename == sampler_module.__file__ else None
+
+    received, interrupts = [], 0
+    previous = sys.gettrace()
+    sys.settrace(on_call)
+    try:
+        while True:
+            try:
+                received.append(next(batches))
+            except StopIteration:
+                break
+            except KeyboardInterrupt:
+                interrupts += 1
+    finally:
+        sys.settrace(previous)
+    return received, interrupts, lines
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_an_interrupt_on_any_line_cutting_batches_from_chunks_loses_at_most_one(drop_last):
+    # Our samplers' batches are cut from numpy chunks of indices. Ctrl-C
+    # landing anywhere in that (on the consumer's thread) may lose the batch
+    # being taken; the others come, in order, none twice. Batches of 300 span
+    # the uneven chunks, and become lists in blocks of 3, 6, 12... rows.
+    size, bounds = 300, [0, 700, 701, 2900, 4100, 6650]
+    chunks = [np.arange(start, stop) for start, stop in pairwise(bounds)]
+    expected = [list(range(start, min(start + size, bounds[-1])))
+                for start in range(0, bounds[-1], size)]
+    if drop_last:
+        expected.pop()
+    sampler = BatchSampler(SequentialSampler(range(bounds[-1])), size, drop_last)
+    received, interrupts, lines = taken_with_an_interrupt(
+        sampler._batches_of_chunks(iter(chunks)), at=0)
+    assert (received, interrupts) == (expected, 0)
+    for at in range(1, lines + 1):
+        received, interrupts, _ = taken_with_an_interrupt(
+            sampler._batches_of_chunks(iter(chunks)), at)
+        assert interrupts == 1
+        assert received == [batch for batch in expected if batch in received], at
+        assert len(received) >= len(expected) - 1, at

@@ -434,22 +434,7 @@ class BatchSampler(Sampler[list[int]]):
         return _Batches(iter(self.sampler), self.batch_size, self.drop_last)
 
     def _batches_of_chunks(self, chunks: Iterator[np.ndarray]) -> Iterator[list[int]]:
-        size = self.batch_size
-        # Rows (batches) made Python lists at once: few for the epoch's first
-        # batch, doubling up to a chunk's worth.
-        rows, most_rows = max(_FIRST_CHUNK // size, 1), max(_CHUNK // size, 1)
-        pending = np.empty(0, dtype=np.int64)
-        for chunk in chunks:
-            pending = np.concatenate([pending, chunk]) if len(pending) else chunk
-            whole = len(pending) // size
-            done = 0
-            while done < whole:
-                stop = min(done + rows, whole)
-                yield from pending[done * size : stop * size].reshape(-1, size).tolist()
-                done, rows = stop, min(rows * 2, most_rows)
-            pending = pending[whole * size :]
-        if len(pending) and not self.drop_last:
-            yield pending.tolist()
+        return _ChunkBatches(chunks, self.batch_size, self.drop_last)
 
     def __len__(self) -> int:
         n = len(self.sampler)  # type: ignore[arg-type]
@@ -464,22 +449,75 @@ class _Batches:
 
     An iterator object, not a generator: an exception raised while it takes
     a batch (Ctrl-C landing there, on the consumer's thread) leaves it
-    usable, where it would end a generator and with it the epoch.
+    usable, where it would end a generator and with it the epoch. The batch
+    being taken may be lost; the next ones come, none twice.
     """
 
     __slots__ = ("indices", "size", "drop_last")
 
-    def __init__(self, indices: Iterator[int], size: int, drop_last: bool) -> None:
+    def __init__(self, indices: Iterator[Any], size: int, drop_last: bool) -> None:
         self.indices, self.size, self.drop_last = indices, size, drop_last
 
     def __iter__(self) -> _Batches:
         return self
 
     def __next__(self) -> list[int]:
-        batch = list(islice(self.indices, self.size))
+        batch = self._take()
         if not batch or (self.drop_last and len(batch) < self.size):
             raise StopIteration
         return batch
+
+    def _take(self) -> list[int]:
+        """The next ``size`` indices; fewer, or none, at the end."""
+        return list(islice(self.indices, self.size))
+
+
+class _ChunkBatches(_Batches):
+    """:class:`_Batches` cut with numpy from our samplers' chunks of indices
+    (``indices`` yields int64 arrays).
+
+    A block of rows (batches) becomes Python lists in one call: few rows for
+    the epoch's first batch, doubling up to a chunk's worth. Every step
+    changes the state in one assignment, or in the one call that takes a
+    chunk and stores it, so an exception never leaves a step half done.
+    (Ctrl-C landing inside the chunks' own generator still ends it, and the
+    epoch with it.)
+    """
+
+    __slots__ = ("_state", "_rows", "_most_rows")
+
+    def __init__(self, chunks: Iterator[np.ndarray], size: int, drop_last: bool) -> None:
+        super().__init__(chunks, size, drop_last)
+        # Every index not yet handed out is in exactly one of: the batches
+        # cut, the indices not yet cut, the chunk pulled from ``indices``
+        # and not yet joined to them.
+        self._state: tuple[Iterator[list[int]], np.ndarray, list[np.ndarray]] = (
+            iter(()), np.empty(0, dtype=np.int64), [])
+        self._rows, self._most_rows = max(_FIRST_CHUNK // size, 1), max(_CHUNK // size, 1)
+
+    def _take(self) -> list[int]:
+        size = self.size
+        while True:
+            batches, pending, pulled = self._state
+            batch = next(batches, None)
+            if batch is not None:
+                return batch
+            if pulled:
+                chunk = pulled[0]
+                joined = np.concatenate([pending, chunk]) if len(pending) else chunk
+                self._state = batches, joined, []
+                continue
+            cut = min(len(pending) // size, self._rows) * size
+            if cut:
+                rows = pending[:cut].reshape(-1, size).tolist()
+                self._state = iter(rows), pending[cut:], pulled
+                self._rows = min(self._rows * 2, self._most_rows)
+                continue
+            # Not ``next()``: Ctrl-C raised as it returns would lose the chunk.
+            pulled.extend(islice(self.indices, 1))
+            if not pulled:  # the end: what is left is the last, short batch
+                self._state = batches, pending[:0], pulled
+                return pending.tolist()
 
 
 def yields_valid_indices(index_sampler: Any) -> bool:
