@@ -5,6 +5,7 @@ consumer would, so that the order of requests and given-back slots is
 exactly the test's.
 """
 
+import gc
 import multiprocessing
 import os
 import threading
@@ -110,3 +111,23 @@ def test_take_and_give_back_choose_the_lowest_free_slot():
     assert writer.take() == 0
     assert writer.take() == 2
     assert writer.take() == 3
+
+
+def test_batches_kept_after_close_stay_readable_and_let_go_of_everything():
+    from dataloader import DataLoader
+
+    def descriptors():
+        gc.collect()
+        return len(os.listdir("/proc/self/fd"))
+
+    before = descriptors()
+    loader = DataLoader(Gated(gate_index=-1), batch_size=10, num_workers=2,
+                        worker_type="process")
+    kept = list(loader)
+    loader.close()
+    del loader
+    assert descriptors() > before  # the slots' mappings live on with the batches
+    for position, batch in enumerate(kept):
+        np.testing.assert_array_equal(batch[:, 0], np.arange(10) + 10 * position)
+    del kept, batch  # released after close: the slots' workers are gone
+    assert descriptors() == before

@@ -25,6 +25,8 @@ import pickle
 import signal
 import threading
 import time
+import weakref
+from collections.abc import Callable
 from multiprocessing.connection import wait
 from multiprocessing.reduction import recv_handle
 from typing import Any
@@ -86,7 +88,7 @@ class WorkerGroup:
         self._pids: list[int] = []
         # Requests from the consumer, and a pipe that wakes the I/O thread.
         self._outbox: collections.deque[tuple[Any, ...]] = collections.deque()
-        self._wake = _Wake()
+        self._wake: Callable[[], None] = _Wake()
         # The epoch being served; ``_lock`` pairs it with ``death``.
         self._channel: Channel | None = None
         self._lock = threading.Lock()
@@ -183,12 +185,13 @@ class WorkerGroup:
     def _serve(self) -> None:
         """Send requests, receive replies, watch the processes; until ``close``."""
         sentinels = [process.sentinel for process in self._processes]
+        wake = self._wake
         try:
             while not self._stopping:
                 self._send_requests()
-                ready = wait([*self._conns, *sentinels, self._wake.fd], _IO_SLICE_SECONDS)
-                if self._wake.fd in ready:
-                    self._wake.clear()
+                ready = wait([*self._conns, *sentinels, wake.fd], _IO_SLICE_SECONDS)
+                if wake.fd in ready:
+                    wake.clear()
                 for worker_id, conn in enumerate(self._conns):
                     if conn in ready:
                         self._deliver(worker_id, self._receive_from(worker_id))
@@ -305,7 +308,8 @@ class WorkerGroup:
         if io is not None and io is not threading.current_thread():
             self.post((_STOP_IO, None))
             io.join()
-        self._wake.close()
+        # The pipe closes once the last batch's release has let go of it too.
+        self._wake = _no_wake
         # The slots' mappings hold descriptors; batches still in use keep theirs.
         self.reader = SlotReader()
         for conn in self._conns:
@@ -327,29 +331,35 @@ class WorkerGroup:
 
 class _Wake:
     """Wakes the I/O thread: from the consumer's thread, or from a garbage collection
-    on any thread releasing a batch (which may come after the group is closed)."""
+    on any thread releasing a batch, maybe after the group is closed.
+
+    The pipe lives as long as this object, which every batch's release
+    holds: a late release writes into the pipe nobody reads any more (until
+    it is full), never into a descriptor since reused for something else.
+    """
 
     def __init__(self) -> None:
-        self.fd, self._write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self._lock = threading.RLock()
+        self.fd, write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._write_fd = write_fd
+        weakref.finalize(self, _close_pipe, self.fd, write_fd)
 
     def __call__(self) -> None:
-        with self._lock:
-            if self._write_fd < 0:
-                return  # closed: nobody is listening
-            try:
-                os.write(self._write_fd, b"!")
-            except OSError:
-                pass  # the pipe is full: the I/O thread is awake already
+        try:
+            os.write(self._write_fd, b"!")
+        except OSError:
+            pass  # the pipe is full: the I/O thread is awake already, or gone
 
     def clear(self) -> None:
         os.read(self.fd, 4096)
 
-    def close(self) -> None:
-        with self._lock:
-            os.close(self.fd)
-            os.close(self._write_fd)
-            self._write_fd = -1
+
+def _no_wake() -> None:
+    pass
+
+
+def _close_pipe(*fds: int) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 def _name_unpicklable(spec: _worker.WorkerSpec, method: str) -> None:
