@@ -236,13 +236,26 @@ def _status_kib(pid: int, field: str) -> int:
     return 0
 
 
-def pss_kib(pid: int) -> int:
+def pss_kib(pid: int, field: str = "Pss") -> int:
+    """A field of the process's ``smaps_rollup`` in KiB (0 once it has ended)."""
     try:
         for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1])
     except OSError:
         pass
+    return 0
+
+
+def shared_memory_kib() -> int:
+    """The machine's shared memory (``Shmem`` in ``/proc/meminfo``) in KiB.
+
+    Pages of a shared-memory file count in a process's PSS only while it maps
+    them; a batch in flight between processes may be mapped by none.
+    """
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("Shmem:"):
+            return int(line.split()[1])
     return 0
 
 

@@ -25,6 +25,8 @@ import pickle
 import signal
 import threading
 import time
+import weakref
+from collections.abc import Callable
 from multiprocessing.connection import wait
 from multiprocessing.reduction import recv_handle
 from typing import Any
@@ -79,10 +81,6 @@ class WorkerGroup:
         self.size = spec.num_workers
         self.reader = SlotReader()
         self._kept_slots = spec.kept_slots
-        self._free: list[list[int]] = [[] for _ in range(self.size)]
-        self._slot_counts = [0] * self.size
-        # The slot lent with each request in flight, (token, position) -> slot.
-        self._lent: dict[tuple[int, int], int] = {}
         # Slots released by the consumer's garbage collector, from any thread.
         self._released: collections.deque[tuple[int, int]] = collections.deque()
         self._processes: list[Any] = []
@@ -90,7 +88,7 @@ class WorkerGroup:
         self._pids: list[int] = []
         # Requests from the consumer, and a pipe that wakes the I/O thread.
         self._outbox: collections.deque[tuple[Any, ...]] = collections.deque()
-        self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._wake: Callable[[], None] = _Wake()
         # The epoch being served; ``_lock`` pairs it with ``death``.
         self._channel: Channel | None = None
         self._lock = threading.Lock()
@@ -161,19 +159,17 @@ class WorkerGroup:
     def post(self, request: tuple[Any, ...]) -> None:
         """Queue a request for the I/O thread (one atomic append: safe under Ctrl-C)."""
         self._outbox.append(request)
-        try:
-            os.write(self._wake_write, b"!")
-        except OSError:
-            pass  # the pipe is full: the I/O thread is awake already
+        self._wake()
 
     def open_batch(self, worker_id: int, packed: Packed) -> Any:
         """The batch of a reply, as views of its slot; the slot is free again once released."""
-        released = self._released
+        released, wake = self._released, self._wake
 
         def release(worker_id: int = worker_id, slot: int = packed.slot) -> None:
             released.append((worker_id, slot))
+            wake()  # the worker may choose its next slot soon
 
-        # The lowest free slots are lent first, so a steady epoch cycles
+        # Workers fill their lowest free slot, so a steady epoch cycles
         # through the kept ones; a slot beyond them (the consumer kept many
         # batches) returns its pages once released.
         return self.reader.unpack(worker_id, packed, release,
@@ -189,12 +185,13 @@ class WorkerGroup:
     def _serve(self) -> None:
         """Send requests, receive replies, watch the processes; until ``close``."""
         sentinels = [process.sentinel for process in self._processes]
+        wake = self._wake
         try:
             while not self._stopping:
                 self._send_requests()
-                ready = wait([*self._conns, *sentinels, self._wake_read], _IO_SLICE_SECONDS)
-                if self._wake_read in ready:
-                    os.read(self._wake_read, 4096)
+                ready = wait([*self._conns, *sentinels, wake.fd], _IO_SLICE_SECONDS)
+                if wake.fd in ready:
+                    wake.clear()
                 for worker_id, conn in enumerate(self._conns):
                     if conn in ready:
                         self._deliver(worker_id, self._receive_from(worker_id))
@@ -205,6 +202,7 @@ class WorkerGroup:
             self._broken(error)
 
     def _send_requests(self) -> None:
+        self._give_back_slots()
         while self._outbox:
             request = self._outbox.popleft()
             kind, channel = request[0], request[1]
@@ -230,19 +228,17 @@ class WorkerGroup:
         if worker_id is None or position is None:
             position, worker_id = channel.assign(), channel.least_busy()
         channel.dispatch(position, worker_id)
-        while self._released:
-            released_worker, slot = self._released.popleft()
-            self._free[released_worker].append(slot)
-        free = self._free[worker_id]
-        if free:
-            slot = min(free)
-            free.remove(slot)
-        else:
-            slot = self._slot_counts[worker_id]
-            self._slot_counts[worker_id] += 1
-        self._lent[channel.token, position] = slot
-        request = (_worker.LOAD, channel.token, position, indices, slot)
+        request = (_worker.LOAD, channel.token, position, indices)
         self._send(self._conns[worker_id], request, worker_id)
+
+    def _give_back_slots(self) -> None:
+        """Tell each worker which of its slots the consumer has released since."""
+        released: dict[int, list[int]] = {}
+        while self._released:
+            worker_id, slot = self._released.popleft()
+            released.setdefault(worker_id, []).append(slot)
+        for worker_id, slots in released.items():
+            self._send(self._conns[worker_id], (_worker.GIVE_BACK, slots), worker_id)
 
     def _send(self, conn: Any, message: Any, worker_id: int | None = None) -> None:
         try:
@@ -253,9 +249,6 @@ class WorkerGroup:
 
     def _deliver(self, worker_id: int, message: Any) -> None:
         packed = message[3] if message[0] in (_worker.BATCH_DONE, _worker.STREAMED) else None
-        slot = self._lent.pop((message[1], message[2]), None)
-        if packed is None and slot is not None:
-            self._free[worker_id].append(slot)  # no batch came back in it
         channel = self._channel
         if channel is None or message[1] != channel.token:
             # A reply to an abandoned epoch of a persistent group.
@@ -315,8 +308,8 @@ class WorkerGroup:
         if io is not None and io is not threading.current_thread():
             self.post((_STOP_IO, None))
             io.join()
-        os.close(self._wake_read)
-        os.close(self._wake_write)
+        # The pipe closes once the last batch's release has let go of it too.
+        self._wake = _no_wake
         # The slots' mappings hold descriptors; batches still in use keep theirs.
         self.reader = SlotReader()
         for conn in self._conns:
@@ -334,6 +327,39 @@ class WorkerGroup:
             conn.close()
         for process in self._processes:
             process.close()
+
+
+class _Wake:
+    """Wakes the I/O thread: from the consumer's thread, or from a garbage collection
+    on any thread releasing a batch, maybe after the group is closed.
+
+    The pipe lives as long as this object, which every batch's release
+    holds: a late release writes into the pipe nobody reads any more (until
+    it is full), never into a descriptor since reused for something else.
+    """
+
+    def __init__(self) -> None:
+        self.fd, write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._write_fd = write_fd
+        weakref.finalize(self, _close_pipe, self.fd, write_fd)
+
+    def __call__(self) -> None:
+        try:
+            os.write(self._write_fd, b"!")
+        except OSError:
+            pass  # the pipe is full: the I/O thread is awake already, or gone
+
+    def clear(self) -> None:
+        os.read(self.fd, 4096)
+
+
+def _no_wake() -> None:
+    pass
+
+
+def _close_pipe(*fds: int) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 def _name_unpicklable(spec: _worker.WorkerSpec, method: str) -> None:

@@ -9,22 +9,19 @@ unpickles them as views of its own mapping of the slot -- no copy on the
 consumer's side, no segment created per batch, and nothing in
 ``/dev/shm`` (a memfd disappears with the last process holding it).
 
-Which slot a worker fills is the consumer's choice: it hands out a free
-slot with every batch it asks for, and a slot becomes free again when the
-batch read from it is released -- when the last array viewing it is
-garbage collected, as ``ImageCollator``'s pooled buffers are recycled.
+A slot is free again when the batch read from it is released -- when the
+last array viewing it is garbage collected, as ``ImageCollator``'s pooled
+buffers are recycled, and the consumer gives it back to its worker. A
+worker fills the lowest free slot when it starts a batch, so a steady
+epoch cycles through as few slots as the batches in flight need.
 
-A slot's pages stay in its file for its next batch: a fresh segment per
-batch (torch's way) costs a page fault and a page of zeroes per 4 KiB on
-both sides, about a tenth of the loading time of a batch of images. Each
-process drops only its own page-table entries (``MADV_DONTNEED``): the
-worker once the batch is packed, the consumer once the batch is released.
-A batch waiting for the consumer, or a slot waiting for its next batch, is
-then memory of no process, as a segment that torch's worker unmapped after
-sending. Only the slots a steady epoch cycles through keep their pages
-(``prefetch_factor + 2`` per worker); a slot beyond them, lent while the
-consumer keeps many batches, returns its pages to the system once
-released (``MADV_REMOVE``). Files and pages go with their worker.
+A slot's pages stay in its file, and mapped on both sides, for its next
+batch: a fresh segment per batch (torch's way) costs a page fault and a
+page of zeroes per 4 KiB on both sides, about a tenth of the loading time
+of a batch of images. Only the slots a steady epoch cycles through keep
+their pages (``prefetch_factor + 2`` per worker); a slot beyond them, used
+while the consumer keeps many batches, returns its pages to the system
+once released (``MADV_REMOVE``). Files and pages go with their worker.
 
 numpy arrays, ``Image`` / ``ImageBatch`` and CPU torch tensors are sent out
 of band; anything else picklable is pickled with the batch.
@@ -34,7 +31,8 @@ Examples
 >>> import numpy as np
 >>> from dataloader._processes.transport import SlotReader, SlotWriter
 >>> writer, reader = SlotWriter(), SlotReader()
->>> packed = writer.pack(0, {"x": np.arange(4), "name": "a"})
+>>> slot = writer.take()
+>>> packed = writer.pack(slot, {"x": np.arange(4), "name": "a"})
 >>> reader.attach(0, 0, writer.share(0))
 >>> batch = reader.unpack(0, packed, release=lambda: None)
 >>> batch["x"].tolist(), batch["name"]
@@ -49,7 +47,7 @@ import os
 import pickle
 import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,20 +97,6 @@ class _Slot:
         # The mapping's bytes, for allocating into it and finding buffers in it.
         self.memory = np.frombuffer(self.mapping, np.uint8)
 
-    def hand_over(self, nbytes: int) -> None:
-        """Drop this process's page-table entries for the first ``nbytes``: the pages
-        stay in the file, now the consumer's to map, as a segment its writer unmapped.
-
-        The bytes are unchanged (a shared mapping faults them back in if read);
-        only the accounting moves: a batch waiting for the consumer is memory
-        of no process until the consumer reads it, as torch's are.
-        """
-        if nbytes:
-            try:
-                self.mapping.madvise(mmap.MADV_DONTNEED, 0, min(nbytes, self.size))
-            except (OSError, ValueError):
-                pass  # the pages stay mapped here too: nothing is lost
-
     def offset_of(self, view: memoryview) -> int:
         """Where ``view``'s bytes are in this slot, or -1 when they are elsewhere."""
         if view.nbytes == 0:
@@ -157,16 +141,33 @@ class Arena:
 class SlotWriter:
     """A worker's side: packs batches into its slots.
 
-    ``pack(slot, batch)`` returns the :class:`Packed` batch; when it had to
-    create (or grow) the slot's file, ``share(slot)`` is that file's
-    descriptor, to be sent to the consumer before the batch.
+    ``take()`` is the slot for the next batch, ``pack(slot, batch)``
+    returns the :class:`Packed` batch; when it had to create (or grow) the
+    slot's file, ``share(slot)`` is that file's descriptor, to be sent to
+    the consumer before the batch. ``give_back(slots)`` frees slots again.
     """
 
     def __init__(self) -> None:
         self._slots: dict[int, _Slot] = {}
+        # Slots taken (in use) and, among them, those given back since.
+        self._taken = 0
+        self._free: set[int] = set()
         self._unshared: set[int] = set()
         # Slots replaced by bigger ones while arrays still viewed them.
         self._retired: list[_Slot] = []
+
+    def take(self) -> int:
+        """The lowest free slot, or a new one when every slot holds a batch."""
+        if not self._free:
+            self._taken += 1
+            return self._taken - 1
+        slot = min(self._free)
+        self._free.remove(slot)
+        return slot
+
+    def give_back(self, slots: Iterable[int]) -> None:
+        """Free ``slots`` for later batches: their batches are released."""
+        self._free.update(slots)
 
     def arena(self, slot: int) -> Arena | None:
         """Room in ``slot`` for the next batch's arrays (``None`` before its first batch)."""
@@ -197,7 +198,6 @@ class SlotWriter:
         for (start, nbytes), view, offset in zip(layout, views, placed, strict=True):
             if offset < 0:
                 state.mapping[start:start + nbytes] = view
-        state.hand_over(end)
         return Packed(slot, stream.getvalue(), tuple(layout))
 
     def needs_sharing(self, slot: int) -> bool:
@@ -243,8 +243,8 @@ class SlotReader:
                keep_pages: bool = True) -> Any:
         """The batch of ``packed``; ``release()`` is called once no array views its slot.
 
-        The slot's pages then stay in its file for its next batch, or with
-        ``keep_pages=False`` go back to the system.
+        The slot's pages then stay in its file, and mapped, for its next
+        batch, or with ``keep_pages=False`` go back to the system.
         """
         mapping = self._mappings[worker, packed.slot]
         end = packed.layout[-1][0] + packed.layout[-1][1] if packed.layout else 0
@@ -260,12 +260,13 @@ class SlotReader:
 
 
 def _release(mapping: mmap.mmap, release: Callable[[], None], keep_pages: bool) -> None:
-    """A slot's batch is gone: the consumer drops its page-table entries and the slot
-    goes back to its worker, its pages kept in the file for its next batch (or freed)."""
-    try:
-        mapping.madvise(mmap.MADV_DONTNEED if keep_pages else mmap.MADV_REMOVE)
-    except (OSError, ValueError):
-        pass  # unmapped meanwhile: nothing to drop
+    """A slot's batch is gone: the slot goes back to its worker, its pages kept for
+    its next batch, or freed."""
+    if not keep_pages:
+        try:
+            mapping.madvise(mmap.MADV_REMOVE)
+        except (OSError, ValueError):
+            pass  # unmapped meanwhile: the pages go with the file
     release()
 
 

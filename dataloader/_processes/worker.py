@@ -5,15 +5,16 @@ by ``fork``, or unpickled under ``spawn`` / ``forkserver``) and loads
 whole batches with the engine's one loading routine
 (``dataloader._core.load``) -- with ``item_concurrency`` lanes on its own
 small pool of threads when asked. It answers three requests from the
-consumer, in order, over its pipe:
+consumer, in order, over its pipe, and is given back the slots of the
+batches the consumer has released:
 
 * ``(EPOCH, token, seed, epoch, stream_state)`` -- bind this epoch's
   transform and collate function, seed ``random``, numpy's global
   generator and torch from ``(seed, epoch, worker id)``; a streaming
   worker also starts its stream afresh (from ``stream_state`` on resume);
-* ``(LOAD, token, position, indices, slot)`` -- load the batch and send
-  ``(BATCH, token, position, packed, stats, skipped)``, its arrays in
-  ``slot`` (see :mod:`dataloader._processes.transport`), or
+* ``(LOAD, token, position, indices)`` -- load the batch and send
+  ``(BATCH, token, position, packed, stats, skipped)``, its arrays in the
+  lowest free slot (see :mod:`dataloader._processes.transport`), or
   ``(FAILED, token, position, error, stats)``; a streaming worker
   (``indices`` is ``None``) loads its stream's next batch and sends
   ``(STREAMED, token, position, packed, stats, (error, state, ended))``:
@@ -21,7 +22,10 @@ consumer, in order, over its pipe:
   stream's saved state after the batch (as on threads,
   ``dataloader._loading.streaming``) and ``ended`` whether the stream is
   over (an error of its iterator ends it);
-* ``(STOP,)`` -- exit.
+* ``(STOP,)`` -- exit;
+* ``(GIVE_BACK, slots)`` -- whenever it comes: ``slots`` are free again.
+  The worker reads every message waiting before it chooses a slot, so a
+  batch released while it was busy frees its slot for the next one.
 
 The worker ignores Ctrl-C (the consumer stops it) and exits on its own
 when the consumer's process is gone: its pipe reaches end of file, and a
@@ -30,6 +34,7 @@ watchdog notices the parent's death between requests.
 
 from __future__ import annotations
 
+import collections
 import gc
 import os
 import pickle
@@ -63,12 +68,12 @@ from dataloader._loading.worker import (
 from dataloader._processes.transport import SlotWriter
 
 __all__ = [
-    "BATCH_DONE", "EPOCH", "FAILED", "LOAD", "READY", "STOP", "STREAMED", "StreamSpec",
-    "WorkerSpec", "run",
+    "BATCH_DONE", "EPOCH", "FAILED", "GIVE_BACK", "LOAD", "READY", "STOP", "STREAMED",
+    "StreamSpec", "WorkerSpec", "run",
 ]
 
 # Requests (consumer -> worker) and replies (worker -> consumer).
-EPOCH, LOAD, STOP = "epoch", "load", "stop"
+EPOCH, LOAD, STOP, GIVE_BACK = "epoch", "load", "stop", "give back"
 READY, BATCH_DONE, FAILED, SLOT = "ready", "batch", "failed", "slot"
 STREAMED = "streamed"
 
@@ -155,6 +160,8 @@ class _Worker:
         # consumer's death from its pipe's end of file alone.
         self.watch_parent = os.getppid() == parent_pid
         self.writer = SlotWriter()
+        # Requests read while looking for slots given back.
+        self.requests: collections.deque[Any] = collections.deque()
         self.stats = Stats()
         self.sent_totals = [0] * len(self.stats.rows[0].totals())
         self.pool: Pool | None = None
@@ -187,10 +194,23 @@ class _Worker:
             self.writer.close()
 
     def _next_request(self) -> Any:
-        while not self.conn.poll(_WATCHDOG_SECONDS):
-            if self.watch_parent and os.getppid() != self.parent_pid:
-                return None
-        return self.conn.recv()
+        # Slots given back while the last batch loaded are free for the next.
+        while True:
+            self._read_waiting()
+            if self.requests:
+                return self.requests.popleft()
+            while not self.conn.poll(_WATCHDOG_SECONDS):
+                if self.watch_parent and os.getppid() != self.parent_pid:
+                    return None
+
+    def _read_waiting(self) -> None:
+        """Read every message waiting: free the slots given back, queue the requests."""
+        while self.conn.poll(0):
+            message = self.conn.recv()
+            if message[0] == GIVE_BACK:
+                self.writer.give_back(message[1])
+            else:
+                self.requests.append(message)
 
     def _begin_epoch(self, token: Any, seed: int, epoch: int, stream_state: Any) -> None:
         spec = self.spec
@@ -234,29 +254,35 @@ class _Worker:
                                     assemble)
         self.cursor = Cursor(spec.stream, self.worker_id, None, state)
 
-    def _load(self, token: Any, position: int, indices: Any, slot: int) -> None:
+    def _load(self, token: Any, position: int, indices: Any) -> None:
+        slot = self.writer.take()
+        if not self._load_into(slot, token, position, indices):
+            self.writer.give_back((slot,))  # no batch came back in it
+
+    def _load_into(self, slot: int, token: Any, position: int, indices: Any) -> bool:
+        """Load a batch into ``slot`` and send the reply; whether it holds a batch."""
         del self.skipped[:]
         # The batch's arrays are collated straight into its slot when they fit.
         arena = self.writer.arena(slot)
         batch_allocator(arena.empty if arena is not None else None)
         try:
             if self.cursor is not None:
-                self._stream_next(token, position, slot, arena)
-                return
+                return self._stream_next(token, position, slot, arena)
             batch = self._load_batch(indices)
         except Exception as exc:  # noqa: BLE001 -- raised in the consumer
             add_context(exc, LoadingContext(BATCH, batch=position, indices=indices,
                                             worker=self.worker_id))
             self.conn.send((FAILED, token, position, _portable(exc), self._stats_delta()))
-            return
+            return False
         finally:
             batch_allocator(None)
         skipped = list(self.skipped)
         packed = None if batch is EMPTY_BATCH else self._pack(slot, batch, arena)
         del batch
         self.conn.send((BATCH_DONE, token, position, packed, self._stats_delta(), skipped))
+        return packed is not None
 
-    def _stream_next(self, token: Any, position: int, slot: int, arena: Any) -> None:
+    def _stream_next(self, token: Any, position: int, slot: int, arena: Any) -> bool:
         """Load the stream's next batch (see the module docstring for the reply)."""
         cursor = self.cursor
         assert cursor is not None
@@ -277,6 +303,7 @@ class _Worker:
             error, state = _portable(exc), None
         outcome = (error, state, cursor.ended)
         self.conn.send((STREAMED, token, position, packed, self._stats_delta(), outcome))
+        return packed is not None
 
     def _open_stream(self, cursor: Cursor) -> None:
         try:
