@@ -155,8 +155,9 @@ cdef class _PooledBlock:
         view.suboffsets = NULL
         view.internal = NULL
 
-    def __releasebuffer__(self, Py_buffer* view):
-        pass
+    # No __releasebuffer__: a view holds nothing to release, and without one
+    # numpy keeps the block itself as its array's base, not a memoryview of
+    # it (one more object between the array and the block, see pooled_array).
 
     def __dealloc__(self):
         if self.data != NULL:
@@ -186,4 +187,11 @@ def pooled_array(BufferPool pool, tuple shape, dtype):
     if block.data == NULL:
         raise MemoryError(f"cannot allocate {nbytes} bytes for a batch of shape {shape}")
     block.pool = pool
-    return np.frombuffer(block, dtype, count).reshape(shape)
+    flat = np.frombuffer(block, dtype, count)
+    array = flat.reshape(shape)
+    # The array holds the flat array, which holds the block: none of them
+    # may wait for this thread to be freed (see share_refcount).
+    share_refcount(block)
+    share_refcount(flat)
+    share_refcount(array)
+    return array

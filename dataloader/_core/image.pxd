@@ -1,5 +1,5 @@
 # Image and ImageBatch, shared with pipeline.pyx.
-from dataloader._core.buffers cimport BufferPool, aligned_alloc
+from dataloader._core.buffers cimport BufferPool, aligned_alloc, share_refcount
 
 
 cdef class _Samples:

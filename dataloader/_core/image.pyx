@@ -475,6 +475,8 @@ cdef ImageBatch pooled_batch(BufferPool pool, tuple shape, str dtype, str layout
     if batch.data == NULL:
         raise MemoryError(f"cannot allocate {size} bytes for a batch of shape {shape}")
     batch.pool = pool
+    # Freed on the thread that drops it last, not queued to this one (see share_refcount).
+    share_refcount(batch)
     return batch
 
 

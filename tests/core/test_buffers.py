@@ -1,11 +1,13 @@
 """``BufferPool`` and ``pooled_array``: batch memory handed back for reuse."""
 
 import gc
+import threading
 
 import numpy as np
 import pytest
 
 from dataloader._core.buffers import POOL_CAPACITY_MAX, BufferPool, pooled_array
+from dataloader._core.image import new_batch
 
 
 def address(array):
@@ -58,3 +60,32 @@ def test_a_torch_tensor_over_a_pooled_array_holds_its_memory():
     del tensor
     gc.collect()
     assert pool.idle == 1
+
+
+@pytest.mark.parametrize("make", [
+    lambda pool: pooled_array(pool, (4, 1000), "float32"),
+    lambda pool: new_batch(pool, (2, 3, 8, 8), "uint8", "NCHW"),
+], ids=["array", "image batch"])
+def test_a_batch_made_on_a_waiting_thread_returns_when_another_thread_drops_it(make):
+    # The maker stays blocked, as a worker thread idle between tasks: its
+    # batch must not wait for it to run Python code again to be freed (the
+    # free-threaded build queues an object dropped by another thread to the
+    # thread that made it), or the next batch could not reuse the block.
+    pool = BufferPool(capacity=2)
+    made, ready, done = [], threading.Event(), threading.Event()
+
+    def maker():
+        made.append(make(pool))
+        ready.set()
+        done.wait()
+
+    thread = threading.Thread(target=maker)
+    thread.start()
+    try:
+        ready.wait()
+        batch = made.pop()
+        del batch
+        assert pool.idle == 1
+    finally:
+        done.set()
+        thread.join()
