@@ -55,27 +55,6 @@ def interrupt_later(rng, main, go):
     return thread
 
 
-def wait_for(timers):
-    """Join the timers; the interrupts that arrive meanwhile are counted."""
-    caught = 0
-    for timer in timers:
-        while True:
-            try:
-                timer.join()
-                break
-            except KeyboardInterrupt:
-                caught += 1
-    # A signal sent with os.kill may have gone to another thread, whose C
-    # handler only flags it: the main thread raises it at a bytecode
-    # boundary, soon but not at once on a loaded machine.
-    for _ in range(20):
-        try:
-            time.sleep(0.005)
-        except KeyboardInterrupt:
-            caught += 1
-    return caught
-
-
 def run_round(rng):
     num_workers, item_concurrency = rng.choice(MODES)
     n, batch_size = rng.randint(8, 24), rng.randint(1, 4)
@@ -88,14 +67,31 @@ def run_round(rng):
     main = threading.main_thread().ident
     timers = [interrupt_later(rng, main, go) for _ in range(rng.randint(1, 3))]
     go.set()
-    while True:
+    # One step at a time, every step inside the one try: an interrupt landing
+    # anywhere, between two steps too, is counted (outside such a try, as when
+    # the timers were joined after the loop, it would end the script).
+    stage, joined, grace = "iterate", 0, 0
+    while stage != "done":
         try:
-            received.append(next(it).tolist())
-        except StopIteration:
-            break
+            if stage == "iterate":
+                try:
+                    received.append(next(it).tolist())
+                except StopIteration:
+                    stage = "join"
+            elif stage == "join" and joined < len(timers):
+                timers[joined].join()
+                joined += 1
+            elif grace < 20:
+                # A signal sent with os.kill may have gone to another thread,
+                # whose C handler only flags it: the main thread raises it at
+                # a bytecode boundary, soon but not at once on a loaded machine.
+                stage = "grace"
+                time.sleep(0.005)
+                grace += 1
+            else:
+                stage = "done"
         except KeyboardInterrupt:
             interrupts += 1
-    interrupts += wait_for(timers)
     positions = [expected.index(batch) for batch in received]
     assert positions == sorted(set(positions)), (received, expected)
     assert len(expected) - len(received) <= interrupts, (received, expected, interrupts)
