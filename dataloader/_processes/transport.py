@@ -149,8 +149,8 @@ class SlotWriter:
 
     def __init__(self) -> None:
         self._slots: dict[int, _Slot] = {}
-        # Slots taken (in use) and, among them, those given back since.
-        self._taken = 0
+        # How many slots there are (0 to _count - 1), and which of them are free.
+        self._count = 0
         self._free: set[int] = set()
         self._unshared: set[int] = set()
         # Slots replaced by bigger ones while arrays still viewed them.
@@ -159,8 +159,8 @@ class SlotWriter:
     def take(self) -> int:
         """The lowest free slot, or a new one when every slot holds a batch."""
         if not self._free:
-            self._taken += 1
-            return self._taken - 1
+            self._count += 1
+            return self._count - 1
         slot = min(self._free)
         self._free.remove(slot)
         return slot
