@@ -537,8 +537,8 @@ INTERRUPTIBLE = """
             if index == {blocked}:
                 release.wait(120)
                 unblocked.set()
-            # Items take a moment, so that the consumer is waiting (not in the
-            # sampler, whose generator an interrupt would end) when Ctrl-C comes.
+            # Items take a moment, so that the consumer is most likely waiting
+            # in next() when Ctrl-C comes.
             time.sleep(0.002)
             return index
 
