@@ -49,6 +49,12 @@ TARGETS: dict[str, list[str]] = {
     "dataloader.sources._retry": ["tests/sources/test_retry.py", "tests/sources/test_http.py"],
     "dataloader._sampling.distributed": [
         "tests/test_distributed.py", "tests/test_shuffle.py", "-k", "not torchrun"],
+    "dataloader._loading.rows": ["tests/test_rows.py"],
+    # spawn and forkserver workers start a fresh interpreter, without the
+    # mutant; the descriptor-leak loops and the timeout take seconds each.
+    "dataloader._processes.transport": [
+        "tests/test_transport.py", "tests/test_process_slots.py", "tests/test_processes.py",
+        "-k", "not spawn and not forkserver and not create_and_destroy and not slow_batch"],
 }
 
 
