@@ -13,7 +13,7 @@ import pytest
 from dataloader import DataLoader, default_collate
 from dataloader._core.load import Recipe, load_batch
 from dataloader._core.stats import Row
-from dataloader._loading.collate import register_collate
+from dataloader._loading.collate import own_rule, register_collate
 from dataloader._loading.rows import ROW_MIN_BYTES, start_rows
 
 BIG = (32, 32, 32)  # 32 KiB of float32: over ROW_MIN_BYTES with any second array
@@ -96,7 +96,9 @@ def test_small_items_and_types_with_rules_of_their_own_collate_at_the_end():
     class Marked(np.ndarray):
         pass
 
+    assert own_rule(Marked) is True
     register_collate(Marked, lambda batch: "marked")
+    assert own_rule(Marked) is False and own_rule(np.ndarray) is True
     marked = [(np.zeros(ROW_MIN_BYTES).view(Marked), 0) for _ in range(3)]
     assert start_rows(marked[0], 3) is None
     assert load(marked)[0] == "marked"
