@@ -307,3 +307,78 @@ def test_contiguous_and_strided_arrays_mixed_in_one_batch():
     base = np.arange(2 * 4 * 3, dtype=np.float32).reshape(2, 4, 3)
     items = [base[0], base[1].T.copy().T, np.ascontiguousarray(base[1]), base[0][::-1]]
     assert_array(default_collate(items), np.stack(items), np.float32)
+
+
+def test_a_namedtuple_batch_with_an_item_of_another_length_raises_instead_of_truncating():
+    for other in [(1, 2.0, "extra"), (1,)]:
+        with pytest.raises(ValueError, match="zip"):
+            default_collate([Point(1, 2.0), other])
+
+
+def test_a_batch_allocator_serves_every_thread_unless_set_for_one():
+    import threading
+
+    from dataloader._loading.collate import batch_allocator
+
+    used = []
+
+    def empty(shape, dtype):
+        used.append(threading.get_ident())
+        return np.empty(shape, dtype)
+
+    def collate_on_a_thread():
+        thread = threading.Thread(target=default_collate, args=([np.ones(3), np.ones(3)],))
+        thread.start()
+        thread.join()
+        return thread.ident
+
+    batch_allocator(empty)
+    try:
+        assert used == [collate_on_a_thread()]
+    finally:
+        batch_allocator(None)
+    batch_allocator(empty, this_thread=True)
+    try:
+        collate_on_a_thread()
+        default_collate([np.ones(3), np.ones(3)])
+        assert used[1:] == [threading.get_ident()]
+    finally:
+        batch_allocator(None, this_thread=True)
+
+
+def test_tensors_are_stacked_in_batch_memory_however_small_and_by_torch_without_it():
+    torch = pytest.importorskip("torch")
+    from dataloader._loading.collate import batch_allocator
+
+    shapes = []
+
+    def empty(shape, dtype):
+        shapes.append(shape)
+        return np.zeros(shape, dtype)
+
+    batch_allocator(empty)
+    try:
+        one = default_collate([torch.tensor([7], dtype=torch.int8)])
+        none = default_collate([torch.zeros(0, 3), torch.zeros(0, 3)])
+    finally:
+        batch_allocator(None)
+    assert shapes == [(1,)] and one.tolist() == [[7]]
+    assert none.shape == (2, 0, 3)  # no bytes: torch's own empty tensor
+    # Without an allocator the batch is torch.stack's, in storage torch owns
+    # (and may resize), as with torch's default_collate.
+    batch = default_collate([torch.ones(2), torch.zeros(2)])
+    assert batch.untyped_storage().resizable()
+
+
+def test_a_registered_collate_takes_the_subclasses_of_its_type_too():
+    from dataloader._loading.collate import register_collate
+
+    class Box:
+        pass
+
+    class SmallBox(Box):
+        pass
+
+    register_collate(Box, lambda batch: f"{len(batch)} boxes")
+    assert default_collate([Box(), Box()]) == "2 boxes"
+    assert default_collate([SmallBox(), SmallBox(), SmallBox()]) == "3 boxes"

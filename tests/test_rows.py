@@ -13,7 +13,7 @@ import pytest
 from dataloader import DataLoader, default_collate
 from dataloader._core.load import Recipe, load_batch
 from dataloader._core.stats import Row
-from dataloader._loading.collate import register_collate
+from dataloader._loading.collate import own_rule, register_collate
 from dataloader._loading.rows import ROW_MIN_BYTES, start_rows
 
 BIG = (32, 32, 32)  # 32 KiB of float32: over ROW_MIN_BYTES with any second array
@@ -96,7 +96,9 @@ def test_small_items_and_types_with_rules_of_their_own_collate_at_the_end():
     class Marked(np.ndarray):
         pass
 
+    assert own_rule(Marked) is True
     register_collate(Marked, lambda batch: "marked")
+    assert own_rule(Marked) is False and own_rule(np.ndarray) is True
     marked = [(np.zeros(ROW_MIN_BYTES).view(Marked), 0) for _ in range(3)]
     assert start_rows(marked[0], 3) is None
     assert load(marked)[0] == "marked"
@@ -205,3 +207,75 @@ def test_tensor_items_stream_into_one_tensor_per_leaf():
     assert_same(load(items), default_collate(items))
     grads = [torch.full(BIG, float(i), requires_grad=True) for i in range(3)]
     assert start_rows(grads[0], 3) is None  # stacked by torch, with its graph
+
+
+def test_items_of_64_kib_of_arrays_or_more_are_collated_item_by_item():
+    # The threshold counts every stacked array of the item, and nothing else.
+    assert ROW_MIN_BYTES == 64 * 1024  # the figure docs/architecture.md gives
+    assert start_rows((np.zeros(64 * 1024, np.uint8), 0, "name"), 2) is not None
+    assert start_rows((np.zeros(64 * 1024 - 1, np.uint8), 0, "name"), 2) is None
+    half = np.zeros(32 * 1024, np.uint8)
+    assert start_rows({"a": half, "b": [half]}, 2) is not None
+    assert start_rows({"a": half, "b": [half[1:]]}, 2) is None
+    # Numbers, 0-d arrays among them, and strings do not count.
+    assert start_rows([np.zeros(64 * 1024 - 1, np.uint8), np.float64(1.0), np.array(2.0), 3,
+                       b"x"], 2) is None
+    assert start_rows(np.zeros(64 * 1024, np.uint8), 2) is not None  # a batch of two
+
+
+@pytest.mark.parametrize(("first", "other"), [
+    ((big(0), 0), (big(1), 1, 2)),                       # a longer tuple
+    ((big(0), 0), [big(1), 1]),                          # another sequence type
+    ((big(0), 0), (big(1, np.float64), 1)),              # another dtype
+    ((big(0), 0), (big(1, shape=(8, 8)), 1)),            # another shape
+    ((big(0), 0), (big(1).tolist(), 1)),                 # not an array
+    ({"a": big(0), "b": 0}, {"a": big(1), "b": 1, "c": 2}),  # another key
+    ({"a": big(0), "b": 0}, {"a": big(1)}),              # a missing key
+    ({"a": big(0), "b": 0}, collections.OrderedDict(a=big(1), b=1)),  # another mapping type
+    ({"a": big(0), "b": 0}, [big(1), 1]),                # not a mapping
+    ({"a": (big(0), 0)}, {"a": (big(1), 1, 2)}),         # a mismatch deeper down
+])
+def test_add_returns_false_for_an_item_of_another_structure_and_keeps_the_earlier_ones(
+        first, other):
+    rows = start_rows(first, 3)
+    assert rows is not None
+    assert rows.add(first) is True
+    assert rows.add(other) is False
+    assert_same(rows.items(), [first, first])
+
+
+@pytest.mark.parametrize("change", [
+    lambda i: {"image": big(i), "label": i, "extra": "x"},   # default_collate ignores it
+    lambda i: {"image": big(i)},                             # default_collate's KeyError
+    lambda i: [big(i), i],                                   # default_collate's TypeError
+    lambda i: {"image": big(i, np.float64), "label": i},     # numpy's promotion
+])
+def test_a_dict_item_of_another_structure_gets_default_collates_result_or_error(change):
+    items = [{"image": big(i), "label": i} for i in range(3)] + [change(3)] + [
+        {"image": big(4), "label": 4}]
+    try:
+        expected = default_collate(items)
+    except Exception as error:  # noqa: BLE001 -- the same error is the expected result
+        with pytest.raises(type(error)) as raised:
+            load(items)
+        assert str(raised.value) == str(error)
+    else:
+        assert_same(load(items), expected)
+
+
+def test_tensors_are_taken_item_by_item_unless_one_needs_its_graph():
+    torch = pytest.importorskip("torch")
+    first = torch.full(BIG, 0.0)
+    rows = start_rows((first, 0), 3)
+    assert rows is not None and rows.add((torch.full(BIG, 1.0), 1)) is True
+    assert start_rows(first.to_sparse(), 3) is None  # torch stacks sparse tensors
+    # An item that needs gradients, after the first: torch.stack builds the
+    # batch, with its graph back to that item.
+    items = [torch.full(BIG, float(i), requires_grad=i == 1) for i in range(3)]
+    rows = start_rows(items[0], 3)
+    assert rows.add(items[1]) is False
+    batch, expected = load(items), default_collate(items)
+    assert_same(batch, expected)
+    assert type(batch.grad_fn) is type(expected.grad_fn)
+    batch.sum().backward()
+    assert bool((items[1].grad == 1).all())

@@ -5,6 +5,7 @@ import gc
 import os
 import pickle
 import resource
+import warnings
 
 import numpy as np
 import pytest
@@ -196,3 +197,107 @@ def test_a_slot_beyond_the_kept_ones_returns_its_pages_once_released():
     gc.collect()
     assert os.fstat(writer.share(0)).st_blocks * 512 < values.nbytes // 8
     writer.close()
+
+
+def test_buffers_start_on_64_byte_boundaries(pipe):
+    batch = [np.arange(size, dtype=np.uint8) for size in (1, 63, 65, 100)]
+    packed = pipe.writer.pack(1, batch)
+    assert [offset % 64 for offset, _ in packed.layout] == [0, 0, 0, 0]
+    got = pipe(batch)
+    assert [array.ctypes.data % 64 for array in got] == [0, 0, 0, 0]
+    assert [array.tolist() for array in got] == [array.tolist() for array in batch]
+
+
+def test_a_slot_grows_by_a_quarter_so_slowly_growing_batches_reuse_its_file(pipe):
+    writer = pipe.writer
+    pipe(np.zeros(64_000, np.uint8))
+    assert os.fstat(writer.share(0)).st_size == 64_000
+    pipe(np.zeros(64_001, np.uint8))  # one byte more: a new file, a quarter bigger
+    assert os.fstat(writer.share(0)).st_size == 80_000
+    for size in (70_000, 80_000):
+        writer.pack(0, np.zeros(size, np.uint8))
+        assert not writer.needs_sharing(0)
+    writer.pack(0, np.zeros(80_001, np.uint8))
+    assert writer.needs_sharing(0)
+
+
+def test_an_arena_holds_arrays_from_one_byte_to_the_whole_slot(pipe):
+    pipe(np.zeros(8192, np.uint8))
+    writer = pipe.writer
+    whole = writer.arena(0).empty((8192,), np.uint8)
+    assert writer._slots[0].offset_of(memoryview(whole)) == 0
+    del whole
+    arena = writer.arena(0)
+    one, rest = arena.empty((1,), np.uint8), arena.empty((100,), np.uint8)
+    one[0], rest[:] = 3, np.arange(100)
+    packed = writer.pack(0, [one, rest], arena)
+    # Both are in the slot already, where the arena put them: nothing is copied.
+    assert packed.layout == ((0, 1), (64, 100)) and not writer.needs_sharing(0)
+    reader = SlotReader()
+    reader.attach(0, 0, os.dup(writer.share(0)))
+    got = reader.unpack(0, packed, release=lambda: None)
+    assert got[0].tolist() == [3] and got[1].tolist() == list(range(100))
+    del one, rest, got
+
+
+def test_empty_arrays_in_a_reused_slot_come_back_empty(pipe):
+    pipe(np.zeros(8192, np.uint8))
+    got = pipe([np.arange(100), np.zeros((0, 3), np.float32)])
+    assert got[0].tolist() == list(range(100))
+    assert got[1].shape == (0, 3) and got[1].dtype == np.float32
+
+
+def test_an_array_running_past_the_end_of_the_slot_is_copied(pipe):
+    # Memory right after a mapping can belong to another one. The slot's file
+    # is 4,160 bytes: its second page is mapped beyond them, so the array
+    # below (which is never read past the file) is valid memory.
+    pipe(np.zeros(4160, np.uint8))
+    writer = pipe.writer
+    across = np.lib.stride_tricks.as_strided(writer._slots[0].memory[4096:], shape=(128,))
+    assert writer._slots[0].offset_of(memoryview(across)) == -1
+    packed = writer.pack(0, across[:64])  # inside the slot: where it is
+    assert packed.layout == ((4096, 64),)
+    del across
+
+
+def memfds():
+    """How many slot files this process holds open (a mapping holds a descriptor too)."""
+    files = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:dataloader-batch"):
+                files.add(os.stat(f"/proc/self/fd/{fd}").st_ino)
+        except OSError:
+            pass  # the listing's own descriptor, closed since
+    return len(files)
+
+
+def test_a_file_replaced_while_an_array_views_it_is_closed_once_the_array_is_gone():
+    gc.collect()  # files of earlier batches, if any, are gone before counting
+    before = memfds()
+    writer = SlotWriter()
+    writer.pack(0, np.zeros(64, np.uint8))
+    kept = writer.arena(0).empty((64,), np.uint8)
+    kept[:] = 5
+    writer.pack(0, np.zeros(10_000, np.uint8))  # a bigger file; the old one is still viewed
+    writer.pack(0, np.zeros(10, np.uint8))
+    assert memfds() == before + 2 and kept.tolist() == [5] * 64
+    del kept
+    gc.collect()
+    writer.pack(0, np.zeros(10, np.uint8))  # closes the file nothing views any more
+    assert memfds() == before + 1
+    writer.close()
+    assert memfds() == before
+
+
+def test_torch_tensors_of_dtypes_numpy_lacks_come_back_bit_for_bit(pipe):
+    torch = pytest.importorskip("torch")
+    values = torch.tensor([0.5, 1.0, -2.0, 448.0])
+    batch = {"float8": values.to(torch.float8_e4m3fn), "bfloat16": values.to(torch.bfloat16)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # complex32 is experimental in torch
+        batch["complex32"] = torch.complex(values, -values).to(torch.complex32)
+    got = pipe(batch)
+    for name, tensor in batch.items():
+        assert got[name].dtype == tensor.dtype, name
+        assert torch.equal(got[name].view(torch.uint8), tensor.view(torch.uint8)), name

@@ -43,12 +43,21 @@ TARGETS: dict[str, list[str]] = {
         "tests/test_sampler.py", "tests/test_shuffle.py", "tests/test_resume.py", "--deselect",
         "tests/test_sampler.py::test_large_permutation_is_produced_in_chunks"],
     "dataloader._sampling.state": ["tests/test_resume.py"],
-    "dataloader._loading.collate": ["tests/test_collate.py"],
+    # Batch memory (batch_allocator, tensor_batch) and own_rule serve the
+    # collation into rows and into worker processes' slots.
+    "dataloader._loading.collate": ["tests/test_collate.py", "tests/test_rows.py",
+                                    "tests/test_transport.py"],
     "dataloader._loading.fetch": ["tests/test_skip.py", "tests/test_loader.py",
-                                  "tests/test_epochs.py"],
+                                  "tests/test_epochs.py", "tests/test_rows.py"],
     "dataloader.sources._retry": ["tests/sources/test_retry.py", "tests/sources/test_http.py"],
     "dataloader._sampling.distributed": [
         "tests/test_distributed.py", "tests/test_shuffle.py", "-k", "not torchrun"],
+    "dataloader._loading.rows": ["tests/test_rows.py"],
+    # spawn and forkserver workers start a fresh interpreter, without the
+    # mutant; the descriptor-leak loops and the timeout take seconds each.
+    "dataloader._processes.transport": [
+        "tests/test_transport.py", "tests/test_process_slots.py", "tests/test_processes.py",
+        "-k", "not spawn and not forkserver and not create_and_destroy and not slow_batch"],
 }
 
 
