@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from images import cpu_seconds, pss_kib, shared_memory_kib
+from images import cpu_seconds, rollup_kib, shared_memory_kib
 
 from dataloader._cli.measure import Indices, print_table, write_json
 
@@ -125,7 +125,8 @@ class PeakMemory:
         while not self._stop.wait(0.02):
             total = shared_memory_kib() - self._baseline_kib
             for pid in _family(os.getpid()):
-                total += pss_kib(pid) - pss_kib(pid, "Pss_Shmem")
+                fields = rollup_kib(pid)
+                total += fields.get("Pss", 0) - fields.get("Pss_Shmem", 0)
             self.peak_kib = max(self.peak_kib, total)
 
     def stop(self) -> float:

@@ -236,15 +236,18 @@ def _status_kib(pid: int, field: str) -> int:
     return 0
 
 
-def pss_kib(pid: int, field: str = "Pss") -> int:
-    """A field of the process's ``smaps_rollup`` in KiB (0 once it has ended)."""
+def rollup_kib(pid: int) -> dict[str, int]:
+    """The process's ``smaps_rollup`` fields in KiB (none once it has ended)."""
     try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1])
+        lines = Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()
     except OSError:
-        pass
-    return 0
+        return {}
+    return {fields[0].rstrip(":"): int(fields[1]) for fields in map(str.split, lines)
+            if len(fields) == 3 and fields[2] == "kB"}
+
+
+def pss_kib(pid: int) -> int:
+    return rollup_kib(pid).get("Pss", 0)
 
 
 def shared_memory_kib() -> int:

@@ -63,6 +63,18 @@ STRUCTURES = {
 }
 
 
+def assert_loads_as_default_collate(items):
+    """Loading ``items`` gives ``default_collate``'s batch, or its error."""
+    try:
+        expected = default_collate(items)
+    except Exception as error:  # noqa: BLE001 -- the same error is the expected result
+        with pytest.raises(type(error)) as raised:
+            load(items)
+        assert str(raised.value) == str(error)
+    else:
+        assert_same(load(items), expected)
+
+
 @pytest.mark.parametrize("name", sorted(STRUCTURES))
 def test_the_batch_is_default_collates(name):
     items = [STRUCTURES[name](i) for i in range(5)]
@@ -78,14 +90,7 @@ def test_the_batch_is_default_collates(name):
 ])
 def test_an_item_of_another_structure_gets_default_collates_result_or_error(change):
     items = [(big(i), i) for i in range(4)] + [change(4)] + [(big(5), 5)]
-    try:
-        expected = default_collate(items)
-    except Exception as error:  # noqa: BLE001 -- the same error is the expected result
-        with pytest.raises(type(error)) as raised:
-            load(items)
-        assert str(raised.value) == str(error)
-    else:
-        assert_same(load(items), expected)
+    assert_loads_as_default_collate(items)
 
 
 def test_small_items_and_types_with_rules_of_their_own_collate_at_the_end():
@@ -253,14 +258,7 @@ def test_add_returns_false_for_an_item_of_another_structure_and_keeps_the_earlie
 def test_a_dict_item_of_another_structure_gets_default_collates_result_or_error(change):
     items = [{"image": big(i), "label": i} for i in range(3)] + [change(3)] + [
         {"image": big(4), "label": 4}]
-    try:
-        expected = default_collate(items)
-    except Exception as error:  # noqa: BLE001 -- the same error is the expected result
-        with pytest.raises(type(error)) as raised:
-            load(items)
-        assert str(raised.value) == str(error)
-    else:
-        assert_same(load(items), expected)
+    assert_loads_as_default_collate(items)
 
 
 def test_tensors_are_taken_item_by_item_unless_one_needs_its_graph():
