@@ -22,10 +22,16 @@ error (the command line) reads fields instead of parsing the note.
 
 from __future__ import annotations
 
+import difflib
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EpochClosedError", "LoadingContext", "ShardError", "add_context", "context_of"]
+__all__ = [
+    "EpochClosedError", "LoadingContext", "ShardError", "add_context", "check_same_process",
+    "context_of", "did_you_mean",
+]
 
 # The stages an error can be raised in, as ``LoadingContext.stage`` names them.
 CHECK, BATCH, ITEM, COLLATE = "check", "batch", "item", "collate"
@@ -41,6 +47,40 @@ class EpochClosedError(RuntimeError):
     >>> issubclass(EpochClosedError, RuntimeError)
     True
     """
+
+
+def did_you_mean(name: str, names: Iterable[str]) -> str:
+    """`` (did you mean 'X'?)`` for the closest of ``names`` to a mistyped ``name``, or ``""``.
+
+    Examples
+    --------
+    >>> from dataloader._errors import did_you_mean
+    >>> did_you_mean("RandomHFlp", ["RandomHFlip", "Resize"])
+    " (did you mean 'RandomHFlip'?)"
+    >>> did_you_mean("Blur", ["Resize"])
+    ''
+    """
+    close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_same_process(started_in: int) -> None:
+    """Refuse to go on, in a forked child, with an epoch its parent started.
+
+    ``started_in`` is the process id the epoch was started in: its workers
+    (threads, processes and their pipes) belong to that process alone.
+
+    Examples
+    --------
+    >>> import os
+    >>> from dataloader._errors import check_same_process
+    >>> check_same_process(os.getpid())
+    """
+    if os.getpid() != started_in:
+        raise RuntimeError(
+            "this DataLoader epoch was started before os.fork(); its workers do not "
+            "exist in the child process: start a new epoch with iter(loader)"
+        )
 
 
 class ShardError(ValueError):

@@ -44,6 +44,7 @@ from dataloader._images.arguments import (
     check_choice,
     check_fill,
     check_int,
+    check_interpolation,
     check_mean_std,
     check_padding,
     check_probability,
@@ -65,6 +66,7 @@ from dataloader._images.colour import (
     RandomSolarize,
 )
 from dataloader._images.mixing import BatchTransform, CutMix, MixUp, RandomChoice
+from dataloader._images.names import transform_hint
 from dataloader._images.policies import AutoAugment, RandAugment, TrivialAugmentWide
 
 __all__ = [
@@ -72,9 +74,10 @@ __all__ = [
     "Decode", "GaussianBlur", "Grayscale", "HFlip", "MixUp", "Normalize", "Pad", "PadTo",
     "RandAugment", "RandomAdjustSharpness", "RandomAffine", "RandomAutocontrast",
     "RandomChoice", "RandomCrop", "RandomEqualize", "RandomErasing", "RandomGrayscale",
-    "RandomHFlip", "RandomInvert", "RandomPosterize", "RandomResizedCrop", "RandomRotation",
-    "RandomSolarize", "RandomVFlip", "Resize", "Rotate90", "ToChw", "ToFloat", "ToGray",
-    "ToHwc", "ToRgb", "ToRgba", "Transform", "TrivialAugmentWide", "VFlip",
+    "RandomHFlip", "RandomHorizontalFlip", "RandomInvert", "RandomPosterize",
+    "RandomResizedCrop", "RandomRotation", "RandomSolarize", "RandomVFlip", "RandomVerticalFlip",
+    "Resize", "Rotate90", "ToChw", "ToFloat", "ToGray", "ToHwc", "ToRgb", "ToRgba", "ToTensor",
+    "Transform", "TrivialAugmentWide", "VFlip",
 ]
 
 @frozen
@@ -270,7 +273,7 @@ class RandomResizedCrop(Transform):
         set_checked(self, "size", check_size("size", self.size))
         set_checked(self, "scale", check_range("scale", self.scale, 1.0))
         set_checked(self, "ratio", check_range("ratio", self.ratio))
-        check_choice("interpolation", self.interpolation, FILTERS)
+        set_checked(self, "interpolation", check_interpolation(self.interpolation, FILTERS))
 
     def _steps(self):
         return [step("random_resized_crop", height=self.size[0], width=self.size[1],
@@ -334,12 +337,15 @@ class PadTo(Transform):
 class Resize(Transform):
     """Resize with Pillow's filters; an int ``size`` sets the shorter side (torchvision's rule).
 
+    The arguments are torchvision's, in its order.
+
     Parameters
     ----------
     size : int or (int, int)
+    interpolation : {"nearest", "bilinear", "bicubic", "lanczos"}
+        Or torchvision's ``InterpolationMode`` of one of them.
     max_size : int, optional
         With an int ``size``: the longer side's bound.
-    interpolation : {"nearest", "bilinear", "bicubic", "lanczos"}
     antialias : bool, default True
 
     Examples
@@ -351,8 +357,8 @@ class Resize(Transform):
     """
 
     size: Any
-    max_size: int | None = None
     interpolation: str = "bilinear"
+    max_size: int | None = None
     antialias: bool = True
 
     def __post_init__(self) -> None:
@@ -369,7 +375,7 @@ class Resize(Transform):
             if self.max_size <= self.size:
                 raise ValueError(
                     f"max_size ({self.max_size}) must be larger than size ({self.size})")
-        check_choice("interpolation", self.interpolation, FILTERS)
+        set_checked(self, "interpolation", check_interpolation(self.interpolation, FILTERS))
         set_checked(self, "antialias", check_bool("antialias", self.antialias))
 
     def _steps(self):
@@ -513,6 +519,28 @@ class ToChw(Transform):
 
 
 @frozen
+class ToTensor(Transform):
+    """torchvision's ``ToTensor``: uint8 HWC to float32 CHW in [0, 1].
+
+    The same as ``ToFloat()`` then ``ToChw()``. The result is an ``Image``
+    (an array for an array), not a tensor: a batch of them
+    (``ImageCollator``) becomes a torch tensor with ``torch.from_dlpack``,
+    without a copy.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import ToTensor
+    >>> chw = ToTensor()(np.full((4, 5, 3), 255, np.uint8))
+    >>> chw.shape, chw.dtype, float(chw.max())
+    ((3, 4, 5), dtype('float32'), 1.0)
+    """
+
+    def _steps(self):
+        return [step("to_float"), step("to_chw")]
+
+
+@frozen
 class ToHwc(Transform):
     """CHW back to HWC.
 
@@ -581,3 +609,14 @@ class Compose(Transform):
 
     def _first(self) -> Transform | None:
         return self.transforms[0] if self.transforms else None
+
+
+# torchvision's names of the same transforms, for recipes ported by name.
+RandomHorizontalFlip = RandomHFlip
+RandomVerticalFlip = RandomVFlip
+
+
+def __getattr__(name: str) -> Any:
+    hint = "" if name.startswith("__") else transform_hint(name, __all__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}"
+                         + (f"; {hint}" if hint else ""))

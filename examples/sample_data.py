@@ -34,3 +34,15 @@ def image_folder(root: str | Path, per_class: int = 16, size: tuple[int, int] = 
             PILImage.fromarray(pixels).save(buffer, "JPEG")
             (root / name / f"{index:03d}.jpg").write_bytes(buffer.getvalue())
     return root
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Write a small image folder (one subfolder "
+                                     "per class) for the examples and the quickstart.")
+    parser.add_argument("root", nargs="?", default="train", help="where to write it (train/)")
+    parser.add_argument("--per-class", type=int, default=16, help="images per class")
+    arguments = parser.parse_args()
+    folder = image_folder(arguments.root, arguments.per_class)
+    print(f"wrote {len(CLASSES) * arguments.per_class} JPEGs under {folder}/")

@@ -300,12 +300,21 @@ def test_show_images_of_different_sizes(folder, tmp_path):
     ("Resize(0)", "Resize(0): size must be an int in 1..16384, got 0"),
     ("Resize(", "cannot parse"),
     ("lambda: 0", "not a transform"),
+    ("RandomHorizonalFlip()", "did you mean 'RandomHorizontalFlip'?"),
+    ("ToPILImage()", "torchvision's ToPILImage has no counterpart here"),
+    ("Blurr(3)", "use one of AutoAugment, CenterCrop, ColorJitter, Crop, GaussianBlur,"),
 ])
 def test_show_rejects_transforms(folder, tmp_path, transform, message, capsys):
     out = tmp_path / "grid.png"
     assert main(["show", str(folder), "--out", str(out), "--transform", transform]) == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_parse_transforms_takes_torchvision_names():
+    assert parse_transforms("Resize(32, 'bicubic'), RandomHorizontalFlip(0.3), ToTensor()") \
+        == [*parse_transforms("Resize(32, interpolation='bicubic'), RandomHFlip(p=0.3)"),
+            *parse_transforms("ToTensor")]
 
 
 def test_parse_transforms():

@@ -12,10 +12,11 @@ ROOT = Path(__file__).parent.parent
 DOCS = ROOT / "docs"
 TIMEOUT = 300
 # Pages whose ```python blocks run, in order, as one script each (in a
-# folder holding a small ``train/`` image folder). Other pages show
+# folder holding a small ``train/`` image folder and ``photo.jpg``), each
+# ``print(...)  # text`` asserting what it prints. Other pages show
 # fragments of larger programs.
-RUNNABLE_PAGES = ["index.md", "quickstart.md", "datasets.md", "execution.md", "from-torch.md",
-                  "recipes.md"]
+RUNNABLE_PAGES = ["README.md", *(f"docs/{name}" for name in [
+    "index.md", "quickstart.md", "datasets.md", "execution.md", "from-torch.md", "recipes.md"])]
 
 
 def test_mkdocs_build_strict(tmp_path):
@@ -40,9 +41,37 @@ def python_blocks(page: Path) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", page.read_text(), re.S | re.M)
 
 
+# ``print(...)   # what it prints``: a page's claim, checked when the page runs.
+CLAIM = re.compile(r"^(\s*)print\((.*)\)\s+# (.*?)\s*$")
+CHECK_CLAIMS = '''
+def __claim(expected, *values):
+    shown = " ".join(map(str, values))
+    print(shown)
+    if shown != expected:
+        raise AssertionError(f"the page says {expected!r}, the code prints {shown!r}")
+'''
+
+
+def checked_claims(code: str) -> str:
+    """``code`` with each ``print(...)  # text`` line asserting it prints ``text``."""
+    return "\n".join(
+        f"{found[1]}__claim({found[3]!r}, {found[2]})" if (found := CLAIM.match(line)) else line
+        for line in code.splitlines()
+    )
+
+
+def test_a_claim_that_does_not_hold_fails_its_page(tmp_path):
+    script = tmp_path / "page.py"
+    script.write_text(CHECK_CLAIMS + checked_claims("print(1 + 1, 'x')   # 2 x\nprint(3)  # 4"))
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            timeout=TIMEOUT)
+    assert result.stdout.splitlines() == ["2 x", "3"]
+    assert "the page says '4', the code prints '3'" in result.stderr
+
+
 @pytest.mark.parametrize("name", RUNNABLE_PAGES)
 def test_page_code_runs(name, tmp_path):
-    blocks = python_blocks(DOCS / name)
+    blocks = python_blocks(ROOT / name)
     assert blocks, f"{name} has no python blocks"
     if any(re.search(r"^\s*(import|from) torch", block, re.M) for block in blocks):
         pytest.importorskip("torch")
@@ -52,8 +81,9 @@ def test_page_code_runs(name, tmp_path):
     finally:
         sys.path.remove(str(ROOT / "examples"))
     image_folder(tmp_path / "train", per_class=6)
+    (tmp_path / "photo.jpg").write_bytes((tmp_path / "train" / "red" / "000.jpg").read_bytes())
     script = tmp_path / "page.py"
-    script.write_text("\n".join(blocks))
+    script.write_text(CHECK_CLAIMS + checked_claims("\n".join(blocks)))
     result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
                             text=True, timeout=TIMEOUT)
     assert result.returncode == 0, result.stderr

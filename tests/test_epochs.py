@@ -196,6 +196,17 @@ def test_getitems_wrong_length_names_both_counts():
         next(it)
 
 
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_getitems_returning_no_list_says_so(num_workers):
+    class ReturnsNone(WithGetItems):
+        def __getitems__(self, indices):
+            self.calls.append(list(indices))
+
+    it = iter(DataLoader(ReturnsNone(6), batch_size=3, num_workers=num_workers))
+    with pytest.raises(TypeError, match=r"__getitems__ returned NoneType; it must return a list"):
+        next(it)
+
+
 def test_falsy_getitems_falls_back_to_getitem():
     class Falsy(Items):
         __getitems__ = None

@@ -126,6 +126,32 @@ def test_image_folder(folder):
     assert isinstance(decoded, Image)
 
 
+def test_image_folder_gives_a_python_transform_what_torchvision_gives_it(folder):
+    # A torchvision-style pipeline written on PIL images: RGB images in, as
+    # torchvision's default_loader opens them; target_transform on the labels.
+    from PIL import Image as PILImage
+
+    def to_array(image):
+        assert isinstance(image, PILImage.Image) and image.mode == "RGB"
+        return np.asarray(image.resize((8, 8)), np.float32) / 255
+
+    dataset = ImageFolder(folder, transform=to_array, target_transform=lambda label: label * 10)
+    loader = DataLoader(dataset, batch_size=5, num_workers=2, worker_type="thread")
+    got = [(np.asarray(x), y.tolist()) for x, y in loader]
+    expected = []
+    for start in range(0, len(dataset), 5):
+        samples = dataset.samples[start:start + 5]
+        expected.append((np.stack([to_array(PILImage.open(path).convert("RGB"))
+                                   for path, _ in samples]),
+                         [label * 10 for _, label in samples]))
+    assert len(got) == len(expected) == 4
+    for (x, y), (want_x, want_y) in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(x, want_x)
+        assert y == want_y
+    custom = ImageFolder(folder, transform=len, loader=lambda path: path)
+    assert custom[0][0] == len(custom.samples[0][0])
+
+
 def test_image_folder_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="image folder not found"):
         ImageFolder(tmp_path / "missing")

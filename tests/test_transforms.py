@@ -1,6 +1,7 @@
 """dataloader.transforms: each op against the kernels, numpy or Pillow; chains; errors."""
 
 import dataclasses
+import enum
 import io
 import pickle
 
@@ -299,3 +300,43 @@ def test_fusion_actually_decodes_at_a_smaller_scale(photos):
     # DCT scaling changes pixels slightly: equal output would mean no fusion.
     assert fused.shape == exact.shape
     assert not np.array_equal(np.asarray(fused), np.asarray(exact))
+
+
+class InterpolationMode(enum.Enum):
+    """torchvision's enum, as far as a transform reads it."""
+
+    NEAREST = "nearest"
+    BILINEAR = "bilinear"
+    BICUBIC = "bicubic"
+
+
+def test_torchvision_names_and_arguments_mean_what_they_mean_there():
+    from dataloader import transforms
+
+    image = natural_image(37, 53)
+    assert transforms.RandomHorizontalFlip is transforms.RandomHFlip
+    assert transforms.RandomVerticalFlip is transforms.RandomVFlip
+    np.testing.assert_array_equal(transforms.RandomHorizontalFlip(p=1.0)(image), image[:, ::-1])
+    np.testing.assert_array_equal(transforms.RandomVerticalFlip(p=1.0)(image), image[::-1])
+    # ToTensor: float32 CHW in [0, 1], as torchvision's on a uint8 HWC image.
+    tensor = np.asarray(transforms.ToTensor()(image))
+    np.testing.assert_allclose(tensor, image.transpose(2, 0, 1) / np.float32(255), rtol=1e-6)
+    assert tensor.dtype == np.float32
+    # Resize's positional order is torchvision's: size, interpolation, max_size.
+    bicubic = transforms.Resize(20, InterpolationMode.BICUBIC)
+    assert bicubic == transforms.Resize(size=20, interpolation="bicubic")
+    expected = PILImage.fromarray(image).resize((28, 20), PILImage.Resampling.BICUBIC)
+    got = np.asarray(bicubic(image)).astype(int)
+    assert got.shape == (20, 28, 3) and np.abs(got - np.asarray(expected)).max() <= 1
+    assert transforms.RandomResizedCrop(8, interpolation=InterpolationMode.NEAREST) \
+        == transforms.RandomResizedCrop(8, interpolation="nearest")
+
+
+def test_a_mistyped_or_torchvision_only_name_says_what_to_use():
+    from dataloader import transforms
+
+    with pytest.raises(AttributeError, match="did you mean 'RandomResizedCrop'"):
+        transforms.RandomResizeCrop  # noqa: B018
+    with pytest.raises(AttributeError, match="torchvision's Lambda has no counterpart here"):
+        transforms.Lambda  # noqa: B018
+    assert not hasattr(transforms, "Sharpen")

@@ -40,6 +40,7 @@ from dataloader._errors import context_of
 from dataloader._images.decode import image_info
 from dataloader._images.exif import ORIENTATIONS, orientation
 from dataloader._images.folder import IMAGE_EXTENSIONS, ImageFolder
+from dataloader._images.names import transform_hint
 from dataloader._loading.loader import DataLoader
 
 __all__ = ["main", "parse_transforms"]
@@ -433,6 +434,11 @@ def parse_transforms(text: str) -> list[_transforms.Transform]:
     ... except ValueError as error:
     ...     print(error)  # doctest: +ELLIPSIS
     __import__('os'): not a transform; use one of AutoAugment, CenterCrop, ...
+    >>> try:
+    ...     parse_transforms("RandomResizedCrop(224), RandomHorizonalFlip()")
+    ... except ValueError as error:
+    ...     print(error)
+    RandomHorizonalFlip(): not a transform; did you mean 'RandomHorizontalFlip'?
     """
     try:
         tree = ast.parse(text.strip(), mode="eval").body
@@ -446,8 +452,11 @@ def parse_transforms(text: str) -> list[_transforms.Transform]:
         call = node if isinstance(node, ast.Call) else ast.Call(node, [], [])
         name = call.func.id if isinstance(call.func, ast.Name) else None
         if name not in names:
-            hint = "Decode('RGB') comes first already" if name == "Decode" else \
-                f"use one of {', '.join(names[:3])}, ..."
+            if name == "Decode":
+                hint = "Decode('RGB') comes first already"
+            else:
+                hint = (name and transform_hint(name, names)) or \
+                    f"use one of {', '.join(names)}"
             raise ValueError(f"{source}: not a transform; {hint}")
         try:
             positional = [_literal(argument) for argument in call.args]

@@ -88,6 +88,11 @@ cdef class Recipe:
         if self.fetch is None:
             return list(map(self.getitem, indices))
         items = self.fetch(indices)
+        if not hasattr(items, "__len__"):
+            raise TypeError(
+                f"__getitems__ returned {type(items).__name__}; it must return a list "
+                f"of the items, one per index ({len(indices)} indices)"
+            )
         if len(items) != len(indices):
             raise ValueError(
                 f"__getitems__ returned {len(items)} items for {len(indices)} indices"

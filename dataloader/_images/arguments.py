@@ -96,6 +96,12 @@ def check_choice(name: str, value: Any, choices) -> Any:
     return value
 
 
+def check_interpolation(value: Any, choices: Sequence[str]) -> str:
+    """A filter name of ``choices``, or torchvision's ``InterpolationMode`` (whose
+    ``value`` is the name)."""
+    return check_choice("interpolation", getattr(value, "value", value), choices)
+
+
 def check_probability(name: str, value: Any) -> float:
     """torchvision's rule for ``p``: a number in [0, 1]."""
     value = check_real(name, value)

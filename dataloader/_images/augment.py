@@ -19,8 +19,8 @@ from dataloader._core.pipeline import step
 from dataloader._images.arguments import (
     FILTERS,
     check_bool,
-    check_choice,
     check_fill,
+    check_interpolation,
     check_probability,
     check_real,
 )
@@ -104,7 +104,8 @@ class RandomRotation(Transform):
 
     def __post_init__(self) -> None:
         set_checked(self, "degrees", _angles("degrees", self.degrees))
-        check_choice("interpolation", self.interpolation, WARP_FILTERS)
+        set_checked(self, "interpolation",
+                    check_interpolation(self.interpolation, WARP_FILTERS))
         set_checked(self, "expand", check_bool("expand", self.expand))
         set_checked(self, "center", _center(self.center))
         set_checked(self, "fill", _fill(self.fill))
@@ -172,7 +173,8 @@ class RandomAffine(Transform):
             set_checked(self, "scale", scale)
         if self.shear is not None:
             set_checked(self, "shear", _angles("shear", self.shear, (2, 4)))
-        check_choice("interpolation", self.interpolation, WARP_FILTERS)
+        set_checked(self, "interpolation",
+                    check_interpolation(self.interpolation, WARP_FILTERS))
         set_checked(self, "fill", _fill(self.fill))
         set_checked(self, "center", _center(self.center))
 

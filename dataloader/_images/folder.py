@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from dataloader._core.io import read_file
+from dataloader._images.chains import Transform
 
-__all__ = ["IMAGE_EXTENSIONS", "ImageFolder"]
+__all__ = ["IMAGE_EXTENSIONS", "ImageFolder", "pil_loader"]
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 
@@ -17,19 +18,28 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".
 class ImageFolder:
     """Images in one subfolder per class, as torchvision's ``ImageFolder``.
 
-    Items are ``(data, class_index)``: ``data`` is the file's bytes, read
-    without the GIL, or ``transform(data)`` when a transform is given.
-    ``raw_item(index)`` is the item before the transform. A native chain
-    given here runs in a ``DataLoader`` exactly as one given to the loader
-    (``transform=``, when the loader has none): the loader fetches
-    ``raw_item`` and runs the chain itself, seeded per epoch and written
-    straight into the batch, so both ways give the same batches.
+    Items are ``(data, class_index)``. Without a transform, ``data`` is the
+    file's bytes, read without the GIL, for a loader's native chain to
+    decode. A native chain (:mod:`dataloader.transforms`) given here is
+    applied to those bytes, and runs in a ``DataLoader`` exactly as one
+    given to the loader (``transform=``, when the loader has none): the
+    loader fetches ``raw_item`` and runs the chain itself, seeded per epoch
+    and written straight into the batch, so both ways give the same
+    batches. Any other callable gets what torchvision's gets: ``loader(path)``,
+    by default the image opened with Pillow and converted to RGB, so a
+    torchvision-style pipeline written on PIL images works unchanged.
 
     Parameters
     ----------
     root : path
     transform : callable, optional
-        Applied to each file's bytes.
+        A native chain (applied to the file's bytes), or any callable
+        (applied to ``loader(path)``).
+    target_transform : callable, optional
+        Applied to each class index, as torchvision's.
+    loader : callable, optional
+        ``loader(path)`` for a Python ``transform`` (default: a Pillow image
+        in RGB, torchvision's ``default_loader``).
     extensions : tuple of str
         File name suffixes (case-insensitive) that count as images.
 
@@ -53,6 +63,10 @@ class ImageFolder:
     >>> folder = ImageFolder(root)
     >>> folder.classes, len(folder), folder[2][1]
     (['cat', 'dog'], 3, 1)
+    >>> from PIL import Image
+    >>> Image.new("RGB", (6, 4)).save(root / "dog" / "c.jpg")
+    >>> ImageFolder(root, transform=lambda image: image.size)[2]
+    ((6, 4), 1)
     """
 
     def __init__(
@@ -60,6 +74,9 @@ class ImageFolder:
         root: str | os.PathLike,
         transform: Callable[[Any], Any] | None = None,
         extensions: Sequence[str] = IMAGE_EXTENSIONS,
+        *,
+        target_transform: Callable[[int], Any] | None = None,
+        loader: Callable[[str], Any] | None = None,
     ) -> None:
         self.root = Path(root)
         if not self.root.is_dir():
@@ -79,14 +96,23 @@ class ImageFolder:
             raise FileNotFoundError(f"no images with extensions {list(suffixes)} under {self.root}")
         self.targets = [target for _, target in self.samples]
         self.transform = transform
+        self.target_transform = target_transform
+        self.loader = loader
 
     def __len__(self) -> int:
         return len(self.samples)
 
-    def __getitem__(self, index: int) -> tuple[Any, int]:
-        data, target = self.raw_item(index)
-        if self.transform is not None:
-            data = self.transform(data)
+    def __getitem__(self, index: int) -> tuple[Any, Any]:
+        transform = self.transform
+        if transform is None or isinstance(transform, Transform):
+            data, target = self.raw_item(index)
+            if transform is not None:
+                data = transform(data)
+        else:
+            path, target = self.samples[index]
+            data = transform((self.loader or pil_loader)(path))
+        if self.target_transform is not None:
+            return data, self.target_transform(target)
         return data, target
 
     def raw_item(self, index: int) -> tuple[bytes, int]:
@@ -97,3 +123,26 @@ class ImageFolder:
     def __repr__(self) -> str:
         return (f"ImageFolder(root={str(self.root)!r}, {len(self)} images, "
                 f"{len(self.classes)} classes)")
+
+
+def pil_loader(path: str) -> Any:
+    """The image at ``path`` as a Pillow image in RGB: torchvision's ``default_loader``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from PIL import Image
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "grey.png"
+    >>> Image.new("L", (3, 2)).save(path)
+    >>> pil_loader(str(path)).mode
+    'RGB'
+    """
+    try:
+        from PIL import Image
+    except ImportError:
+        raise ImportError(
+            "ImageFolder gives a Python transform a Pillow image, as torchvision's does: "
+            "pip install pillow (or pass a native chain of dataloader.transforms, or loader=)"
+        ) from None
+    with open(path, "rb") as file:
+        return Image.open(file).convert("RGB")

@@ -14,18 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from dataloader._core.pipeline import AUTO_AUGMENT_POLICIES, step
-from dataloader._images.arguments import FILTERS, check_choice, check_int
+from dataloader._images.arguments import FILTERS, check_int, check_interpolation
 from dataloader._images.augment import WARP_FILTERS, _fill
 from dataloader._images.chains import Transform, frozen, set_checked
 
 __all__ = ["AutoAugment", "RandAugment", "TrivialAugmentWide"]
-
-
-def _interpolation(value: Any) -> str:
-    """A filter name, or torchvision's InterpolationMode (its ``value`` is the name)."""
-    value = getattr(value, "value", value)
-    check_choice("interpolation", value, WARP_FILTERS)
-    return value
 
 
 def _bins(value: Any) -> int:
@@ -73,7 +66,7 @@ class RandAugment(Transform):
         set_checked(self, "num_magnitude_bins", _bins(self.num_magnitude_bins))
         set_checked(self, "magnitude",
                     check_int("magnitude", self.magnitude, 0, self.num_magnitude_bins - 1))
-        set_checked(self, "interpolation", _interpolation(self.interpolation))
+        set_checked(self, "interpolation", check_interpolation(self.interpolation, WARP_FILTERS))
         set_checked(self, "fill", None if self.fill is None else _fill(self.fill))
 
     def _steps(self):
@@ -108,7 +101,7 @@ class TrivialAugmentWide(Transform):
 
     def __post_init__(self) -> None:
         set_checked(self, "num_magnitude_bins", _bins(self.num_magnitude_bins))
-        set_checked(self, "interpolation", _interpolation(self.interpolation))
+        set_checked(self, "interpolation", check_interpolation(self.interpolation, WARP_FILTERS))
         set_checked(self, "fill", None if self.fill is None else _fill(self.fill))
 
     def _steps(self):
@@ -145,7 +138,7 @@ class AutoAugment(Transform):
         if policy not in AUTO_AUGMENT_POLICIES:
             raise ValueError(f"The provided policy {self.policy} is not recognized.")
         set_checked(self, "policy", policy)
-        set_checked(self, "interpolation", _interpolation(self.interpolation))
+        set_checked(self, "interpolation", check_interpolation(self.interpolation, WARP_FILTERS))
         set_checked(self, "fill", None if self.fill is None else _fill(self.fill))
 
     def _steps(self):
