@@ -10,8 +10,10 @@ read as one channel and gives a 2-D result.  Every image follows one rule
 any copy; anything else is a ``ValueError`` naming the shape.
 
 Decoding reads JPEG (libjpeg-turbo), PNG (libpng) and WebP (libwebp)
-natively and falls back to Pillow for other formats when it is installed
-(``pip install dataloader[images]``).  Size limits are checked from the
+natively, and GIF, BMP and TIFF through Pillow when it is installed
+(``pip install dataloader[images]``); other formats are refused, so that
+untrusted bytes never reach Pillow's other readers (EPS and PDF run
+Ghostscript).  Size limits are checked from the
 header before any pixel memory is allocated.
 
 Examples

@@ -82,14 +82,16 @@ __all__ = [
 
 @frozen
 class Decode(Transform):
-    """Decode JPEG, PNG or WebP bytes (others through Pillow) into uint8 HWC.
+    """Decode JPEG, PNG or WebP bytes (GIF, BMP, TIFF through Pillow) into uint8 HWC.
 
     Parameters
     ----------
     mode : {None, "L", "RGB", "RGBA"}
         Convert while decoding; ``None`` keeps the image's own channels.
     max_width, max_height, max_bytes : int
-        Limits checked from the header before any pixel memory is allocated.
+        Limits checked from the header before any pixel memory is allocated;
+        ``max_bytes`` counts the decoder's own memory with the output (see
+        :func:`dataloader.kernels.decode`).
     exact : bool, default False
         Turn DCT scaling off: by default a JPEG that the next op shrinks is
         decoded at a DCT scale n/8 that stays 3 times its target, which is

@@ -122,11 +122,11 @@ def test_bench_generated_images(tmp_path, monkeypatch, capsys):
     assert main(argv) == 0
     captured = capsys.readouterr()
     assert "8 images in 4 classes" in captured.out
-    generated = list(tmp_path.glob("dataloader-sample-images-*"))
+    generated = list(tmp_path.glob("dataloader-*/sample-images-*"))
     assert len(generated) == 1 and len(list(generated[0].rglob("*.jpg"))) == 8
     # The second run reuses the folder.
     assert main(argv) == 0
-    assert list(tmp_path.glob("dataloader-sample-images-*")) == generated
+    assert list(tmp_path.glob("dataloader-*/sample-images-*")) == generated
 
 
 def test_bench_generated_images_subprocess(tmp_path):

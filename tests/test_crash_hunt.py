@@ -49,6 +49,8 @@ EXEMPT = {
     "transforms.MixUp": "numpy and torch operations on a collated batch, no native code",
     "transforms.CutMix": "numpy and torch operations on a collated batch, no native code",
     "transforms.RandomChoice": "chooses a batch transform, no native code",
+    "transforms.RandomHorizontalFlip": "the same class as RandomHFlip, hunted under that name",
+    "transforms.RandomVerticalFlip": "the same class as RandomVFlip, hunted under that name",
 }
 
 
@@ -313,6 +315,7 @@ TRANSFORM_ARGS = {
                            "antialias": st.one_of(st.booleans(), st.sampled_from(ODD))}),
     "Rotate90": ([], {"k": ints(-9, 9)}),
     "ToChw": ([], {}),
+    "ToTensor": ([], {}),
     "ToFloat": ([], {}),
     "ToGray": ([], {}),
     "ToHwc": ([], {}),

@@ -87,9 +87,9 @@ def test_default_root_is_under_the_temporary_folder(monkeypatch, tmp_path):
     root = images.sample_image_folder(n_images=2, n_classes=1, seed=3)
     # Named by its arguments, and by its source where that is not the bundled
     # photographs (a build without scikit-image's wheel makes synthetic ones).
-    assert root.parent == tmp_path
-    assert root.name in {"dataloader-sample-images-2-1c-3",
-                         "dataloader-sample-images-2-1c-3-synthetic"}
+    assert root.parent == tmp_path / f"dataloader-{os.getuid()}"
+    assert root.name in {"sample-images-2-1c-3", "sample-images-2-1c-3-synthetic"}
+    assert root.parent.stat().st_mode & 0o777 == 0o700
     assert len(images.image_paths(root)) == 2
 
 

@@ -37,7 +37,7 @@ from dataloader._cli.bench import (
 from dataloader._cli.pack import add_pack_command
 from dataloader._core.codecs import MODES
 from dataloader._errors import context_of
-from dataloader._images.decode import image_info
+from dataloader._images.decode import file_image_info
 from dataloader._images.exif import ORIENTATIONS, orientation
 from dataloader._images.folder import IMAGE_EXTENSIONS, ImageFolder
 from dataloader._images.names import transform_hint
@@ -49,7 +49,8 @@ __all__ = ["main", "parse_transforms"]
 _MODES = {channels: mode for mode, channels in MODES.items()}
 # Header prefixes tried by ``info`` before the whole file: a JPEG's frame
 # header follows its EXIF and ICC segments, which fit in 64 KiB or 1 MiB.
-_HEADER_PREFIXES = (1 << 16, 1 << 20)
+# The longest --transform text read (a chain is a line; this bounds the parser's work).
+_MAX_TRANSFORM_TEXT = 10_000
 # Transforms that ``--transform`` may not name: show builds the chain itself.
 _NOT_IN_TRANSFORM = {"BatchTransform", "Compose", "CutMix", "Decode", "MixUp", "RandomChoice",
                      "Transform"}
@@ -379,17 +380,12 @@ def file_info(path: Path) -> dict[str, Any]:
     """
     size = path.stat().st_size
     with open(path, "rb") as file:
-        info = None
-        for limit in (*_HEADER_PREFIXES, size):
-            file.seek(0)
-            try:
-                with warnings.catch_warnings():  # Pillow warns about truncated metadata
-                    warnings.simplefilter("ignore")
-                    info = image_info(file.read(limit))
-                break
-            except ValueError:
-                if limit >= size:
-                    raise
+        if size == 0:
+            raise ValueError("cannot decode image: data is empty (0 bytes)")
+        with warnings.catch_warnings():  # Pillow warns about truncated metadata
+            warnings.simplefilter("ignore")
+            # Only the header: a file of another kind is refused from its first bytes.
+            info = file_image_info(file)
         file.seek(0)
         value = orientation(file)
     return {
@@ -440,15 +436,21 @@ def parse_transforms(text: str) -> list[_transforms.Transform]:
     ...     print(error)
     RandomHorizonalFlip(): not a transform; did you mean 'RandomHorizontalFlip'?
     """
+    if len(text) > _MAX_TRANSFORM_TEXT:
+        raise ValueError(f"{len(text):,} characters, more than {_MAX_TRANSFORM_TEXT:,}: "
+                         "a chain of transforms is a short text")
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as err:
         raise ValueError(f"cannot parse {text!r}: {err.msg}") from None
+    except (MemoryError, RecursionError):  # the parser's stack: nested far too deep
+        raise ValueError("cannot parse: nested too deeply") from None
     nodes = tree.elts if isinstance(tree, ast.Tuple) else [tree]
     names = sorted(set(_transforms.__all__) - _NOT_IN_TRANSFORM)
     parsed = []
     for node in nodes:
-        source = ast.get_source_segment(text.strip(), node) or ast.dump(node)
+        source = ast.get_source_segment(text.strip(), node) or _shown(node)
+        source = source if len(source) <= 80 else f"{source[:77]}..."
         call = node if isinstance(node, ast.Call) else ast.Call(node, [], [])
         name = call.func.id if isinstance(call.func, ast.Name) else None
         if name not in names:
@@ -476,8 +478,18 @@ def _literal(node: ast.expr) -> Any:
         raise ValueError("* arguments are not allowed")
     try:
         return ast.literal_eval(node)
-    except ValueError:
-        raise ValueError(f"arguments must be literals, got {ast.unparse(node)}") from None
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        pass  # raised below, outside the handler
+    raise ValueError(f"arguments must be literals, got {_shown(node)}")
+
+
+def _shown(node: ast.AST) -> str:
+    """``node`` as source text for a message, shortened; deep nesting is not recursed into."""
+    try:
+        text = ast.unparse(node)
+    except RecursionError:
+        return "an expression nested too deeply"
+    return text if len(text) <= 80 else f"{text[:77]}..."
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -9,6 +9,11 @@ Samples go into ``OUT/<prefix>-000000.tar``, ``-000001.tar``, ... through
 * a JSON-lines file: one object per line with ``"path"`` (an image or any
   file, relative to the index's folder), optionally ``"key"`` and
   ``"label"`` (written as ``cls``); the other fields go to ``<key>.json``.
+
+Pack reads inside SRC only (the folder, or the index's folder) and writes
+inside OUT only: a file reached through a symbolic link leading out of it,
+an absolute path or one climbing out with ``..`` in an index, and a
+``--prefix`` naming another folder are refused before anything is written.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ __all__ = ["add_pack_command", "parse_size"]
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9,
           "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+# A shard name's prefix: a file name, not a path.
+_PREFIX = re.compile(r"[^/\\\0]+")
 
 
 def parse_size(text: str) -> int:
@@ -81,6 +88,8 @@ def _pack(args: argparse.Namespace, usage_error: type[Exception]) -> int:
         raise usage_error(f"SRC not found: {args.src}")
     if args.out.exists() and not args.out.is_dir():
         raise usage_error(f"OUT is not a folder: {args.out}")
+    if not _PREFIX.fullmatch(args.prefix) or args.prefix in (".", ".."):
+        raise usage_error(f"--prefix should be a file name, without a folder, got {args.prefix!r}")
     entries = _index(args.src) if args.src.is_file() else _folder(args.src)
     if args.shuffle:
         order = np.random.default_rng(args.seed).permutation(len(entries))
@@ -89,9 +98,10 @@ def _pack(args: argparse.Namespace, usage_error: type[Exception]) -> int:
     progress = Progress(len(entries), "pack")
     written = 0
     try:
-        with TarWriter(str(args.out / f"{args.prefix}-{{:06d}}.tar"),
+        prefix = args.prefix.replace("{", "{{").replace("}", "}}")  # literal in the pattern
+        with TarWriter(str(args.out / f"{prefix}-{{:06d}}.tar"),
                        shard_size=args.shard_size) as writer:
-            for sample in _samples(entries, args.src):
+            for sample in _samples(entries):
                 writer.write(sample)
                 written += 1
                 progress(1)
@@ -108,12 +118,31 @@ def _folder(root: Path) -> list[dict[str, Any]]:
 
     folder = ImageFolder(root)
     width = max(len(str(len(folder) - 1)), 6)
-    return [{"key": f"{n:0{width}d}", "path": path, "label": label}
+    # ImageFolder's paths are root / class / ...: checked relative to root.
+    return [{"key": f"{n:0{width}d}", "path": _inside(Path(path).relative_to(folder.root),
+                                                      folder.root, root),
+             "label": label}
             for n, (path, label) in enumerate(folder.samples)]
 
 
+def _inside(path: Path, root: Path, shown: Path) -> Path:
+    """``root / path``, refused unless it stays in ``root`` (``shown`` names the source).
+
+    Resolved first, so that a symbolic link (of the file, or of a folder on
+    its way) leading out of ``root`` is refused as ``..`` is.
+    """
+    if path.is_absolute():
+        raise ValueError(f"{shown}: {path} is an absolute path; paths are relative to the "
+                         "index's folder")
+    file = root / path
+    if not file.resolve().is_relative_to(root.resolve()):
+        raise ValueError(f"{shown}: {path} leads out of {root} (through '..' or a symbolic "
+                         "link); pack reads inside SRC only")
+    return file
+
+
 def _index(path: Path) -> list[dict[str, Any]]:
-    entries = []
+    entries: list[dict[str, Any]] = []
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():
@@ -125,18 +154,17 @@ def _index(path: Path) -> list[dict[str, Any]]:
             if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
                 raise ValueError(f"{path}, line {number}: expected an object with a \"path\"")
             entry.setdefault("key", f"{len(entries):09d}")
+            entry["path"] = _inside(Path(entry["path"]), path.parent,
+                                    Path(f"{path}, line {number}"))
             entries.append(entry)
     if not entries:
         raise ValueError(f"{path}: no entries")
     return entries
 
 
-def _samples(entries: list[dict[str, Any]], src: Path) -> Iterator[dict[str, Any]]:
-    indexed = src.is_file()  # index paths are relative to the index's folder
+def _samples(entries: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     for entry in entries:
-        file = Path(entry["path"])
-        if indexed and not file.is_absolute():
-            file = src.parent / file
+        file = entry["path"]  # checked by _inside: in SRC's folder
         extension = file.suffix.lower().lstrip(".") or "bin"
         sample: dict[str, Any] = {"__key__": str(entry["key"]), extension: read_file(file)}
         if "label" in entry:

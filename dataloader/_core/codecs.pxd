@@ -19,12 +19,15 @@ cdef extern from "dl_codecs.h" nogil:
         int height
         int width
         int channels
+        int whole_image_to_convert
+        double coefficient_bytes
     int dl_sniff(const uint8_t* data, size_t size)
     int dl_image_info(const uint8_t* data, size_t size, dl_info_t* info, char* msg)
     void dl_jpeg_scaled_size(int height, int width, int scale, int* out_h, int* out_w)
     int dl_jpeg_scale_for(int height, int width, int min_h, int min_w)
+    double dl_decode_work(const dl_info_t* info, int channels)
     int dl_check_limits(int height, int width, int channels, int max_width, int max_height,
-                        double max_bytes, char* msg)
+                        double max_bytes, double work_bytes, char* msg)
     int dl_decode(const uint8_t* data, size_t size, int scale, int height, int width,
                   int channels, uint8_t* dst, ptrdiff_t row_stride, char* msg)
     void dl_convert_rows(const uint8_t* src, ptrdiff_t src_stride, int src_channels,

@@ -57,6 +57,23 @@ def header_info(const uint8_t[::1] data  # IN
     return FORMATS[info.format], info.height, info.width, info.channels
 
 
+def decode_work(const uint8_t[::1] data,  # IN
+                int channels):
+    """Bytes the native decoder of ``data`` allocates besides its output, decoding it
+    into ``channels`` (``dl_decode_work``): counted in the decode limit."""
+    cdef dl_info_t info
+    cdef char msg[256]
+    cdef int status
+    msg[0] = 0
+    if data.shape[0] == 0:
+        raise ValueError("cannot decode image: the data is empty (0 bytes)")
+    with nogil:
+        status = dl_image_info(&data[0], data.shape[0], &info, msg)
+    if status != DL_OK:
+        raise_status(status, msg)
+    return dl_decode_work(&info, channels or info.channels)
+
+
 def jpeg_scaled_size(int height, int width, int scale):
     """Size ``(height, width)`` of a JPEG decoded at ``scale / 8`` (1 to 8)."""
     cdef int h, w
@@ -72,12 +89,14 @@ def jpeg_scale_for(int height, int width, int min_height, int min_width):
 
 
 def check_limits(int height, int width, int channels, int max_width, int max_height,
-                 double max_bytes):
-    """Raise ``ValueError`` when an image of this size breaks a decode limit
-    (the same check and message as a ``Decode`` transform's)."""
+                 double max_bytes, double work_bytes=0.0):
+    """Raise ``ValueError`` when an image of this size, decoded with ``work_bytes``
+    of the decoder's memory besides its output, breaks a decode limit (the same
+    check and message as a ``Decode`` transform's)."""
     cdef char msg[256]
     msg[0] = 0
-    if dl_check_limits(height, width, channels, max_width, max_height, max_bytes, msg) != DL_OK:
+    if dl_check_limits(height, width, channels, max_width, max_height, max_bytes, work_bytes,
+                       msg) != DL_OK:
         raise_status(DL_ERR_ARGUMENT, msg)
 
 
@@ -131,7 +150,7 @@ def decode_new(const uint8_t[::1] data,  # IN
     if channels == 0:
         channels = info.channels
     if dl_check_limits(info.height, info.width, channels, max_width, max_height, max_bytes,
-                       msg) != DL_OK:
+                       dl_decode_work(&info, channels), msg) != DL_OK:
         raise_status(DL_ERR_ARGUMENT, msg)
     cdef cnp.npy_intp dims[3]
     dims[0] = info.height

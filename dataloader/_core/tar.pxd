@@ -12,6 +12,8 @@ cdef extern from "dl_tar.h" nogil:
     int DL_TAR_IO
     int DL_TAR_NOMEM
     ctypedef struct dl_tar_t:
+        int64_t max_member
+        int64_t max_meta
         char* name
         size_t name_len
         int64_t size

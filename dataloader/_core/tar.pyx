@@ -1,7 +1,9 @@
 """Tar shards read natively: members and webdataset's samples from a file descriptor.
 
 ``TarReader(fd, url, offset)`` parses the stream of ``fd`` from its current
-position (shard offset ``offset``, a header boundary) with ``src/dl_tar.c``:
+position (shard offset ``offset``, a header boundary) with ``src/dl_tar.c``,
+within ``max_member`` (the largest member, ``None``: unbounded) and
+``max_meta`` (the headers before one member) bytes:
 large reads into one buffer, and members larger than it read straight into
 their ``bytes``, without the GIL. Headers already buffered are parsed
 without releasing it (``may_read = 0``), so that small members cost no
@@ -34,6 +36,9 @@ cdef extern from "<pthread.h>" nogil:
 
 # One read: large enough that syscalls cost nothing, small enough to stay in cache.
 BLOCK_BYTES = 256 * 1024
+# The largest pax or long-name header (src/dl_tar.h): ``ShardLimits.max_header_bytes``'s
+# default and ceiling, for both parsers.
+MAX_META = DL_TAR_MAX_META
 
 # Members larger than this are checked against the file's size before memory is allocated.
 cdef int64_t CHECKED_BYTES = 16 << 20
@@ -103,12 +108,20 @@ cdef class TarReader:
     cdef int extensions
 
     def __cinit__(self, int fd, str url not None, int64_t offset=0,
-                  Py_ssize_t block=BLOCK_BYTES):
+                  Py_ssize_t block=BLOCK_BYTES, *, object max_member=None,
+                  int64_t max_meta=DL_TAR_MAX_META):
         if fd < 0 or offset < 0 or block <= 0:
             raise ValueError(f"fd, offset and block should be non-negative, got {fd}, "
                              f"{offset}, {block}")
+        if max_member is not None and max_member < 0:
+            raise ValueError(f"max_member should be non-negative or None, got {max_member}")
+        if not DL_TAR_BLOCK <= max_meta <= DL_TAR_MAX_META:
+            raise ValueError(f"max_meta should be from {DL_TAR_BLOCK} to {DL_TAR_MAX_META}, "
+                             f"got {max_meta}")
         if dl_tar_init(&self.state, fd, offset, <size_t> block) != 0:
             raise MemoryError()
+        self.state.max_member = -1 if max_member is None else <int64_t> max_member
+        self.state.max_meta = max_meta
         pthread_mutex_init(&self.busy, NULL)
         self.ready = True
         self.url = url
@@ -279,7 +292,12 @@ cdef class TarReader:
                 # Known to be cut short (a corrupt size, say): no memory is allocated for it.
                 raise self._error(self.state.header_offset,
                                   f"truncated: {remaining} of {size} bytes")
-        data = PyBytes_FromStringAndSize(NULL, size)
+        try:
+            data = PyBytes_FromStringAndSize(NULL, size)
+        except MemoryError:
+            data = None  # raised below, outside this block: the shard's doing, not a bug
+        if data is None:
+            raise self._error(self.state.header_offset, f"a member of {size} bytes: out of memory")
         out = <unsigned char*> PyBytes_AS_STRING(data)
         if dl_tar_buffered(&self.state) == size:
             status = dl_tar_data(&self.state, out)
@@ -298,7 +316,8 @@ cdef class TarReader:
         if status == DL_TAR_IO:
             errno = self.state.errno_value
             raise OSError(errno, os.strerror(errno), self.url)
-        raise MemoryError()
+        # DL_TAR_NOMEM: the buffer could not grow for the headers (within max_meta).
+        raise self._error(self.state.offset, "headers: out of memory")
 
     cdef object _error(self, int64_t offset, str reason):
         return ShardError(self.url, offset, reason)

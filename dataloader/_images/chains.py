@@ -29,7 +29,7 @@ _SEED_MASK = 2**63 - 1
 def compile_chain(transform: Transform) -> Chain:
     """The native ``Chain`` of ``transform`` (cached: transforms are immutable)."""
     first = transform._first()
-    # A chain that starts by decoding falls back to Pillow for other formats.
+    # A chain that starts by decoding falls back to Pillow for GIF, BMP and TIFF.
     fallback = getattr(first, "_fallback", None)
     return Chain(transform._steps(), fallback, type(first).__name__ if first else None)
 

@@ -1,16 +1,24 @@
 """Decoding: header inspection and native or Pillow decoding into uint8 HWC.
 
 JPEG, PNG and WebP are decoded by ``dataloader._core.codecs`` without the
-GIL; other formats go through Pillow when it is installed.  Limits are
+GIL; GIF, BMP and TIFF go through Pillow when it is installed.  Limits are
 checked from the header before any pixel memory is allocated.
+
+Pillow is given only the formats the library documents (those the sniffer
+of ``src/dl_tables.h`` names), each read by its own plugin: the format is
+sniffed from the bytes, its plugin imported, and ``Image.open`` told
+``formats=``, so that it never loads the plugins of other formats. Some of
+those (EPS, PS, PDF) hand the bytes to programs such as Ghostscript;
+untrusted bytes never reach them through this module.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import io
-from collections.abc import Sequence
-from typing import TypeAlias
+from collections.abc import Iterable, Sequence
+from typing import Any, BinaryIO, TypeAlias
 
 import numpy as np
 
@@ -31,6 +39,14 @@ from dataloader._images.arguments import (
 # An encoded file: bytes-like, or a 1-D uint8 array.
 EncodedBytes: TypeAlias = bytes | bytearray | memoryview | np.ndarray
 _INSTALL_HINT = "install Pillow for more formats: pip install dataloader[images]"
+# Pillow's plugin for each format the sniffer names (src/dl_tables.h).
+_PLUGINS = {"JPEG": "JpegImagePlugin", "PNG": "PngImagePlugin", "WEBP": "WebPImagePlugin",
+            "GIF": "GifImagePlugin", "BMP": "BmpImagePlugin", "TIFF": "TiffImagePlugin"}
+# The formats Pillow decodes for ``decode`` and ``image_info``: those without a native decoder.
+PILLOW_FORMATS = tuple(name for name in _codecs.FORMATS
+                       if name is not None and name not in _codecs.NATIVE_FORMATS)
+# Every format the library reads (``pil_loader`` opens these).
+FORMATS = tuple(name for name in _codecs.FORMATS if name is not None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,15 +66,52 @@ class ImageInfo:
     format: str
 
 
-def _pillow(buf: np.ndarray, fmt):
-    try:
-        from PIL import Image as PILImage
-    except ImportError:
+def open_with_pillow(file: BinaryIO, formats: Iterable[str]) -> Any:
+    """``PIL.Image.open(file)`` by the plugins of ``formats`` only (see the module docstring).
+
+    ``file`` is a binary file object, not a path: Pillow would import the
+    plugin of a path's extension. Raises ``ImportError`` without Pillow and
+    Pillow's own errors for bytes none of the plugins reads.
+
+    Examples
+    --------
+    >>> import io
+    >>> from PIL import Image as PILImage
+    >>> from dataloader._images.decode import open_with_pillow
+    >>> buffer = io.BytesIO()
+    >>> PILImage.new("RGB", (3, 2)).save(buffer, "GIF")
+    >>> open_with_pillow(io.BytesIO(buffer.getvalue()), ["GIF"]).size
+    (3, 2)
+    >>> eps = io.BytesIO(b"%!PS-Adobe-3.0 EPSF-3.0")
+    >>> open_with_pillow(eps, ["GIF", "TIFF"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    PIL.UnidentifiedImageError: cannot identify image file <_io.BytesIO object at 0x...>
+    """
+    from PIL import Image as PILImage
+
+    formats = list(formats)
+    for name in formats:
+        # Registered before Image.open runs: an unregistered format would make
+        # it load every plugin (Image.init), EPS's included.
+        importlib.import_module(f"PIL.{_PLUGINS[name]}")
+    return PILImage.open(file, formats=formats)
+
+
+def _pillow(buf: np.ndarray, fmt, file: BinaryIO | None = None):
+    """The Pillow image of ``buf`` (or of ``file``, whose first bytes ``buf`` holds)."""
+    if fmt not in PILLOW_FORMATS:
         name = fmt or "an unrecognised format"
-        raise ValueError(f"cannot decode image: no native decoder for {name} "
+        raise ValueError(f"cannot decode image: {name} is not a format this library reads "
+                         f"({', '.join(sorted(_codecs.NATIVE_FORMATS))} natively, "
+                         f"{', '.join(PILLOW_FORMATS)} through Pillow)")
+    try:
+        from PIL import Image as PILImage  # noqa: F401 -- only whether Pillow is installed
+    except ImportError:
+        raise ValueError(f"cannot decode image: no native decoder for {fmt} "
                          f"(JPEG, PNG and WebP are native); {_INSTALL_HINT}") from None
     try:
-        return PILImage.open(io.BytesIO(buf.tobytes()))
+        return open_with_pillow(file or io.BytesIO(buf.tobytes()), [fmt])
     except Exception as err:  # UnidentifiedImageError, DecompressionBombError, OSError
         raise ValueError(f"cannot decode image: {err}") from err
 
@@ -109,17 +162,55 @@ def image_info(data: EncodedBytes) -> ImageInfo:
                          im.format or str(fmt))
 
 
-def _check_limits(height, width, channels, max_width, max_height, max_bytes):
-    # The Decode transform's check (C), then the image rule: Pillow reads
-    # some formats (GIF, BMP, TIFF) with a zero side.
-    _codecs.check_limits(height, width, channels, max_width, max_height, max_bytes)
+def file_image_info(file: BinaryIO, max_header_bytes: int = 64 << 20) -> ImageInfo:
+    """:func:`image_info` of an open binary file, reading only what its header needs.
+
+    The format is sniffed from the first bytes: anything but the documented
+    formats is refused at once; Pillow's formats are read by their plugin,
+    which seeks to what it needs (a TIFF's directory may be at the end);
+    the native formats' headers from growing prefixes of the file, up to
+    ``max_header_bytes``.
+
+    Examples
+    --------
+    >>> import io
+    >>> from PIL import Image as PILImage
+    >>> from dataloader._images.decode import file_image_info
+    >>> buffer = io.BytesIO()
+    >>> PILImage.new("L", (5, 3)).save(buffer, "TIFF")
+    >>> file_image_info(buffer)
+    ImageInfo(height=3, width=5, channels=1, format='TIFF')
+    """
+    file.seek(0)
+    head = file.read(64)
+    fmt = _codecs.sniff(bytes_view(head))
+    if fmt not in _codecs.NATIVE_FORMATS:
+        with _pillow(bytes_view(head), fmt, file) as im:
+            return ImageInfo(im.height, im.width, CONVERT_MODES[_pillow_mode(im)],
+                             im.format or str(fmt))
+    limit = 1 << 16
+    while True:
+        file.seek(0)
+        data = file.read(limit)
+        try:
+            return image_info(data)
+        except ValueError:
+            if len(data) < limit or limit >= max_header_bytes:
+                raise
+        limit = min(limit * 16, max_header_bytes)
+
+
+def _check_limits(height, width, channels, max_width, max_height, max_bytes, work=0.0):
+    # The Decode transform's check (C), the decoder's memory (``work``) counted,
+    # then the image rule: Pillow reads some formats (GIF, BMP, TIFF) with a zero side.
+    _codecs.check_limits(height, width, channels, max_width, max_height, max_bytes, work)
     check_image_shape((height, width, channels), "HWC", "the decoded image")
 
 
 def decode(data: EncodedBytes, *, mode: str | None = None, out: np.ndarray | None = None,
            min_size: Sequence[int] | None = None, max_width: int = MAX_SIDE,
            max_height: int = MAX_SIDE, max_bytes: int = MAX_BYTES) -> np.ndarray:
-    """Decode a JPEG, PNG or WebP image (others through Pillow) into uint8 HWC.
+    """Decode a JPEG, PNG or WebP image (GIF, BMP, TIFF through Pillow) into uint8 HWC.
 
     Parameters
     ----------
@@ -137,7 +228,10 @@ def decode(data: EncodedBytes, *, mode: str | None = None, out: np.ndarray | Non
         output is still at least this (height, width); ignored otherwise.
     max_width, max_height, max_bytes : int
         Limits on the decoded size, checked from the header before any
-        pixel memory is allocated.
+        pixel memory is allocated. ``max_bytes`` counts the decoder's own
+        memory too: a progressive JPEG's coefficients (2 bytes per sample of
+        every component) and an interlaced PNG's or a WebP's whole image
+        when it is converted to other channels.
 
     Returns
     -------
@@ -194,7 +288,7 @@ def decode(data: EncodedBytes, *, mode: str | None = None, out: np.ndarray | Non
         if fmt == "JPEG":
             scale = _codecs.jpeg_scale_for(height, width, min_h, min_w)
             height, width = _codecs.jpeg_scaled_size(height, width, scale)
-    _check_limits(height, width, channels, *limits)
+    _check_limits(height, width, channels, *limits, _codecs.decode_work(buf, channels))
     result, target = _decode_target(out, (height, width, channels))
     _codecs.decode_into(buf, target, scale)
     return result

@@ -128,6 +128,11 @@ class ImageFolder:
 def pil_loader(path: str) -> Any:
     """The image at ``path`` as a Pillow image in RGB: torchvision's ``default_loader``.
 
+    Only the formats of ``IMAGE_EXTENSIONS`` are read, whatever the file's
+    name, each by its own Pillow plugin (``decode.open_with_pillow``): a
+    file holding EPS, PostScript or PDF bytes is an error, and never reaches
+    the programs (Ghostscript) Pillow hands those to.
+
     Examples
     --------
     >>> import tempfile, pathlib
@@ -138,11 +143,14 @@ def pil_loader(path: str) -> Any:
     'RGB'
     """
     try:
-        from PIL import Image
+        from PIL import Image  # noqa: F401 -- only whether Pillow is installed
     except ImportError:
         raise ImportError(
             "ImageFolder gives a Python transform a Pillow image, as torchvision's does: "
             "pip install pillow (or pass a native chain of dataloader.transforms, or loader=)"
         ) from None
-    with open(path, "rb") as file:
-        return Image.open(file).convert("RGB")
+    from dataloader._images.decode import FORMATS, open_with_pillow
+
+    # A file object, not the path: Pillow would import the plugin of the path's extension.
+    with open(path, "rb") as file, open_with_pillow(file, FORMATS) as image:
+        return image.convert("RGB")

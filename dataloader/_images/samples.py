@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -129,8 +130,24 @@ class _Plan:
 
 def _default_root(n_images: int, n_classes: int, seed: int, source: str) -> Path:
     suffix = "" if source == "bundled" else f"-{source}"
-    return Path(tempfile.gettempdir()) / (
-        f"dataloader-sample-images-{n_images}-{n_classes}c-{seed}{suffix}")
+    return _private_folder() / f"sample-images-{n_images}-{n_classes}c-{seed}{suffix}"
+
+
+def _private_folder() -> Path:
+    """This user's folder in the temporary directory, ``dataloader-<uid>``, readable by
+    no one else; a new folder of random name when that one is not (another user made
+    it, or it is a link): the temporary directory is shared, and a folder another user
+    prepared would feed the loader images of their choosing."""
+    uid = os.getuid()
+    folder = Path(tempfile.gettempdir()) / f"dataloader-{uid}"
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    status = os.lstat(folder)
+    if stat.S_ISDIR(status.st_mode) and status.st_uid == uid and not status.st_mode & 0o077:
+        return folder
+    return Path(tempfile.mkdtemp(prefix="dataloader-"))
 
 
 def sample_image_folder(n_images: int = 2000, root: str | os.PathLike[str] | None = None, *,
@@ -145,7 +162,9 @@ def sample_image_folder(n_images: int = 2000, root: str | os.PathLike[str] | Non
         class ``i % n_classes``).
     root : path, optional
         The folder; by default
-        ``$TMPDIR/dataloader-sample-images-<n_images>-<n_classes>c-<seed>``.
+        ``$TMPDIR/dataloader-<uid>/sample-images-<n_images>-<n_classes>c-<seed>``,
+        in a folder of this user's that no other user can read or write
+        (a new private folder when that one belongs to someone else).
     n_classes : int, default 10
         Number of class subfolders ``class_0`` ... ``class_{n_classes - 1}``.
     seed : int, default 0

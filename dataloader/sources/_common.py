@@ -12,6 +12,10 @@ from urllib.parse import urlsplit
 __all__ = ["check_max_bytes", "item_index", "redact", "redact_url", "require"]
 
 _QUERY = re.compile(r"\?[^\s'\"<>]*")
+# The credentials of a URL: ``scheme://user:password@``.
+_USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s'\"<>@]*@")
+# What a server said after its status (an error body may repeat the request's headers).
+_SERVER_TEXT = re.compile(r"(status code: \d{3}[A-Za-z' -]*):.*")
 
 
 def item_index(index: Any, length: int, what: str) -> int:
@@ -57,6 +61,18 @@ def redact_url(url: str) -> str:
 
 
 def redact(text: str) -> str:
-    """The first line of ``text`` with URL query strings removed."""
+    """The first line of ``text`` without URL queries, URL credentials or a server's text.
+
+    For the messages of other libraries' errors (obstore's), which name the
+    request's URL and may quote the server's reply.
+
+    Examples
+    --------
+    >>> from dataloader.sources._common import redact
+    >>> redact("GET https://u:pw@h/k?X-Amz-Signature=s failed\\ndetails")
+    'GET https://h/k failed'
+    >>> redact("Server returned non-2xx status code: 403 Forbidden: <Error>...</Error>")
+    'Server returned non-2xx status code: 403 Forbidden'
+    """
     first = text.strip().splitlines()[0] if text.strip() else ""
-    return _QUERY.sub("", first)
+    return _SERVER_TEXT.sub(r"\1", _USERINFO.sub(r"\1", _QUERY.sub("", first)))

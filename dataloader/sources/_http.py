@@ -1,44 +1,55 @@
 """``HttpDataset``: items fetched by HTTP GET on the loader's event loop (aiohttp).
 
-Errors (each message names the URL without its credentials or query)::
+Requests, redirects and the mapping of the client's errors are
+``_http_client``'s. Errors (each message names the URL without its
+credentials or query, and holds no text of the client's or the server's:
+a status is shown with its standard reason)::
 
     IndexError          index out of range
     ValueError          body larger than max_bytes (from Content-Length, or
-                        counted while streaming: never buffered whole)
-    TimeoutError        every attempt timed out
+                        counted while streaming: never buffered whole); a
+                        URL the client cannot request
+    TimeoutError        every attempt timed out (a stream: too slow, see
+                        ``ShardLimits.min_rate``)
     FileNotFoundError   HTTP 404 (not retried)
-    OSError             any other status, a connection failure or a body cut
-                        short, once the retries are spent; says the attempts
+    OSError             any other status, a connection failure, a body cut
+                        short, a malformed response, a redirect refused or
+                        too many of them; once the retries are spent, says
+                        the attempts
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import http
+import re
 import string
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
 from dataloader._datasets.asynchronous import AsyncDataset
 from dataloader.sources._common import check_max_bytes, item_index, redact_url, require
+from dataloader.sources._http_client import (
+    Failure,
+    Final,
+    Retryable,
+    attempts,
+    failures,
+    get,
+    retrying,
+)
+from dataloader.sources._limits import DEFAULT_MAX_BYTES, ShardLimits, Throughput
 from dataloader.sources._retry import Retry
 
-__all__ = ["HttpDataset"]
+__all__ = ["HttpBody", "HttpDataset"]
 
 _CHUNK_BYTES = 64 * 1024
 # The most bytes one read of a streamed body takes from aiohttp's buffer.
 _STREAM_BYTES = 1 << 20
-
-
-class _Retryable(Exception):
-    """An attempt failed in a way ``Retry`` tries again; ``final`` is raised once spent."""
-
-    def __init__(self, final: Exception, retry_after: str | None = None) -> None:
-        self.final = final
-        self.retry_after = retry_after
+_CONTENT_RANGE = re.compile(r"bytes \d+-\d+/(\d+)")
 
 
 class HttpDataset(AsyncDataset[bytes]):
@@ -55,12 +66,18 @@ class HttpDataset(AsyncDataset[bytes]):
     urls : sequence of str
         One URL per item, in index order.
     headers : mapping, optional
-        Sent with every request (an ``Authorization`` header, say); never
-        shown in error messages.
+        Sent with every request (an ``Authorization`` header, say) to the
+        URL's origin (scheme, host and port) only: not after a redirect to
+        another origin, as credentials in the URL are not; never shown in
+        error messages. Redirects are followed up to 10 times, to
+        ``http(s)`` URLs only.
     timeout : float, default 30.0
-        Seconds for one attempt: connecting, the headers and the whole body.
-    max_bytes : int, optional
-        Largest body accepted, else ``ValueError``.
+        Seconds for one attempt: connecting, redirects, the headers and the
+        whole body.
+    max_bytes : int or None, default 1 GiB
+        Largest body accepted, else ``ValueError`` naming ``max_bytes``
+        (checked from ``Content-Length``, and while the body arrives: never
+        buffered beyond it). ``None`` lifts the bound, for servers you trust.
     retry : Retry, default Retry()
         Which failures are retried, and the backoff between attempts.
 
@@ -93,7 +110,7 @@ class HttpDataset(AsyncDataset[bytes]):
         *,
         headers: Mapping[str, str] | None = None,
         timeout: float = 30.0,
-        max_bytes: int | None = None,
+        max_bytes: int | None = DEFAULT_MAX_BYTES,
         retry: Retry = Retry(),  # noqa: B008 -- frozen, so sharing it is safe
     ) -> None:
         self._aiohttp = require("aiohttp", "http", type(self).__name__)
@@ -119,7 +136,7 @@ class HttpDataset(AsyncDataset[bytes]):
         *,
         headers: Mapping[str, str] | None = None,
         timeout: float = 30.0,
-        max_bytes: int | None = None,
+        max_bytes: int | None = DEFAULT_MAX_BYTES,
         retry: Retry = Retry(),  # noqa: B008 -- frozen, so sharing it is safe
         **columns: Sequence[Any],
     ) -> HttpDataset:
@@ -156,19 +173,9 @@ class HttpDataset(AsyncDataset[bytes]):
     async def __getitem__(self, index: int) -> bytes:
         url = self.urls[item_index(index, len(self.urls), type(self).__name__)]
         session = self._session()
-        return await self._retrying(lambda attempt: self._attempt(session, url, attempt))
-
-    async def _retrying(self, attempt: Callable[[int], Awaitable[Any]]) -> Any:
-        """``attempt(n)`` for n = 1, 2, ... until it returns, within ``self.retry``."""
-        retries = 0
-        while True:
-            try:
-                return await attempt(retries + 1)
-            except _Retryable as failure:
-                if retries >= self.retry.max_retries:
-                    raise failure.final from None
-                retries += 1
-                await asyncio.sleep(self.retry.backoff(retries, failure.retry_after))
+        body: bytes = await retrying(
+            self.retry, lambda attempt: self._attempt(session, url, attempt))
+        return body
 
     async def aclose(self) -> None:
         """Close the connection pool of the running event loop.
@@ -191,96 +198,89 @@ class HttpDataset(AsyncDataset[bytes]):
         with self._sessions_lock:
             session = self._sessions.get(loop)
             if session is None or session.closed:
+                # No default headers: ``get`` sends the user's to the URL's origin only.
                 session = aiohttp.ClientSession(
                     # The loader bounds the requests in flight; the
                     # connector must not queue them a second time.
                     connector=aiohttp.TCPConnector(limit=0),
-                    headers=self.headers,
                     timeout=aiohttp.ClientTimeout(total=self.timeout),
                 )
                 self._sessions[loop] = session
             return session
 
     async def _attempt(self, session: Any, url: str, attempt: int) -> bytes:
-        """One GET; raises ``_Retryable`` for what ``self.retry`` retries."""
+        """One GET, its redirects and its body within ``timeout``; raises ``Failure``."""
         shown = f"GET {redact_url(url)}"
-        with self._failures(shown, attempt):
-            async with session.get(url) as response:
-                self._check_status(response, shown, attempt)
-                return await self._read_body(response, shown)
+        with failures(shown, attempt, self.timeout):
+            async with asyncio.timeout(self.timeout):
+                response = await get(session, url, shown, self.headers)
+                try:
+                    self._check_status(response, shown, attempt)
+                    return await self._read_body(response, shown)
+                finally:
+                    response.release()
+        raise AssertionError("unreachable: the block returns, or failures() raises")
 
     async def _open(self, session: Any, url: str, offset: int, attempt: int) -> Any:
         """One GET of the body from byte ``offset``, unread: for a streamed read.
 
         The timeout bounds connecting and each wait for bytes, not the whole
-        body, which may be a shard of gigabytes.
+        body, which may be a shard of gigabytes (``HttpBody`` bounds its rate).
         """
         aiohttp = self._aiohttp
         shown = f"GET {redact_url(url)}"
-        headers = {"Range": f"bytes={offset}-"} if offset else None
+        extra = {"Range": f"bytes={offset}-"} if offset else None
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.timeout,
                                         sock_read=self.timeout)
-        with self._failures(shown, attempt):
-            response = await session.get(url, headers=headers, timeout=timeout)
+        with failures(shown, attempt, self.timeout):
+            response = await get(session, url, shown, self.headers, extra_headers=extra,
+                                 timeout=timeout)
             try:
                 self._check_status(response, shown, attempt)
                 if offset and response.status != 206:
-                    raise OSError(f"{shown}: the server ignored a Range request")
+                    raise Final(OSError(f"{shown}: the server ignored a Range request"))
             except BaseException:
                 response.release()
                 raise
             return response
+        raise AssertionError("unreachable: the block returns, or failures() raises")
 
     def _check_status(self, response: Any, shown: str, attempt: int) -> None:
         status = response.status
+        if status < 400:
+            return
+        reason = _reason(status)
         if status == 404:
-            raise FileNotFoundError(f"{shown}: HTTP 404 {response.reason or 'Not Found'}")
-        if status >= 400:
-            error = OSError(f"{shown}: HTTP {status} {response.reason or ''} {_attempts(attempt)}")
-            if self.retry.retries_status(status):
-                raise _Retryable(error, response.headers.get("Retry-After"))
-            raise error
-
-    @contextlib.contextmanager
-    def _failures(self, shown: str, attempt: int) -> Iterator[None]:
-        """Timeouts, bodies cut short and connection failures as ``_Retryable``."""
-        aiohttp = self._aiohttp
-        try:
-            yield
-        except TimeoutError:
-            raise _Retryable(
-                TimeoutError(f"{shown}: timed out after {self.timeout} s {_attempts(attempt)}")
-            ) from None
-        except aiohttp.ClientPayloadError as exc:
-            raise _Retryable(
-                OSError(f"{shown}: body cut short ({type(exc).__name__}) {_attempts(attempt)}")
-            ) from None
-        except aiohttp.ClientConnectionError as exc:
-            raise _Retryable(
-                OSError(f"{shown}: connection failed ({type(exc).__name__}) {_attempts(attempt)}")
-            ) from None
+            raise Final(FileNotFoundError(f"{shown}: HTTP 404 {reason or 'Not Found'}"))
+        error = OSError(f"{shown}: HTTP {status} {reason} {attempts(attempt)}")
+        if self.retry.retries_status(status):
+            raise Retryable(error, response.headers.get("Retry-After"))
+        raise Final(error)
 
     async def _read_body(self, response: Any, shown: str) -> bytes:
         limit = self.max_bytes
         if limit is None:
-            return await response.read()
+            return bytes(await response.read())
         declared = response.content_length
         if declared is not None and declared > limit:
             response.close()
-            raise ValueError(
-                f"{shown}: Content-Length {declared} exceeds max_bytes={limit}"
-            )
+            raise Final(ValueError(
+                f"{shown}: Content-Length {declared} exceeds max_bytes={limit}"))
         body = bytearray()
         async for chunk in response.content.iter_chunked(_CHUNK_BYTES):
             body += chunk
             if len(body) > limit:
                 response.close()  # stop the transfer: the rest is never read
-                raise ValueError(f"{shown}: body exceeds max_bytes={limit}")
+                raise Final(ValueError(f"{shown}: body exceeds max_bytes={limit}"))
         return bytes(body)
 
 
-def _attempts(attempt: int) -> str:
-    return f"after {attempt} attempt{'s' if attempt > 1 else ''}"
+def _reason(status: int) -> str:
+    """The standard reason of a status: the server's own may repeat what it was sent."""
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return ""
 
 
 class HttpBody:
@@ -290,18 +290,22 @@ class HttpBody:
     arrive, over the client's aiohttp session for that loop (so, one
     connection per body). Memory is aiohttp's flow-controlled read buffer
     plus the chunk being handed out, whatever the body's size. A body cut
-    short, or a read that times out, is requested again from the byte
-    where it stopped (``Range``) within the client's ``retry``. ``read(n)``
-    returns ``n`` bytes, fewer only at the end; ``close()`` ends the
-    request and the loop.
+    short, a read that times out, or a transfer slower than
+    ``limits.min_rate`` is requested again from the byte where it stopped
+    (``Range``) within the client's ``retry``. ``read(n)`` returns ``n``
+    bytes, fewer only at the end; ``size`` is the body's length when the
+    server said it (else ``None``); ``close()`` ends the request and the loop.
     """
 
-    def __init__(self, client: HttpDataset, url: str, offset: int = 0) -> None:
+    def __init__(self, client: HttpDataset, url: str, offset: int = 0,
+                 limits: ShardLimits | None = None) -> None:
         self._client = client
         self._url = url
         self._offset = offset  # of the next byte not yet received
         self._buffer = memoryview(b"")
         self._response: Any = None
+        self._throughput = Throughput(limits or ShardLimits())
+        self.size: int | None = None
         self._loop = asyncio.new_event_loop()
         try:
             self._response = self._run(self._reopen())
@@ -315,25 +319,36 @@ class HttpBody:
     async def _reopen(self) -> Any:
         client, url = self._client, self._url
         session = client._session()
-        return await client._retrying(
-            lambda attempt: client._open(session, url, self._offset, attempt))
+        response = await retrying(
+            client.retry, lambda attempt: client._open(session, url, self._offset, attempt))
+        self.size = _body_size(response, self._offset)
+        return response
 
     async def _chunk(self) -> bytes:
         """The next bytes of the body (``b""`` at its end), reopening it after a failure."""
         client = self._client
         shown = f"GET {redact_url(self._url)}"
+        throughput = self._throughput
         retries = 0
         while True:
             try:
-                with client._failures(shown, retries + 1):
-                    return await self._response.content.read(_STREAM_BYTES)
-            except _Retryable as failure:
-                self._response.release()
-                if retries >= client.retry.max_retries:
-                    raise failure.final from None
-                retries += 1
-                await asyncio.sleep(client.retry.backoff(retries, None))
-                self._response = await self._reopen()
+                with failures(shown, retries + 1, client.timeout):
+                    throughput.start()
+                    chunk: bytes = await self._response.content.read(_STREAM_BYTES)
+                    slow = throughput.record(len(chunk))
+                    if slow is not None:
+                        raise Retryable(TimeoutError(
+                            f"{shown}: too slow, {slow} {attempts(retries + 1)}"))
+                    return chunk
+            except Failure as failure:
+                error, again = failure.error, isinstance(failure, Retryable)
+            # Out of the except block: what is raised from here has no context.
+            self._response.release()
+            if not again or retries >= client.retry.max_retries:
+                raise error
+            retries += 1
+            await asyncio.sleep(client.retry.backoff(retries, None))
+            self._response = await self._reopen()
 
     def read(self, size: int) -> bytes:
         parts = []
@@ -363,6 +378,17 @@ class HttpBody:
             self._run(self._client.aclose())
             self._loop.close()
         self._buffer = memoryview(b"")
+
+
+def _body_size(response: Any, offset: int) -> int | None:
+    """The whole body's length from a response starting at byte ``offset``, if it says."""
+    if response.headers.get("Content-Encoding", "identity").lower() != "identity":
+        return None  # Content-Length counts the encoded bytes
+    if response.status == 206:
+        match = _CONTENT_RANGE.fullmatch(response.headers.get("Content-Range", ""))
+        return int(match.group(1)) if match else None
+    length = response.content_length
+    return None if length is None else offset + length
 
 
 class _TemplateUrls(Sequence[str]):

@@ -1,6 +1,9 @@
 """``ObjectStoreDataset``: objects of S3, GCS, Azure, local or in-memory stores (obstore).
 
-Errors (messages name the store and the key, never credentials)::
+Errors (messages name the store and the key, never credentials; obstore's
+error is described by its class and the first line of its message, without
+URL queries, URL credentials or the server's text, and is neither the
+``__cause__`` nor the ``__context__`` of ours)::
 
     IndexError          index out of range
     ValueError          object larger than max_bytes (from its size, or
@@ -13,13 +16,18 @@ Errors (messages name the store and the key, never credentials)::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from dataloader._datasets.asynchronous import AsyncDataset
 from dataloader.sources._common import check_max_bytes, item_index, redact, require
+from dataloader.sources._limits import DEFAULT_MAX_BYTES
 
-__all__ = ["ObjectStoreDataset"]
+__all__ = ["ObjectStoreDataset", "credentials_of", "mapped_error"]
+
+# Configuration keys whose values are credentials: scrubbed from obstore's messages.
+_CREDENTIAL_KEYS = re.compile(r"key|secret|token|password|credential|sas|signature", re.I)
 
 
 class ObjectStoreDataset(AsyncDataset[bytes]):
@@ -39,8 +47,10 @@ class ObjectStoreDataset(AsyncDataset[bytes]):
         ``MemoryStore``, ...
     keys : iterable of str
         One object per item, in index order, relative to the store's prefix.
-    max_bytes : int, optional
-        Largest object accepted, else ``ValueError``.
+    max_bytes : int or None, default 1 GiB
+        Largest object accepted, else ``ValueError`` naming ``max_bytes``
+        (checked from the object's size before it is read, and while it
+        arrives). ``None`` lifts the bound, for stores you trust.
 
     Examples
     --------
@@ -58,7 +68,8 @@ class ObjectStoreDataset(AsyncDataset[bytes]):
     [[0, 1], [2, 3]]
     """
 
-    def __init__(self, store: Any, keys: Iterable[str], *, max_bytes: int | None = None) -> None:
+    def __init__(self, store: Any, keys: Iterable[str], *,
+                 max_bytes: int | None = DEFAULT_MAX_BYTES) -> None:
         self._obstore = require("obstore", "s3", type(self).__name__)
         self.store = store
         self.keys: Sequence[str] = list(keys)
@@ -70,7 +81,7 @@ class ObjectStoreDataset(AsyncDataset[bytes]):
         url: str,
         *,
         suffixes: Iterable[str] | None = None,
-        max_bytes: int | None = None,
+        max_bytes: int | None = DEFAULT_MAX_BYTES,
         **store_options: Any,
     ) -> ObjectStoreDataset:
         """Every object under a URL's prefix (optionally only some suffixes), sorted by key.
@@ -103,8 +114,11 @@ class ObjectStoreDataset(AsyncDataset[bytes]):
                 if wanted is None or entry["path"].endswith(wanted)
             )
         except Exception as exc:  # noqa: BLE001 -- mapped to a built-in type
-            raise _mapped(exc, f"listing {_store_name(url)}", obstore) from None
-        return cls(store, keys, max_bytes=max_bytes)
+            error = mapped_error(exc, f"listing {_store_name(url)}", obstore,
+                                 credentials_of(store_options))
+        else:
+            return cls(store, keys, max_bytes=max_bytes)
+        raise error  # outside the except block: no __context__ (see mapped_error)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -117,23 +131,35 @@ class ObjectStoreDataset(AsyncDataset[bytes]):
         obstore = self._obstore
         what = f"{_store_name(self.store)}: key {key!r}"
         try:
-            result = await obstore.get_async(self.store, key)
-            limit = self.max_bytes
-            size = result.meta.get("size")
-            if limit is not None and size is not None and size > limit:
-                raise ValueError(f"{what} is {size} bytes, more than max_bytes={limit}")
-            if limit is None or size is not None:
-                return bytes(await result.bytes_async())
-            body = bytearray()  # size unknown: count while streaming
-            async for chunk in result.stream():
-                body += chunk
-                if len(body) > limit:
-                    raise ValueError(f"{what} exceeds max_bytes={limit}")
-            return bytes(body)
-        except ValueError:
-            raise
+            return await self._get(key, what)
+        except _Limit as limit:
+            error: Exception = limit.error
         except Exception as exc:  # noqa: BLE001 -- mapped to a built-in type
-            raise _mapped(exc, what, obstore) from None
+            error = mapped_error(exc, what, obstore, credentials_of(self.store))
+        raise error  # outside the except block: no __context__ (see mapped_error)
+
+    async def _get(self, key: str, what: str) -> bytes:
+        result = await self._obstore.get_async(self.store, key)
+        limit = self.max_bytes
+        size = result.meta.get("size")
+        if limit is not None and size is not None and size > limit:
+            raise _Limit(ValueError(f"{what} is {size} bytes, more than max_bytes={limit}"))
+        if size is not None:  # the store's client reads no more than the size it said
+            return bytes(await result.bytes_async())
+        body = bytearray()  # size unknown: counted while it arrives
+        async for chunk in result.stream():
+            body += chunk
+            if limit is not None and len(body) > limit:
+                raise _Limit(ValueError(f"{what} exceeds max_bytes={limit}"))
+        return bytes(body)
+
+
+class _Limit(Exception):
+    """A bound of ours broken inside a read (``error``), passed by the mapping of obstore's."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
 
 
 def _store_name(store: Any) -> str:
@@ -143,10 +169,31 @@ def _store_name(store: Any) -> str:
     return redact(repr(store))
 
 
-def _mapped(exc: Exception, what: str, obstore: Any) -> Exception:
-    """The built-in exception a caller catches for ``exc``, with a safe message."""
+def credentials_of(config: Any) -> tuple[str, ...]:
+    """The credentials among a store's configuration (a store, or its options)."""
+    if not isinstance(config, Mapping):
+        config = getattr(config, "config", None)
+    if not isinstance(config, Mapping):
+        return ()
+    return tuple(str(value) for key, value in config.items()
+                 if _CREDENTIAL_KEYS.search(str(key)) and len(str(value)) >= 4)
+
+
+def mapped_error(exc: Exception, what: str, obstore: Any,
+                 credentials: Iterable[str] = ()) -> Exception:
+    """The built-in exception a caller catches for ``exc``, with a safe message.
+
+    obstore's message names the request's URL and may quote the server's
+    reply, which may repeat the request's headers: only its first line is
+    kept, without URL queries and credentials, the server's text, and any of
+    ``credentials``. Raise the result outside the ``except`` block that
+    caught ``exc``: raised inside, it would keep ``exc`` as its
+    ``__context__`` (``from None`` only hides it).
+    """
     errors = obstore.exceptions
     detail = f"{type(exc).__name__}: {redact(str(exc))}"
+    for secret in credentials:
+        detail = detail.replace(secret, "***")
     if isinstance(exc, (FileNotFoundError, errors.NotFoundError)):
         return FileNotFoundError(f"{what} not found")
     denied = (PermissionError, errors.PermissionDeniedError, errors.UnauthenticatedError)

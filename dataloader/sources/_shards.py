@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from dataloader.sources._common import redact_url, require
+from dataloader.sources._limits import ShardLimits, Throughput
 from dataloader.sources._retry import Retry
 
 __all__ = ["expand_shards", "open_shard", "shard_name"]
@@ -100,16 +101,23 @@ def open_shard(location: str, offset: int, options: ShardOptions) -> Any:
 
 
 class ShardOptions:
-    """How remote shards are reached: HTTP headers and timeout, store options, retries."""
+    """How remote shards are reached (HTTP headers and timeout, store options, retries)
+    and the bounds they are read within (``ShardLimits``)."""
 
-    __slots__ = ("_http", "headers", "retry", "store_options", "timeout")
+    __slots__ = ("_http", "headers", "limits", "retry", "store_options", "timeout")
 
     def __init__(self, headers: Mapping[str, str] | None, timeout: float, retry: Retry,
-                 store_options: Mapping[str, Any] | None) -> None:
+                 store_options: Mapping[str, Any] | None,
+                 limits: ShardLimits | None = None) -> None:
         if not isinstance(timeout, (int, float)) or not timeout > 0:
             raise ValueError(f"timeout should be a positive number of seconds, got {timeout!r}")
         if not isinstance(retry, Retry):
             raise TypeError(f"retry should be a Retry, got {type(retry).__name__}")
+        if limits is None:
+            limits = ShardLimits()
+        if not isinstance(limits, ShardLimits):
+            raise TypeError(f"limits should be a ShardLimits, got {type(limits).__name__}")
+        self.limits = limits
         self.headers = dict(headers or {})
         self.timeout = float(timeout)
         self.retry = retry
@@ -130,13 +138,21 @@ class ShardOptions:
 def _open_http(url: str, offset: int, options: ShardOptions) -> Any:
     from dataloader.sources._http import HttpBody
 
-    return HttpBody(options.http_client(), url, offset)
+    return HttpBody(options.http_client(), url, offset, options.limits)
 
 
 class _ObjectStream:
-    """A ranged object-store GET read as a stream (obstore, synchronous)."""
+    """A ranged object-store GET read as a stream (obstore, synchronous).
+
+    ``size`` is the object's size; reads slower than ``limits.min_rate``
+    raise ``TimeoutError`` (obstore's own timeouts bound each request).
+    Errors are raised outside the ``except`` block that mapped them (see
+    ``_object_store.mapped_error``).
+    """
 
     def __init__(self, url: str, offset: int, options: ShardOptions) -> None:
+        from dataloader.sources._object_store import credentials_of, mapped_error
+
         obstore = require("obstore", "s3", "TarDataset")
         scheme, rest = url.split("://", 1)
         if scheme.lower() in ("file", "memory"):
@@ -145,17 +161,23 @@ class _ObjectStream:
             bucket, _, key = rest.partition("/")
             root = f"{scheme}://{bucket}"
         self._name = shard_name(url)
+        self._throughput = Throughput(options.limits)
+        self._buffer = memoryview(b"")
+        self._obstore: Any = obstore
+        self._credentials = credentials_of(options.store_options)
+        error: Exception | None = None
         try:
             store = obstore.store.from_url(root, **options.store_options)
             get_options = {"range": {"offset": offset}} if offset else None
             result = obstore.get(store, key, options=get_options)
             self._chunks = iter(result.stream(min_chunk_size=_READ_BYTES))
+            size = result.meta.get("size")
         except Exception as exc:  # noqa: BLE001 -- mapped to a built-in type
-            from dataloader.sources._object_store import _mapped
-
-            raise _mapped(exc, self._name, obstore) from None
-        self._buffer = memoryview(b"")
-        self._obstore = obstore
+            error = mapped_error(exc, self._name, obstore,
+                                 credentials_of(options.store_options))
+        if error is not None:
+            raise error
+        self.size: int | None = size if isinstance(size, int) else None
 
     def read(self, size: int) -> bytes:
         if len(self._buffer) >= size:
@@ -165,12 +187,7 @@ class _ObjectStream:
         parts = [bytes(self._buffer)]
         have = len(parts[0])
         while have < size:
-            try:
-                chunk = next(self._chunks, None)
-            except Exception as exc:  # noqa: BLE001 -- mapped to a built-in type
-                from dataloader.sources._object_store import _mapped
-
-                raise _mapped(exc, self._name, self._obstore) from None
+            chunk = self._next_chunk()
             if chunk is None:
                 break
             parts.append(bytes(chunk))
@@ -178,6 +195,21 @@ class _ObjectStream:
         data = b"".join(parts)
         self._buffer = memoryview(data)[size:]
         return data[:size]
+
+    def _next_chunk(self) -> Any:
+        from dataloader.sources._object_store import mapped_error
+
+        self._throughput.start()
+        try:
+            chunk = next(self._chunks, None)
+        except Exception as exc:  # noqa: BLE001 -- mapped to a built-in type
+            error: Exception = mapped_error(exc, self._name, self._obstore, self._credentials)
+        else:
+            slow = self._throughput.record(0 if chunk is None else len(chunk))
+            if slow is None:
+                return chunk
+            error = TimeoutError(f"{self._name}: too slow, {slow}")
+        raise error
 
     def close(self) -> None:
         self._chunks = iter(())

@@ -8,12 +8,21 @@ formats that ``tar`` and Python's ``tarfile`` write: v7, POSIX ustar (the
 extended headers: ``path`` and ``size``; ``g`` global headers are read
 and ignored). Every header's checksum is verified.
 
+What a shard may make the parser hold is bounded (``ShardLimits``): a
+member's declared size is checked against ``max_member_bytes``, and against
+the stream's end when the stream knows it (``Content-Length``, an object's
+size), before any of its bytes are read; the pax and long-name headers
+before one member against ``max_header_bytes``, together; the data of
+directories, links and devices is passed over, never held.
+
 Errors::
 
     ValueError (ShardError)   a bad header checksum, a malformed size or pax
-                              record, or a stream that ends inside a header
-                              or a member; the message names the shard and
-                              the byte offset of the header at fault
+                              record, a stream that ends inside a header or
+                              a member, a member or headers over a bound, a
+                              member memory cannot be found for; the message
+                              names the shard and the byte offset of the
+                              header at fault
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from typing import Any
 
 from dataloader._core.tar import META_NAME, TarReader, split_name
 from dataloader._errors import ShardError
+from dataloader.sources._limits import ShardLimits
 
 __all__ = ["ShardError", "group_samples", "shard_samples", "split_name", "tar_members"]
 
@@ -35,8 +45,9 @@ _REGULAR = (b"0", b"\0", b"7")
 _OCTAL = re.compile(rb"[0-7]+")
 _DIGITS = re.compile(rb"[0-9]{1,18}")
 _LIMIT = 1 << 63
-# The largest pax or GNU long-name header accepted, in bytes.
-MAX_META = 16 << 20
+_META = (b"L", b"x", b"g")
+# Data passed over (a directory's, a link's) is read this much at a time.
+_SKIP_BYTES = 1 << 20
 
 
 def _octal(field: bytes, url: str, offset: int, what: str) -> int:
@@ -91,23 +102,41 @@ def _pax(data: bytes, url: str, offset: int) -> dict[str, str]:
 
 
 def _read(read: Callable[[int], bytes], size: int, url: str, offset: int) -> bytes:
-    data = read(size)
+    try:
+        data = read(size)
+    except MemoryError:
+        data = None  # the shard asked for more than there is: raised below, without context
+    if data is None:
+        raise ShardError(url, offset, f"a member of {size} bytes: out of memory")
     if len(data) != size:
         raise ShardError(url, offset, f"truncated: {len(data)} of {size} bytes")
     return data
 
 
+def _skip(read: Callable[[int], bytes], size: int, url: str, offset: int) -> None:
+    """Pass over ``size`` bytes, never holding more than ``_SKIP_BYTES`` of them."""
+    got = 0
+    while got < size:
+        n = len(read(min(size - got, _SKIP_BYTES)))
+        if n == 0:
+            raise ShardError(url, offset, f"truncated: {got} of {size} bytes")
+        got += n
+
+
 def tar_members(
-    read: Callable[[int], bytes], url: str, offset: int = 0
+    read: Callable[[int], bytes], url: str, offset: int = 0,
+    limits: ShardLimits | None = None, end: int | None = None,
 ) -> Iterator[tuple[str, bytes, int]]:
     """``(name, data, header_offset)`` of every regular file member, in order.
 
     ``read(n)`` returns the next ``n`` bytes of the stream (fewer only at
     its end); ``offset`` is where in the shard the stream starts, a header
-    boundary. ``header_offset`` is where the member's first header starts
-    (a pax or GNU long-name header before it included): reading from there
-    yields this member again.
+    boundary; ``end``, when known, the shard's size. ``header_offset`` is
+    where the member's first header starts (a pax or GNU long-name header
+    before it included): reading from there yields this member again.
     """
+    limits = limits or ShardLimits()
+    max_member, max_meta = limits.max_member_bytes, limits.max_header_bytes
     long_name: str | None = None
     pax: dict[str, str] = {}
     start = offset  # the first header of the member being assembled
@@ -129,14 +158,31 @@ def tar_members(
                 raise ShardError(url, offset, "malformed pax size")
             size = int(pax["size"])
         kind = header[156:157]
-        if kind in (b"L", b"x", b"g") and size > MAX_META:
-            raise ShardError(url, offset, f"a {kind.decode()} header of {size} bytes, "
-                             f"more than {MAX_META}")
         padded = -(-size // BLOCK) * BLOCK
-        data = _read(read, size, url, offset) if size else b""
+        if kind in _META:
+            if size > max_meta:
+                raise ShardError(url, offset, f"a {kind.decode()} header of {size} bytes, "
+                                 f"more than max_header_bytes={max_meta}")
+            # The headers before one member, this one's data and padding included.
+            if offset - start + BLOCK + padded > max_meta:
+                raise ShardError(url, offset, "metadata headers of more than "
+                                 f"max_header_bytes={max_meta} bytes before one member")
+        elif kind in _REGULAR:
+            if max_member is not None and size > max_member:
+                raise ShardError(url, offset, f"a member of {size} bytes, "
+                                 f"more than max_member_bytes={max_member}")
+            if end is not None and end - offset - BLOCK < size:
+                # Known to be cut short (a corrupt size, say): nothing is read for it.
+                raise ShardError(url, offset,
+                                 f"truncated: {max(end - offset - BLOCK, 0)} of {size} bytes")
+        if kind in _META or kind in _REGULAR:
+            data = _read(read, size, url, offset) if size else b""
+        else:
+            data = b""  # a directory, link or device: its data (if any) is passed over
+            _skip(read, size, url, offset)
         pad = padded - size
         here, offset = offset, offset + BLOCK + padded
-        if kind in (b"L", b"x", b"g"):
+        if kind in _META:
             if kind == b"L":
                 long_name = _text(data)
             elif kind == b"x":
@@ -188,13 +234,17 @@ def group_samples(
 
 
 def shard_samples(
-    stream: Any, url: str, offset: int = 0
+    stream: Any, url: str, offset: int = 0, limits: ShardLimits | None = None,
 ) -> Iterator[tuple[dict[str, object], int, int | None]]:
     """The samples of ``stream`` (positioned at shard offset ``offset``), as ``group_samples``.
 
     A local file is parsed natively (``dataloader._core.tar``: large reads
-    without the GIL); any other stream, through its ``read(n)``, here.
+    without the GIL); any other stream, through its ``read(n)``, here, up to
+    its ``size`` when it has one.
     """
+    limits = limits or ShardLimits()
     if isinstance(stream, io.FileIO):
-        return TarReader(stream.fileno(), url, offset)
-    return group_samples(tar_members(stream.read, url, offset), url)
+        return TarReader(stream.fileno(), url, offset,
+                         max_member=limits.max_member_bytes, max_meta=limits.max_header_bytes)
+    end = getattr(stream, "size", None)
+    return group_samples(tar_members(stream.read, url, offset, limits, end), url)

@@ -29,6 +29,7 @@ import numpy as np
 
 from dataloader._datasets.dataset import IterableDataset
 from dataloader._errors import ShardError
+from dataloader.sources._limits import ShardLimits
 from dataloader.sources._retry import Retry
 from dataloader.sources._shards import ShardOptions, expand_shards, open_shard, shard_name
 from dataloader.sources._tar import shard_samples
@@ -80,9 +81,16 @@ class TarDataset(IterableDataset[dict]):
         ``OSError`` of the read); with ``"skip"`` the rest of that shard
         is passed over and counted in :meth:`stats`.
     headers, timeout, retry, store_options
-        For remote shards: HTTP request headers and seconds per attempt,
-        which failures are retried (:class:`Retry`), and the options of
-        ``obstore.store.from_url`` (``endpoint``, ``region``, ...).
+        For remote shards: HTTP request headers (sent to the shard's origin
+        only, as :class:`HttpDataset` sends them) and seconds per attempt
+        (connecting, and each wait for bytes), which failures are retried
+        (:class:`Retry`), and the options of ``obstore.store.from_url``
+        (``endpoint``, ``region``, ...).
+    limits : ShardLimits, default ShardLimits()
+        Bounds on what a shard may make the reader do: the largest member
+        and metadata headers held in memory, and the slowest transfer
+        accepted (:class:`ShardLimits`; the defaults are far beyond real
+        shards).
 
     Examples
     --------
@@ -120,6 +128,7 @@ class TarDataset(IterableDataset[dict]):
         timeout: float = 30.0,
         retry: Retry = Retry(),  # noqa: B008 -- frozen, so sharing it is safe
         store_options: Mapping[str, Any] | None = None,
+        limits: ShardLimits | None = None,
     ) -> None:
         if not isinstance(shuffle_buffer, int) or isinstance(shuffle_buffer, bool) \
                 or shuffle_buffer < 0:
@@ -140,7 +149,7 @@ class TarDataset(IterableDataset[dict]):
         self.rank = 0
         self.world_size = 1
         self.epoch = 0
-        self._options = ShardOptions(headers, timeout, retry, store_options)
+        self._options = ShardOptions(headers, timeout, retry, store_options, limits)
         self._counts = _Counts()
 
     def __repr__(self) -> str:
@@ -377,7 +386,7 @@ class _TarIterator:
         location = self._shards[position]
         name = shard_name(location)
         self._stream = open_shard(location, offset, self._dataset._options)
-        self._samples = shard_samples(self._stream, name, offset)
+        self._samples = shard_samples(self._stream, name, offset, self._dataset._options.limits)
         return self._samples
 
     def _next_shard(self) -> None:
@@ -409,7 +418,8 @@ class _TarIterator:
             name = shard_name(location)
             stream = open_shard(location, start, self._dataset._options)
             try:
-                sample, _, _ = next(shard_samples(stream, name, start))
+                sample, _, _ = next(
+                    shard_samples(stream, name, start, self._dataset._options.limits))
             finally:
                 stream.close()
             buffer.append((sample, position, start))

@@ -21,14 +21,28 @@ int dl_sniff(const uint8_t *d, size_t n)
     return DL_FMT_UNKNOWN;
 }
 
-int dl_check_limits(int height, int width, int channels, int max_width, int max_height,
-                    double max_bytes, char *msg)
+double dl_decode_work(const dl_info_t *info, int channels)
 {
-    double bytes = (double)height * width * channels;
+    double work = info->coefficient_bytes;
+    if (info->whole_image_to_convert && channels != info->channels)
+        work += (double)info->height * info->width * info->channels;
+    return work;
+}
+
+int dl_check_limits(int height, int width, int channels, int max_width, int max_height,
+                    double max_bytes, double work_bytes, char *msg)
+{
+    double bytes = (double)height * width * channels + work_bytes;
     if (width > max_width || height > max_height) {
         snprintf(msg, DL_MSG_LEN,
                  "image of %dx%d pixels (width x height) exceeds the limit of %dx%d", width,
                  height, max_width, max_height);
+        return DL_ERR_ARGUMENT;
+    }
+    if (bytes > max_bytes && work_bytes > 0) {
+        snprintf(msg, DL_MSG_LEN, "image of %dx%dx%d needs %.0f bytes (%.0f of them the "
+                 "decoder's working memory), over the limit of %.0f",
+                 width, height, channels, bytes, work_bytes, max_bytes);
         return DL_ERR_ARGUMENT;
     }
     if (bytes > max_bytes) {

@@ -28,6 +28,11 @@ typedef struct {
     int height;
     int width;
     int channels;   /* channels of the native decoded output: 1, 2, 3 or 4 */
+    /* What the decoder holds besides its output (dl_decode_work): a whole
+     * image of the native channels to convert from (WebP; Adam7 PNG), and a
+     * JPEG's whole-image DCT coefficients (progressive or multi-scan). */
+    int whole_image_to_convert;
+    double coefficient_bytes;
 } dl_info_t;
 
 int dl_sniff(const uint8_t *data, size_t size);
@@ -46,11 +51,16 @@ void dl_jpeg_scaled_size(int height, int width, int scale, int *out_h, int *out_
  * still covers min_h x min_w; 8 (full size) when none smaller does. */
 int dl_jpeg_scale_for(int height, int width, int min_h, int min_w);
 
+/* Bytes the decoder of an image with this header allocates besides its
+ * output, decoding it into `channels`: counted in the decode limit. */
+double dl_decode_work(const dl_info_t *info, int channels);
+
 /* The decode limits, checked from the header before any pixel memory is
  * allocated: a status (DL_ERR_ARGUMENT with `msg` saying which limit a
- * height x width x channels image breaks), or DL_OK. */
+ * height x width x channels image breaks, its output and `work_bytes` of
+ * the decoder's memory counted against max_bytes), or DL_OK. */
 int dl_check_limits(int height, int width, int channels, int max_width, int max_height,
-                    double max_bytes, char *msg);
+                    double max_bytes, double work_bytes, char *msg);
 
 /* Decodes into dst (height x width x channels rows, `row_stride` bytes
  * apart).  The header is read again (a JPEG's only when dl_image_info did

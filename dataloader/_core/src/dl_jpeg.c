@@ -178,6 +178,26 @@ static void read_header(dl_jpeg_state_t *state, const uint8_t *data, size_t size
         ERREXIT(cinfo, JERR_NO_IMAGE);
 }
 
+/* The whole-image coefficient arrays libjpeg allocates (jdcoefct.c) for a
+ * JPEG of several scans (progressive, or one scan per component): 64
+ * coefficients a block, for every block of every component (rounded up to
+ * the sampling factors), where a one-scan JPEG needs a row of blocks.
+ * jpeg_read_header stops at the first scan, which has set the blocks. */
+static double coefficient_bytes(const struct jpeg_decompress_struct *cinfo)
+{
+    double bytes = 0;
+    if (!cinfo->progressive_mode && cinfo->comps_in_scan >= cinfo->num_components)
+        return 0;
+    for (int c = 0; c < cinfo->num_components; c++) {
+        const jpeg_component_info *component = &cinfo->comp_info[c];
+        size_t h = (size_t)component->h_samp_factor, v = (size_t)component->v_samp_factor;
+        size_t columns = (component->width_in_blocks + h - 1) / h * h;
+        size_t rows = (component->height_in_blocks + v - 1) / v * v;
+        bytes += (double)columns * (double)rows * DCTSIZE2 * sizeof(JCOEF);
+    }
+    return bytes;
+}
+
 int dl_jpeg_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg)
 {
     dl_jpeg_state_t *state = thread_state();
@@ -192,6 +212,7 @@ int dl_jpeg_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg)
     info->width = (int)state->cinfo.image_width;
     info->height = (int)state->cinfo.image_height;
     info->channels = state->cinfo.jpeg_color_space == JCS_GRAYSCALE ? 1 : 3;
+    info->coefficient_bytes = coefficient_bytes(&state->cinfo);
     /* The header is kept for the next call (with the mem source, what it has
      * read is everything before next_input_byte, a pointer into `data`). */
     size_t length = (size_t)((uintptr_t)state->cinfo.src->next_input_byte - (uintptr_t)data);

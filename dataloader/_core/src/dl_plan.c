@@ -142,7 +142,8 @@ static int plan_decode(PLAN_ARGS)
     int status = dl_image_info(input->bytes, input->size, &info, msg);
     if (status != DL_OK) return status;
     int channels = op->i[0] ? op->i[0] : info.channels;
-    status = dl_check_limits(info.height, info.width, channels, op->i[1], op->i[2], op->f[0], msg);
+    status = dl_check_limits(info.height, info.width, channels, op->i[1], op->i[2], op->f[0],
+                             dl_decode_work(&info, channels), msg);
     if (status != DL_OK) {
         char limit[DL_MSG_LEN];
         snprintf(limit, sizeof limit, "%s", msg);

@@ -51,7 +51,7 @@ static int dl_png_run(const uint8_t *data, size_t size, dl_info_t *info, int hei
     png_bytep *volatile rows = NULL;
     volatile int status = DL_OK;
     png_uint_32 w, h, y;
-    int bit_depth, color_type, native;
+    int bit_depth, color_type, interlace, native;
 
     png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, dl_png_error, dl_png_warning);
     if (png == NULL) {
@@ -71,7 +71,7 @@ static int dl_png_run(const uint8_t *data, size_t size, dl_info_t *info, int hei
     }
     png_set_read_fn(png, &src, dl_png_read);
     png_read_info(png, png_info);
-    png_get_IHDR(png, png_info, &w, &h, &bit_depth, &color_type, NULL, NULL, NULL);
+    png_get_IHDR(png, png_info, &w, &h, &bit_depth, &color_type, &interlace, NULL, NULL);
     switch (color_type) {
     case PNG_COLOR_TYPE_GRAY: native = 1; break;
     case PNG_COLOR_TYPE_GRAY_ALPHA: native = 2; break;
@@ -107,8 +107,21 @@ static int dl_png_run(const uint8_t *data, size_t size, dl_info_t *info, int hei
     png_read_update_info(png, png_info);
     if ((int)png_get_channels(png, png_info) != native || png_get_bit_depth(png, png_info) != 8)
         png_error(png, "unexpected sample layout after expansion");
+    if (channels != native && interlace == PNG_INTERLACE_NONE) {
+        /* One row at a time, converted into dst: no image-sized scratch. */
+        scratch = malloc((size_t)w * (size_t)native);
+        if (scratch == NULL) {
+            status = DL_ERR_NOMEM;
+            png_error(png, "out of memory");
+        }
+        for (y = 0; y < h; y++) {
+            png_read_row(png, scratch, NULL);
+            dl_convert_rows(scratch, 0, native, dst + y * row_stride, 0, channels, 1, w);
+        }
+        goto done;
+    }
     rows = malloc(sizeof(png_bytep) * h);
-    if (channels != native)
+    if (channels != native)  /* Adam7: counted in the limit (dl_decode_work) */
         scratch = malloc((size_t)w * h * (size_t)native);
     if (rows == NULL || (channels != native && scratch == NULL)) {
         status = DL_ERR_NOMEM;
@@ -179,6 +192,8 @@ int dl_png_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg)
     info->width = (int)width;
     info->height = (int)height;
     info->channels = channels;
+    /* Adam7 rows are assembled over seven passes: converted from a whole image. */
+    info->whole_image_to_convert = data[28] == 1;
     return DL_OK;
 }
 

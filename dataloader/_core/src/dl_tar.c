@@ -43,6 +43,8 @@ int dl_tar_init(dl_tar_t *tar, int fd, int64_t offset, size_t block)
     tar->name_cap = 256;
     tar->lookahead = LOOKAHEAD_BYTES;
     tar->direct_end = -1;
+    tar->max_member = -1;
+    tar->max_meta = DL_TAR_MAX_META;
     tar->name = malloc(tar->name_cap);
     if (tar->buf == NULL || tar->name == NULL) {
         dl_tar_free(tar);
@@ -239,6 +241,7 @@ typedef struct {
     int has_long_name, has_path, has_size;
     size_t long_name, long_name_len, path, path_len;
     int64_t size;
+    size_t chain;  /* where the member's first header starts, relative to pos */
 } meta_t;
 
 static int digits(const unsigned char *text, size_t n, int64_t *value)
@@ -348,9 +351,14 @@ static int header(dl_tar_t *tar, size_t *q, meta_t *meta, int may_read, int *reg
     unsigned char kind = h[156];
     int64_t pad = (DL_TAR_BLOCK - size % DL_TAR_BLOCK) % DL_TAR_BLOCK;
     if (kind == 'L' || kind == 'x' || kind == 'g') {
-        if (size > DL_TAR_MAX_META)
-            return fail(tar, at, "a %c header of %lld bytes, more than %d", kind,
-                        (long long)size, DL_TAR_MAX_META);
+        if (size > tar->max_meta)
+            return fail(tar, at, "a %c header of %lld bytes, more than max_header_bytes=%lld",
+                        kind, (long long)size, (long long)tar->max_meta);
+        /* The headers before one member, this one's data and padding included:
+         * checked before the buffer grows to hold them. */
+        if ((int64_t)(*q - meta->chain) + DL_TAR_BLOCK + size + pad > tar->max_meta)
+            return fail(tar, at, "metadata headers of more than max_header_bytes=%lld bytes "
+                        "before one member", (long long)tar->max_meta);
         size_t data = *q + DL_TAR_BLOCK;
         status = ensure(tar, data + (size_t)size + (size_t)pad + DL_TAR_BLOCK, may_read);
         if (status != 0)
@@ -374,6 +382,9 @@ static int header(dl_tar_t *tar, size_t *q, meta_t *meta, int may_read, int *reg
         return 2;
     }
     *regular = kind == '0' || kind == 0 || kind == '7';
+    if (*regular && tar->max_member >= 0 && size > tar->max_member)
+        return fail(tar, at, "a member of %lld bytes, more than max_member_bytes=%lld",
+                    (long long)size, (long long)tar->max_member);
     if (*regular) {
         const unsigned char *base = tar->buf + tar->pos;
         if (meta->has_path && meta->path_len > 0)
@@ -419,6 +430,7 @@ int dl_tar_next(dl_tar_t *tar, int may_read)
         size_t q = pad;
         int64_t start = tar->offset + (int64_t)q;
         meta_t meta = {0};
+        meta.chain = q;
         int regular = 0;
         while ((status = header(tar, &q, &meta, may_read, &regular)) == 2) {
         }

@@ -8,8 +8,10 @@
  * dl_tar_next stops at each regular file member with its name, size and
  * offsets; dl_tar_data then copies the member's bytes out, reading a
  * member larger than the buffer straight into the caller's memory. Memory
- * is the buffer (grown only for a pax or long-name header larger than it,
- * up to DL_TAR_MAX_META).
+ * is the buffer, grown only for pax or long-name headers larger than it:
+ * the headers before one member, together, up to max_meta bytes (at most
+ * DL_TAR_MAX_META). A regular member larger than max_member is an error
+ * found from its header, before its data is read.
  *
  * The rules, offsets and messages of errors are those of the Python parser
  * (dataloader/sources/_tar.py), which tests compare against this one on
@@ -21,7 +23,8 @@
 #include <stdint.h>
 
 #define DL_TAR_BLOCK 512
-/* The largest pax or GNU long-name header accepted, in bytes. */
+/* The most bytes of pax and GNU long-name headers before one member (their
+ * 512-byte blocks included): max_meta's default and ceiling. */
 #define DL_TAR_MAX_META (16 << 20)
 
 /* Return codes of dl_tar_next and dl_tar_data. */
@@ -34,6 +37,9 @@
 
 typedef struct {
     int fd;
+    /* Bounds, set by the caller after dl_tar_init: the largest regular
+     * member (-1: none) and the most bytes of headers before one member. */
+    int64_t max_member, max_meta;
     unsigned char *buf;        /* buf[pos, len) holds the stream's bytes from `offset` */
     size_t cap, pos, len;
     int64_t offset;            /* the shard offset of buf[pos] */

@@ -36,6 +36,7 @@ int dl_webp_info(const uint8_t *data, size_t size, dl_info_t *info, char *msg)
     info->width = features.width;
     info->height = features.height;
     info->channels = features.has_alpha ? 4 : 3;
+    info->whole_image_to_convert = 1;  /* into other channels: through a whole scratch image */
     return DL_OK;
 }
 
