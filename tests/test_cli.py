@@ -101,8 +101,26 @@ def test_bench_against_torch(folder):
     assert result.returncode == 0, result.stderr
     header = next(line for line in result.stdout.splitlines() if "dataloader" in line)
     assert header.split() == ["dataloader", "torch", "speed-up"]
+    assert "images/s after the first batch" in result.stdout
+    # 8 images are one start-up and two batches: the figures say so.
+    assert "this run is too short to compare loading speeds" in result.stderr
     assert "x" in next(line for line in result.stdout.splitlines()
                        if line.startswith("images/s")).split()[-1]
+
+
+def test_a_short_run_is_flagged_and_steady_figures_leave_the_start_up_out():
+    from dataloader._cli.bench import BenchResult, report, short_run_warning
+
+    # torch: 0.9 s to start, then 40 images in 0.1 s; ours: 0.05 s, then 40 in 0.2 s.
+    torch = BenchResult("torch", 48, 0, 1.0, 0.9, first_batch_images=8)
+    ours = BenchResult("dataloader", 48, 0, 0.25, 0.05, first_batch_images=8)
+    warning = short_run_warning([ours, torch])
+    assert "torch spent 90% of its 1.00 s" in warning and "dataloader" not in warning
+    steady = next(line for line in report(ours, torch).splitlines()
+                  if line.startswith("images/s after the first batch"))
+    assert steady.split()[-3:] == ["200.0", "400.0", "0.50x"]
+    long_run = BenchResult("torch", 4800, 0, 10.0, 0.9, first_batch_images=8)
+    assert short_run_warning([ours, long_run]) is None
 
 
 def test_bench_against_torch_without_torch(folder, monkeypatch, capsys):

@@ -33,7 +33,8 @@ from dataloader.transforms import (
     ToFloat,
 )
 
-__all__ = ["BenchResult", "format_table", "native_chain", "run_native", "run_torch"]
+__all__ = ["BenchResult", "format_table", "native_chain", "run_native", "run_torch",
+           "short_run_warning"]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -49,6 +50,8 @@ class BenchResult:
     seconds: float
     first_batch_seconds: float
     stages: dict[str, dict[str, float]] | None = None
+    # Images in the first batch, to measure the rest apart from the start-up.
+    first_batch_images: int = 0
 
     @property
     def images_per_second(self) -> float:
@@ -57,6 +60,37 @@ class BenchResult:
     @property
     def megabytes_per_second(self) -> float:
         return self.bytes_read / 1e6 / self.seconds if self.seconds > 0 else math.inf
+
+    @property
+    def start_share(self) -> float:
+        """The share of the wall time spent before the first batch (starting workers)."""
+        return self.first_batch_seconds / self.seconds if self.seconds > 0 else 0.0
+
+
+# A run whose loader spent more than this share of its time before the first
+# batch measures start-up rather than loading.
+SHORT_RUN_START_SHARE = 0.25
+
+
+def short_run_warning(results: Sequence[BenchResult]) -> str | None:
+    """A warning when a result measures start-up more than loading, else ``None``.
+
+    Examples
+    --------
+    >>> from dataloader._cli.bench import BenchResult, short_run_warning
+    >>> quick = BenchResult("torch", images=48, bytes_read=0, seconds=1.0,
+    ...                     first_batch_seconds=0.9)
+    >>> print(short_run_warning([quick]))  # doctest: +ELLIPSIS
+    warning: this run is too short to compare loading speeds: torch spent 90% of ...
+    """
+    starts = [result for result in results if result.start_share > SHORT_RUN_START_SHARE]
+    if not starts:
+        return None
+    spent = ", ".join(f"{result.name} spent {result.start_share:.0%} of its "
+                      f"{result.seconds:.2f} s" for result in starts)
+    return (f"warning: this run is too short to compare loading speeds: {spent} before its "
+            "first batch (starting its workers), which the speed-up counts as loading. Give "
+            "it more images or --epochs, or read the 'after the first batch' rows.")
 
 
 def native_chain(size: int) -> Compose:
@@ -79,9 +113,10 @@ def run_native(folder: Any, *, batch_size: int, workers: int, size: int, epochs:
     loader = DataLoader(folder, batch_size=batch_size, shuffle=True, num_workers=workers,
                         transform=native_chain(size), collate_fn=ImageCollator(), seed=0)
     with loader:
-        images, seconds, first = _time_epochs(loader, epochs, progress)
+        images, seconds, first, first_images = _time_epochs(loader, epochs, progress)
         stages = {stage: loader.stats()[stage] for stage in STAGES}
-    return BenchResult("dataloader", images, epoch_bytes * epochs, seconds, first, stages)
+    return BenchResult("dataloader", images, epoch_bytes * epochs, seconds, first, stages,
+                       first_images)
 
 
 def run_torch(folder: Any, *, batch_size: int, workers: int, size: int, epochs: int,
@@ -94,24 +129,33 @@ def run_torch(folder: Any, *, batch_size: int, workers: int, size: int, epochs: 
     loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=True,
                                          num_workers=workers,
                                          persistent_workers=workers > 0 and epochs > 1)
-    images, seconds, first = _time_epochs(loader, epochs, progress)
+    images, seconds, first, first_images = _time_epochs(loader, epochs, progress)
     del loader  # stops the worker processes
-    return BenchResult("torch", images, epoch_bytes * epochs, seconds, first)
+    return BenchResult("torch", images, epoch_bytes * epochs, seconds, first,
+                       first_batch_images=first_images)
+
+
+def _steady_images_per_second(result: BenchResult) -> float:
+    """Images per second after the first batch: loading without the start-up."""
+    seconds = result.seconds - result.first_batch_seconds
+    after = result.images - result.first_batch_images
+    return after / seconds if after > 0 and seconds > 0 else math.nan
 
 
 def _time_epochs(loader: Iterable[Any], epochs: int,
-                 progress: Callable[[int], None]) -> tuple[int, float, float]:
-    """Images loaded, wall seconds (iterator creation included), seconds to the first batch."""
-    images = 0
+                 progress: Callable[[int], None]) -> tuple[int, float, float, int]:
+    """Images loaded, wall seconds (iterator creation included), seconds to the first
+    batch, and the images in it."""
+    images = first_images = 0
     first = math.nan
     start = time.perf_counter()
     for _ in range(epochs):
         for _images, labels in loader:
             if images == 0:
-                first = time.perf_counter() - start
+                first, first_images = time.perf_counter() - start, len(labels)
             images += len(labels)
             progress(len(labels))
-    return images, time.perf_counter() - start, first
+    return images, time.perf_counter() - start, first, first_images
 
 
 class PillowImages:
@@ -235,30 +279,35 @@ def report(ours: BenchResult, torch: BenchResult | None) -> str:
     def number(value: float, digits: int = 1) -> str:
         return f"{value:,.{digits}f}" if math.isfinite(value) else "-"
 
-    rows = [
-        ["images", str(ours.images)],
-        ["wall time (s)", number(ours.seconds, 2)],
-        ["images/s", number(ours.images_per_second)],
-        ["MB/s (compressed, read)", number(ours.megabytes_per_second)],
-        ["first batch (ms)", number(ours.first_batch_seconds * 1e3)],
+    # Each row: its label, its figure of a result, and whether more is better.
+    figures: list[tuple[str, Callable[[BenchResult], float], int, bool]] = [
+        ("wall time (s)", lambda result: result.seconds, 2, False),
+        ("images/s", lambda result: result.images_per_second, 1, True),
+        ("images/s after the first batch", _steady_images_per_second, 1, True),
+        ("MB/s (compressed, read)", lambda result: result.megabytes_per_second, 1, True),
+        ("first batch (ms)", lambda result: result.first_batch_seconds * 1e3, 1, False),
     ]
     headers = ["", "dataloader"]
+    rows = [["images", str(ours.images)]]
     if torch is not None:
         headers += ["torch", "speed-up"]
         rows[0] += [str(torch.images), ""]
-        rows[1] += [number(torch.seconds, 2), f"{torch.seconds / ours.seconds:.2f}x"]
-        rows[2] += [number(torch.images_per_second),
-                    f"{ours.images_per_second / torch.images_per_second:.2f}x"]
-        rows[3] += [number(torch.megabytes_per_second),
-                    f"{ours.megabytes_per_second / torch.megabytes_per_second:.2f}x"]
-        rows[4] += [number(torch.first_batch_seconds * 1e3),
-                    f"{torch.first_batch_seconds / ours.first_batch_seconds:.2f}x"]
+    for label, figure, digits, more_is_better in figures:
+        row = [label, number(figure(ours), digits)]
+        if torch is not None:
+            better, worse = (ours, torch) if more_is_better else (torch, ours)
+            ratio = figure(better) / figure(worse) if figure(worse) > 0 else math.nan
+            row += [number(figure(torch), digits), f"{ratio:.2f}x" if math.isfinite(ratio)
+                    else "-"]
+        rows.append(row)
     text = format_table(headers, rows)
     if ours.stages:
         labels = {
             "fetch": "fetch: read files",
             "transform": "transform: decode .. CHW",
-            "collate": "collate",
+            # ImageCollator's items are transformed straight into their
+            # batch slots: the stacking is part of `transform`.
+            "collate": "collate (done in transform)",
             "wait": "wait: in next()",
         }
         stage_rows = []

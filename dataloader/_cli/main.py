@@ -33,6 +33,7 @@ from dataloader._cli.bench import (
     report,
     run_native,
     run_torch,
+    short_run_warning,
 )
 from dataloader._cli.pack import add_pack_command
 from dataloader._core.codecs import MODES
@@ -327,6 +328,9 @@ def _bench(args: argparse.Namespace) -> int:
             progress.close()
     print()
     print(report(ours, theirs))
+    warning = short_run_warning([ours] if theirs is None else [ours, theirs])
+    if warning:
+        print("\n" + textwrap.fill(warning, 80), file=sys.stderr)
     return 0
 
 
