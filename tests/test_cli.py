@@ -224,6 +224,17 @@ def test_info_reads_past_a_large_exif_segment(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["width"] == 12
 
 
+def test_info_reads_the_images_of_a_folder_as_show_and_bench_do(folder, tmp_path, capsys):
+    images = sorted(path for path in folder.rglob("*") if path.is_file())
+    assert main(["info", "--json", str(folder)]) == 0
+    files = [json.loads(line)["file"] for line in capsys.readouterr().out.splitlines()]
+    assert files == [str(path) for path in images]
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("no images here")
+    assert main(["info", str(tmp_path / "empty")]) == 1
+    assert "no images" in capsys.readouterr().err
+
+
 def test_info_missing_file_is_a_usage_error(tmp_path):
     result = run("info", tmp_path / "missing.jpg")
     assert result.returncode == 2

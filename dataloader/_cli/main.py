@@ -151,9 +151,11 @@ def _parser() -> argparse.ArgumentParser:
         description=_wrap("Read each file's header (never its pixels) and print its format, size, "
                     "channels, the mode it decodes to, and its EXIF orientation (JPEG, PNG and "
                     "WebP; '-' when absent)."),
-        epilog="examples:\n  dataloader info photo.jpg\n  dataloader info --json train/*/*.jpg",
+        epilog="examples:\n  dataloader info photo.jpg\n  dataloader info train/\n"
+               "  dataloader info --json train/*/*.jpg",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    info.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    info.add_argument("files", nargs="+", type=Path, metavar="PATH",
+                      help="image files, or folders whose images (by extension) to read")
     info.add_argument("--json", action="store_true", help="one JSON object per line")
     info.set_defaults(run=_info)
 
@@ -345,12 +347,12 @@ def _require(module: str, message: str) -> None:
 
 
 def _info(args: argparse.Namespace) -> int:
-    missing = [str(path) for path in args.files if not path.is_file()]
+    missing = [str(path) for path in args.files if not path.exists()]
     if missing:
-        raise UsageError(f"not a file: {', '.join(missing)}")
+        raise UsageError(f"no such file or folder: {', '.join(missing)}")
     rows = []
     failed = 0
-    for path in args.files:
+    for path in _image_files(args.files):
         try:
             rows.append(file_info(path))
         except (OSError, ValueError) as err:
@@ -366,6 +368,22 @@ def _info(args: argparse.Namespace) -> int:
             row["mode"], _orientation_text(row["orientation"]), f"{row['bytes']:,}",
         ] for row in rows], align="llrrllr"))
     return 1 if failed else 0
+
+
+def _image_files(paths: list[Path]) -> list[Path]:
+    """``paths`` with each folder replaced by the images under it (as ``show`` and
+    ``bench`` read a folder: by extension, class subfolders included), sorted."""
+    files = []
+    for path in paths:
+        if not path.is_dir():
+            files.append(path)
+            continue
+        found = sorted(entry for entry in path.rglob("*")
+                       if entry.suffix.lower() in IMAGE_EXTENSIONS and entry.is_file())
+        if not found:
+            raise CommandError(f"no images ({', '.join(IMAGE_EXTENSIONS)}) under {path}")
+        files += found
+    return files
 
 
 def file_info(path: Path) -> dict[str, Any]:
