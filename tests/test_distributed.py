@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dataloader import DataLoader, DistributedSampler, RandomSampler
+from dataloader import DataLoader, DistributedSampler, IterableDataset, RandomSampler, shard
 from dataloader._sampling.distributed import AgreedBatches, RankGroup, world
 
 
@@ -409,3 +409,125 @@ def test_agreed_batches_take_chunks_of_one_then_doubling_up_to_the_window(
 def test_total_size_counts_every_ranks_share_with_padding(n, replicas, drop_last, total):
     sampler = DistributedSampler(range(n), num_replicas=replicas, rank=0, drop_last=drop_last)
     assert sampler.total_size == total
+
+
+# -- equal_batches at its boundary: every rank the same count, nothing twice --
+
+
+def full_batches_of_rank(n, rank, world, workers, batch_size):
+    """The batches one rank's workers make of a stream of ``n`` items, partial ones
+    left out, by the documented split: position p goes to rank p % world, and there
+    to worker (p // world) % workers."""
+    share = list(range(rank, n, world))
+    streams = max(workers, 1)
+    return sum(len(share[w::streams]) // (batch_size or 1) for w in range(streams))
+
+
+def lengths_around_the_boundaries(world, workers, batch_size):
+    """From nothing to two full batches on every worker of every rank, and a little
+    beyond: the ranks' counts are equal, or differ by one item or by one batch."""
+    unit = world * max(workers, 1) * (batch_size or 1)
+    return range(0, 2 * unit + world * (batch_size or 1) + 2)
+
+
+# (ranks, num_workers, batch_size, drop_last); without batches there is no drop_last.
+SPLITS = [(world, workers, batch_size, drop_last)
+          for world, workers, batch_size in [(2, 0, 3), (3, 0, 2), (2, 2, 3), (3, 2, 2),
+                                             (2, 3, 1), (2, 2, None), (3, 0, None)]
+          for drop_last in ([False] if batch_size is None else [False, True])]
+
+
+@pytest.mark.parametrize("world, workers, batch_size, drop_last", SPLITS)
+def test_equal_batches_every_rank_stops_at_the_smallest_ranks_full_batches(
+        world, workers, batch_size, drop_last):
+    kinds = set()
+    for n in lengths_around_the_boundaries(world, workers, batch_size):
+        counts = [full_batches_of_rank(n, rank, world, workers, batch_size)
+                  for rank in range(world)]
+        kinds.add(max(counts) - min(counts))
+        seen = []
+        for rank in range(world):
+            loader = DataLoader(shard(range(n), rank, world), batch_size=batch_size,
+                                num_workers=workers, drop_last=drop_last, equal_batches=True,
+                                worker_type="thread")
+            assert len(loader) == min(counts), (n, rank)
+            for epoch in range(2):  # the limit holds epoch after epoch
+                batches = [batch.tolist() if batch_size else [int(batch)] for batch in loader]
+                assert len(batches) == min(counts), (n, rank, epoch)
+                if batch_size is not None:
+                    assert all(len(batch) == batch_size for batch in batches), (n, rank)
+                items = list(chain.from_iterable(batches))
+                assert all(item % world == rank for item in items)
+                assert len(items) == len(set(items)), (n, rank)
+                if epoch == 0:
+                    seen += items
+            loader.close()
+        assert len(seen) == len(set(seen)) == world * min(counts) * (batch_size or 1)
+    # The lengths swept reach equal counts and counts a batch apart.
+    assert {0, 1} <= kinds
+
+
+@pytest.mark.parametrize("n", [23, 24, 25, 27, 28])
+def test_equal_batches_on_worker_processes_at_the_boundary(n):
+    # 2 ranks x 2 workers x batches of 3: 24 items fill two batches per worker.
+    counts = [full_batches_of_rank(n, rank, 2, 2, 3) for rank in range(2)]
+    seen = []
+    for rank in range(2):
+        with DataLoader(shard(range(n), rank, 2), batch_size=3, num_workers=2,
+                        equal_batches=True, worker_type="process", timeout=120) as loader:
+            for epoch in range(2):
+                batches = [batch.tolist() for batch in loader]
+                assert len(batches) == len(loader) == min(counts), (rank, epoch)
+                assert all(len(batch) == 3 for batch in batches)
+                if epoch == 0:
+                    seen += chain.from_iterable(batches)
+    assert len(seen) == len(set(seen)) == 2 * 3 * min(counts)
+
+
+class UnsizedRange(IterableDataset):
+    """``range(n)`` without a length: the ranks must agree on the count as they go."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return iter(range(self.n))
+
+
+@pytest.mark.parametrize("lengths", [(24, 24), (24, 23), (24, 22), (25, 24), (12, 30),
+                                     (5, 40), (0, 9)])
+@pytest.mark.parametrize("workers", [0, 2])
+def test_equal_batches_agreed_by_ranks_stop_together_at_the_boundary(
+        monkeypatch, lengths, workers):
+    # Each rank streams a source of its own length (files of uneven sizes); the
+    # ranks, threads here, agree through the loader's own group (its all_reduce
+    # stood in for by a barrier). Rank r keeps its own positions of its source.
+    world = len(lengths)
+    ranks = ThreadRanks(world)
+    monkeypatch.setattr(RankGroup, "ready", lambda self: True)
+    monkeypatch.setattr(RankGroup, "min", lambda self, value: ranks.min(value))
+    delivered = [None] * world
+
+    def run(rank):
+        loader = DataLoader(shard(UnsizedRange(lengths[rank]), rank, world), batch_size=3,
+                            num_workers=workers, equal_batches=True, worker_type="thread",
+                            timeout=60)
+        delivered[rank] = [[batch.tolist() for batch in loader] for _ in range(2)]
+        loader.close()
+
+    threads = [threading.Thread(target=run, args=(rank,)) for rank in range(world)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads)
+    expected = min(full_batches_of_rank(lengths[rank], rank, world, workers, 3)
+                   for rank in range(world))
+    for epoch in range(2):
+        for rank in range(world):
+            batches = delivered[rank][epoch]
+            assert len(batches) == expected, (rank, epoch)
+            assert all(len(batch) == 3 for batch in batches)
+            items = list(chain.from_iterable(batches))
+            assert len(items) == len(set(items))
+            assert all(item % world == rank for item in items)

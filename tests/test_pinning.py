@@ -15,7 +15,7 @@ from itertools import chain
 import numpy as np
 import pytest
 
-from dataloader import DataLoader, Dataset, ImageCollator, IterableDataset
+from dataloader import DataLoader, Dataset, ImageCollator, IterableDataset, interleave, shard
 from dataloader.kernels import Image
 
 NO_ACCELERATOR = "'pin_memory' argument is set as true but no accelerator is found"
@@ -311,3 +311,101 @@ def test_a_failure_of_the_pinning_thread_is_raised_and_ends_the_epoch(accelerato
     it.thread.join(timeout=60)
     assert not it.thread.is_alive()
     loader.close()
+
+
+# -- resumed twice while the pinning thread runs ahead -------------------------
+
+PINNED_KINDS = {
+    "direct": {"num_workers": 0},
+    "threads": {"num_workers": 2, "worker_type": "thread"},
+    "processes": {"num_workers": 2, "worker_type": "process"},
+}
+
+
+def run_pinned_in_pieces(accelerator, make, pieces, lengths):
+    """Batches of ``len(lengths)`` epochs (``lengths``: each one's batches), by epoch,
+    taken by one pinned loader after another: loader ``i`` takes ``pieces[i]``
+    batches and saves its state, a new loader resumes from it, the last one finishes."""
+    done = [[] for _ in lengths]
+    state = None
+    for piece in [*pieces, None]:
+        loader = make()
+        if state is not None:
+            loader.load_state_dict(state)
+        state = take_pinned(accelerator, loader, piece, done, lengths)
+        loader.close()
+    return done
+
+
+def take_pinned(accelerator, loader, count, done, lengths):
+    """Take ``count`` batches (``None``: all that are left) across epoch ends, into
+    ``done``; return the state after them, saved once the pinning thread has pinned
+    batches beyond them (which the state must not count)."""
+    taken = 0
+    while True:
+        pins_before = len(accelerator.pinned)
+        it = iter(loader)
+        epoch = loader.epoch
+        start = len(done[epoch])
+        for batch in it:
+            assert accelerator.is_pinned(batch)
+            done[epoch].append(batch.tolist())
+            del batch
+            taken += 1
+            if count is None or taken < count:
+                continue
+            if len(done[epoch]) == lengths[epoch]:
+                # The epoch's last batch: a training loop's `for` meets its end.
+                with pytest.raises(StopIteration):
+                    next(it)
+                state = loader.state_dict()
+                assert (state["epoch"], state["batches"]) == (epoch + 1, 0)
+                return state
+            if loader.num_workers:
+                # The thread pins ahead: two batches handed off, a third held.
+                ahead = min(len(done[epoch]) - start + 3, lengths[epoch] - start)
+                accelerator.wait_for_pins(pins_before + ahead)
+            state = loader.state_dict()
+            assert (state["epoch"], state["batches"]) == (epoch, len(done[epoch]))
+            return state
+        if epoch == len(lengths) - 1:
+            return loader.state_dict()
+
+
+def pinned_stream():
+    return interleave([shard(range(40), 0, 1), list(range(100, 120))], [0.6, 0.4], seed=3)
+
+
+@pytest.mark.parametrize("pieces", [(3, 4), (5, 9), (3, "the rest of epoch 0")], ids=str)
+@pytest.mark.parametrize("kind", PINNED_KINDS)
+def test_a_pinned_stream_resumed_twice_continues_exactly(accelerator, kind, pieces):
+    # An interleaved stream: one order whatever the workers (by turn), a new
+    # one each epoch; its streams' states are recorded batch by batch as they
+    # are delivered, not as they are pinned.
+    def make(pin=True):
+        return DataLoader(pinned_stream(), batch_size=4, pin_memory=pin, timeout=120,
+                          **PINNED_KINDS[kind])
+
+    with make(pin=False) as loader:
+        expected = [as_lists(loader) for _ in range(2)]
+    assert expected[0] != expected[1]
+    lengths = [len(epoch) for epoch in expected]
+    pieces = [lengths[0] - 3 if piece == "the rest of epoch 0" else piece for piece in pieces]
+    assert run_pinned_in_pieces(accelerator, make, pieces, lengths) == expected
+
+
+@pytest.mark.parametrize("kind", PINNED_KINDS)
+def test_a_pinned_epoch_resumed_twice_continues_exactly(accelerator, kind):
+    def make(pin=True):
+        return DataLoader(list(range(40)), batch_size=3, shuffle=True, seed=8, pin_memory=pin,
+                          timeout=120, **PINNED_KINDS[kind])
+
+    with make(pin=False) as loader:
+        expected = [as_lists(loader) for _ in range(2)]
+    lengths = [len(epoch) for epoch in expected]  # 14 batches: (4, 10) ends epoch 0
+    for pieces in ((4, 5), (4, 10)):
+        assert run_pinned_in_pieces(accelerator, make, pieces, lengths) == expected
+
+
+def as_lists(batches):
+    return [batch.tolist() for batch in batches]

@@ -173,9 +173,11 @@ class Cursor:
         self.info = info
         self.state = state  # to restore on open
         self.iterator: Iterator[Any] | None = None
-        self.position = 0
         self.ended = False
         self.batches = 0 if state is None else int(state["batches"])
+        # Every batch before a saved state was full (only a stream's last
+        # batch is short): a resumed stream's items keep their positions.
+        self.position = self.batches * (self.batch_size or 1)
 
     def open(self) -> None:
         """Start the stream, on the thread that iterates it."""

@@ -284,3 +284,72 @@ def test_importing_the_package_needs_no_extra():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120)
     assert result.stdout.strip() == "ok", result.stderr
+
+
+# -- the waits between consecutive failures of one request --------------------
+
+
+@pytest.fixture
+def waits(monkeypatch):
+    """The waits the client asks of ``asyncio.sleep`` (none is slept): the server's
+    thread is left alone."""
+    import random
+    import threading
+
+    real_sleep = asyncio.sleep
+    asked = []
+
+    async def sleep(delay, *args, **kwargs):
+        if threading.current_thread().name != "test-http-server" and delay:
+            asked.append(delay)
+        return await real_sleep(0, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    random.seed(5)  # the jitter: the same draws every run
+    return asked
+
+
+def waits_of_each_item(http_server, waits, retry, scripts):
+    """Fetch one item per script (its answers before the plain one); the waits before
+    each item's retries, one list per item."""
+    found = []
+    for n, steps in enumerate(scripts):
+        http_server.script(f"/items/{n}", *steps)
+        first = len(waits)
+        assert fetch(HttpDataset([f"{http_server.url}/items/{n}"], retry=retry), 0) == (
+            f"item {n}".encode())
+        assert http_server.requests[f"/items/{n}"] == len(steps) + 1
+        found.append(waits[first:])
+    return found
+
+
+def test_waits_between_consecutive_failures_double_up_to_max_backoff(http_server, waits):
+    retry = Retry(max_retries=6, initial_backoff=0.01, max_backoff=0.08)
+    ceilings = [0.01, 0.02, 0.04, 0.08, 0.08, 0.08]
+    found = waits_of_each_item(http_server, waits, retry, [[503, 500, 429, 503, 502, 504]] * 30)
+    for item in found:
+        assert len(item) == 6
+        assert all(0.0 < wait <= ceiling for wait, ceiling in zip(item, ceilings, strict=True))
+    # Each wait is drawn from its retry's whole window: some request's n-th wait
+    # is above half its ceiling (the previous retry's, while the ceiling doubles).
+    for n, ceiling in enumerate(ceilings):
+        assert max(item[n] for item in found) > 0.5 * ceiling, n
+
+
+def test_each_request_counts_its_own_failures(http_server, waits):
+    # A success ends a request's count: the next request's first retry waits
+    # within the first ceiling again, however many retries came before.
+    retry = Retry(max_retries=3, initial_backoff=0.01, max_backoff=10.0)
+    found = waits_of_each_item(http_server, waits, retry, [[503, 503, 503], [503], [503, 503]] * 8)
+    assert [len(item) for item in found] == [3, 1, 2] * 8
+    assert all(item[0] <= 0.01 for item in found)
+    assert max(item[2] for item in found if len(item) == 3) > 0.02
+
+
+def test_a_retry_after_answer_sets_one_wait_and_the_next_ones_go_on_growing(http_server, waits):
+    retry = Retry(max_retries=4, initial_backoff=0.01, max_backoff=1.0)
+    asks = ("status", 503, {"Retry-After": "0.5"})
+    found = waits_of_each_item(http_server, waits, retry, [[503, asks, 503, 503]] * 20)
+    assert all(item[1] == 0.5 for item in found)
+    assert all(item[0] <= 0.01 and item[2] <= 0.04 and item[3] <= 0.08 for item in found)
+    assert max(item[3] for item in found) > 0.04  # the fourth retry's window, not a reset

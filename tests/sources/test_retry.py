@@ -45,3 +45,29 @@ def test_waits_grow_to_the_ceiling_and_honour_retry_after():
 def test_only_transient_statuses_are_retried():
     assert {status for status in range(100, 600) if Retry().retries_status(status)} == {
         408, 429, 500, 502, 503, 504}
+
+
+def test_consecutive_waits_fill_a_window_doubling_up_to_the_cap():
+    # "Full jitter": before retry n the wait is anywhere in [0, ceiling(n)], the
+    # ceiling doubling from initial_backoff until max_backoff caps it.
+    import random
+    import statistics
+
+    retry = Retry(max_retries=8, initial_backoff=0.05, max_backoff=1.0)
+    random.seed(4)
+    for n in range(1, 9):
+        ceiling = min(1.0, 0.05 * 2 ** (n - 1))
+        assert retry.ceiling(n) == pytest.approx(ceiling)
+        waits = [retry.backoff(n) for _ in range(400)]
+        assert all(0.0 <= wait <= ceiling for wait in waits), n
+        # The whole window, evenly: not a narrower one, nor the previous retry's.
+        assert min(waits) < 0.05 * ceiling and max(waits) > 0.95 * ceiling, n
+        assert statistics.fmean(waits) == pytest.approx(ceiling / 2, rel=0.15), n
+
+
+def test_retry_after_replaces_one_wait_only_and_is_capped():
+    retry = Retry(max_retries=5, initial_backoff=0.1, max_backoff=0.4)
+    for n in (1, 3, 5):
+        assert retry.backoff(n, retry_after="0.25") == 0.25
+        assert retry.backoff(n, retry_after="7") == 0.4
+        assert 0.0 <= retry.backoff(n) <= retry.ceiling(n)

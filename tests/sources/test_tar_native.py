@@ -190,3 +190,177 @@ def test_bad_arguments():
         TarReader(-1, "x.tar")
     with pytest.raises(TypeError):
         TarReader(0, None)
+
+
+# -- every header type, against tarfile's reading of the same bytes ------------
+
+
+def info(name, data=b"", kind=tarfile.REGTYPE, **fields):
+    member = tarfile.TarInfo(name)
+    member.size, member.type = len(data), kind
+    for field, value in fields.items():
+        setattr(member, field, value)
+    return member, data
+
+
+def written(tar_format, members, **options):
+    """``members`` ((TarInfo, data) pairs) archived by tarfile in ``tar_format``."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tar_format, **options) as tar:
+        for member, data in members:
+            tar.addfile(member, io.BytesIO(data) if member.isfile() else None)
+    return out.getvalue()
+
+
+def members_every_format_holds(tar_format):
+    long_dir = "/".join(["directory"] * 12)  # 119 characters: ustar's prefix, L or pax
+    members = [
+        info("empty.txt"),
+        info("sizes/511.bin", (bytes(range(256)) * 2)[:511]),
+        info("sizes/512.bin", b"\x01" * 512),
+        info("sizes/513.bin", b"\x02" * 513),
+        info(f"{long_dir}/deep.bin", b"deep"),
+        info("contiguous.bin", b"type 7, a regular file", tarfile.CONTTYPE),
+        info("a-directory", kind=tarfile.DIRTYPE),
+        info("link", kind=tarfile.SYMTYPE, linkname="target"),
+        info("hard", kind=tarfile.LNKTYPE, linkname="empty.txt"),
+        info("fifo", kind=tarfile.FIFOTYPE),
+        info("après/naïve.txt", b"a non-ASCII name, in UTF-8"),
+        info("after-the-others.txt", b"last"),
+    ]
+    if tar_format != tarfile.USTAR_FORMAT:  # beyond 100 bytes: GNU L and K, pax records
+        members.append(info("n" * 140 + ".bin", b"long basename"))
+        members.append(info("long-link", kind=tarfile.SYMTYPE, linkname="t" * 120))
+        members.append(info("l" * 120, kind=tarfile.SYMTYPE, linkname="t" * 120))
+        members.append(info("after-long-links.txt", b"after"))
+    if tar_format == tarfile.GNU_FORMAT:  # a uid too large for octal: base-256
+        members.append(info("big-uid.txt", b"uid", uid=8**8))
+    return members
+
+
+def with_checksum(header, signed=False):
+    """``header`` with its checksum set (summing signed bytes, as some old writers did)."""
+    header = bytearray(header)
+    header[148:156] = b" " * 8
+    total = sum(byte - 256 if signed and byte > 127 else byte for byte in header)
+    header[148:156] = b"%06o\0 " % total
+    return bytes(header)
+
+
+def v7_archive(members, signed=False):
+    """A 7th Edition archive: no magic, no prefix, regular files as type NUL or '0'."""
+    out = bytearray()
+    for name, data, kind in members:
+        header = bytearray(512)
+        header[0:len(name)] = name
+        header[100:108] = b"000644 \0"
+        header[108:116] = header[116:124] = b"000000 \0"
+        header[124:136] = b"%011o " % len(data)
+        header[136:148] = b"%011o " % 1_000_000_000
+        header[156:157] = kind
+        out += with_checksum(header, signed) + data + bytes(-len(data) % 512)
+    return bytes(out + bytes(1024))
+
+
+def patched_headers(data, patch):
+    """``data`` with ``patch(header)`` applied to each header of a regular member."""
+    data = bytearray(data)
+    with tarfile.open(fileobj=io.BytesIO(bytes(data))) as tar:
+        offsets = [m.offset_data - 512 for m in tar.getmembers() if m.isfile()]
+    for offset in offsets:
+        data[offset:offset + 512] = with_checksum(patch(bytearray(data[offset:offset + 512])))
+    return bytes(data)
+
+
+def tarfile_members(data):
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        return [(m.name, tar.extractfile(m).read()) for m in tar.getmembers() if m.isfile()]
+
+
+def python_members(data, offset=0):
+    return list(tar_members(io.BytesIO(data[offset:]).read, "s.tar", offset))
+
+
+def native_members(path, offset=0, block=4096):
+    with open(path, "rb", buffering=0) as file:
+        file.seek(offset)
+        reader = TarReader(file.fileno(), "s.tar", offset, block)
+        return list(iter(reader.next_member, None))
+
+
+def assert_read_as(tmp_path, data, expected):
+    """Both readers give ``expected`` ((name, data) of each regular member), and each
+    member's offset reads that member first."""
+    path = tmp_path / "s.tar"
+    path.write_bytes(data)
+    found = python_members(data)
+    assert [(name, body) for name, body, _ in found] == expected
+    for block in (1024, 1 << 16):
+        assert native_members(path, block=block) == found
+    for n, (_, _, start) in enumerate(found):
+        assert python_members(data, start) == found[n:]
+        assert native_members(path, start) == found[n:]
+
+
+@pytest.mark.parametrize("tar_format", [tarfile.USTAR_FORMAT, tarfile.GNU_FORMAT,
+                                        tarfile.PAX_FORMAT], ids=["ustar", "gnu", "pax"])
+def test_each_format_tarfile_writes_reads_as_tarfile_reads_it(tmp_path, tar_format):
+    data = written(tar_format, members_every_format_holds(tar_format))
+    expected = tarfile_members(data)
+    assert len(expected) >= 8 and "contiguous.bin" in dict(expected)
+    assert_read_as(tmp_path, data, expected)
+
+
+def test_pax_global_headers_are_passed_over(tmp_path):
+    data = written(tarfile.PAX_FORMAT, [info("a.txt", b"a"), info("b.txt", b"b")],
+                   pax_headers={"comment": "a global header first"})
+    assert data[156:157] == b"g"
+    assert_read_as(tmp_path, data, [("a.txt", b"a"), ("b.txt", b"b")])
+
+
+def test_v7_headers_without_magic(tmp_path):
+    members = [(b"first.txt", b"v7, type NUL", b"\0"), (b"second.bin", b"x" * 700, b"0"),
+               (b"empty", b"", b"\0"), (b"third.txt", b"t" * 512, b"0")]
+    data = v7_archive(members)
+    assert data[257:263] == bytes(6)
+    expected = tarfile_members(data)
+    assert expected == [(name.decode(), body) for name, body, _ in members]
+    assert_read_as(tmp_path, data, expected)
+
+
+def test_v7_headers_with_a_checksum_of_signed_bytes(tmp_path):
+    # A Latin-1 name: bytes above 127, which signed-char writers summed as negative.
+    members = [(b"caf\xe9.txt", b"latin-1 name", b"0"), (b"plain.txt", b"ascii", b"\0")]
+    data = v7_archive(members, signed=True)
+    expected = tarfile_members(data)
+    assert [body for _, body in expected] == [b"latin-1 name", b"ascii"]
+    assert_read_as(tmp_path, data, expected)
+
+
+def test_old_gnu_headers_have_no_prefix_field(tmp_path):
+    # GNU's old format keeps access and change times where ustar has its prefix:
+    # GNU tar (-G) writes them. The name is the name field alone (tarfile itself
+    # would prepend the times).
+    def times(header):
+        assert header[257:265] == b"ustar  \0"
+        header[345:357] = b"%011o\0" % 1_700_000_000
+        header[357:369] = b"%011o\0" % 1_700_000_001
+        return header
+
+    data = patched_headers(written(tarfile.GNU_FORMAT, [info("a.txt", b"a"),
+                                                        info("dir/b.bin", b"b" * 600)]), times)
+    assert_read_as(tmp_path, data, [("a.txt", b"a"), ("dir/b.bin", b"b" * 600)])
+
+
+def test_gnu_base_256_sizes(tmp_path):
+    def base_256(header):
+        size = int(header[124:136].rstrip(b"\0 "), 8)
+        header[124:136] = b"\x80" + size.to_bytes(11, "big")
+        return header
+
+    original = written(tarfile.GNU_FORMAT, [info("a.bin", b"a" * 700), info("b.txt", b"bee")])
+    data = patched_headers(original, base_256)
+    assert data != original
+    expected = tarfile_members(data)
+    assert expected == [("a.bin", b"a" * 700), ("b.txt", b"bee")]
+    assert_read_as(tmp_path, data, expected)
