@@ -64,6 +64,11 @@ def did_you_mean(name: str, names: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+# What every kind of epoch raises when a forked child iterates it.
+STARTED_BEFORE_FORK = ("this DataLoader epoch was started before os.fork(); its workers do not "
+                       "exist in the child process: start a new epoch with iter(loader)")
+
+
 def check_same_process(started_in: int) -> None:
     """Refuse to go on, in a forked child, with an epoch its parent started.
 
@@ -77,10 +82,7 @@ def check_same_process(started_in: int) -> None:
     >>> check_same_process(os.getpid())
     """
     if os.getpid() != started_in:
-        raise RuntimeError(
-            "this DataLoader epoch was started before os.fork(); its workers do not "
-            "exist in the child process: start a new epoch with iter(loader)"
-        )
+        raise RuntimeError(STARTED_BEFORE_FORK)
 
 
 class ShardError(ValueError):

@@ -1,6 +1,7 @@
 """Epoch semantics, identical in every execution mode."""
 
 import operator
+import warnings
 from itertools import chain
 
 import numpy as np
@@ -322,3 +323,16 @@ def test_dataset_items_are_fetched_once_each(make_loader):
     list(make_loader(Recording(10), batch_size=3))
     assert sorted(calls) == list(range(10))
     assert sorted(map(operator.index, calls)) == list(range(10))
+
+
+@pytest.mark.parametrize("name", ["sampler", "batch_sampler"])
+def test_an_iterator_as_sampler_warns_that_later_epochs_are_empty(name):
+    indices = [0, 1, 2, 3] if name == "sampler" else [[0, 1], [2, 3]]
+    options = {} if name == "batch_sampler" else {"batch_size": 2}
+    with pytest.warns(UserWarning, match=f"{name} is an iterator .* every later epoch will be "
+                                         "empty"):
+        loader = DataLoader(list(range(4)), **{name: iter(indices)}, **options)
+    assert [len(batches_as_lists(loader)) for _ in range(2)] == [2, 0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a list starts afresh each epoch: no warning
+        DataLoader(list(range(4)), **{name: indices}, **options)

@@ -8,7 +8,9 @@ marks what it returned.
 
 import collections
 import gc
+import os
 import threading
+import time
 import warnings
 from itertools import chain
 
@@ -409,3 +411,48 @@ def test_a_pinned_epoch_resumed_twice_continues_exactly(accelerator, kind):
 
 def as_lists(batches):
     return [batch.tolist() for batch in batches]
+
+
+class SlowFromFour(Dataset):
+    """Quick first batches, then items that take a while: the pinning thread waits."""
+
+    def __len__(self):
+        return 40
+
+    def __getitem__(self, index):
+        if index >= 4:
+            time.sleep(1)
+        return index
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["per-epoch", "persistent"])
+def test_closing_a_pinned_process_epoch_wakes_its_waiting_pinning_thread(accelerator, persistent):
+    loader = DataLoader(SlowFromFour(), batch_size=2, num_workers=2, pin_memory=True,
+                        worker_type="process", persistent_workers=persistent)
+    it = iter(loader)
+    assert [next(it).tolist(), next(it).tolist()] == [[0, 1], [2, 3]]
+    loader.close()  # the pinning thread waits on batch 2's slow items
+    # Stopped by the close, not by the items' end nor by a join's time limit.
+    it.thread.join(timeout=20)
+    assert not it.thread.is_alive()
+    with pytest.raises(RuntimeError):
+        next(it)
+
+
+@pytest.mark.parametrize("worker_type", ["thread", "process"])
+def test_a_forked_child_refuses_an_inherited_pinned_epoch(accelerator, worker_type):
+    loader = DataLoader(list(range(12)), batch_size=2, num_workers=2, pin_memory=True,
+                        worker_type=worker_type, timeout=60)
+    it = iter(loader)
+    first = next(it).tolist()
+    pid = os.fork()
+    if pid == 0:  # the pinning thread does not exist here: next() must not wait for it
+        code = 3
+        try:
+            next(it)
+        except RuntimeError as exc:
+            code = 0 if "fork()" in str(exc) else 4
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert first + [value for batch in it for value in batch.tolist()] == list(range(12))

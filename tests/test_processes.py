@@ -102,6 +102,55 @@ def test_processes_give_the_same_batches_as_threads(options):
         assert as_lists(got) == as_lists(expected)
 
 
+ITEM_SHAPES = {
+    "label before image": lambda i: {"label": i, "name": f"x{i}",
+                                     "image": np.full((64, 64, 3), i % 256, np.uint8)},
+    "tuple": lambda i: (i, np.full((32, 32), i, np.int16), np.arange(5.0) + i),
+    "nested": lambda i: {"meta": {"id": i, "w": i / 2},
+                         "pixels": {"rgb": np.full((40, 40, 3), i % 256, np.uint8)}},
+    "big first": lambda i: (np.full(20_000, i, np.float32), i, np.full(3, i, np.int8)),
+}
+
+
+@pytest.mark.parametrize("shape", ITEM_SHAPES)
+def test_batches_dropped_one_at_a_time_stay_right_as_slots_are_reused(shape):
+    # A training loop drops each batch before taking the next, so slots are
+    # reused from the third batch on; every batch must equal its items collated.
+    from dataloader import default_collate
+
+    make = ITEM_SHAPES[shape]
+    with process_loader(ItemsOf(make, 96), batch_size=8, persistent_workers=True) as loader:
+        for _ in range(2):
+            for position, batch in enumerate(loader):
+                expected = default_collate([make(i) for i in range(8 * position, 8 * position + 8)])
+                assert_same_batch(batch, expected)
+                del batch
+
+
+class ItemsOf(Dataset):
+    def __init__(self, make, n):
+        self.make, self.n = make, n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        return self.make(index)
+
+
+def assert_same_batch(got, expected):
+    if isinstance(expected, dict):
+        assert got.keys() == expected.keys()
+        for key in expected:
+            assert_same_batch(got[key], expected[key])
+    elif isinstance(expected, (list, tuple)):
+        assert type(got) is type(expected) and len(got) == len(expected)
+        for left, right in zip(got, expected, strict=True):
+            assert_same_batch(left, right)
+    else:
+        np.testing.assert_array_equal(got, expected, strict=True)
+
+
 def test_out_of_order_delivery_gives_every_batch_once():
     with process_loader(Squares(), batch_size=3, in_order=False) as loader:
         got = sorted(value for batch in loader for value in batch["y"].tolist())
@@ -422,3 +471,152 @@ def _alive(pid):
             return stat.read().rpartition(") ")[2].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+@pytest.mark.parametrize("dataset", ["list(range(12))", "Range(12)"], ids=["map", "stream"])
+@pytest.mark.parametrize("persistent", [False, True], ids=["per-epoch", "persistent"])
+def test_a_forked_child_refuses_an_inherited_epoch_and_leaves_the_workers_to_the_parent(
+        dataset, persistent):
+    # The child ends normally (its finalizers run) after refusing the epoch:
+    # the parent's workers must go on serving the parent's epoch.
+    code = f"""
+        import os, sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        from stream_datasets import Range
+        from dataloader import DataLoader
+        loader = DataLoader({dataset}, batch_size=2, num_workers=2, worker_type="process",
+                            persistent_workers={persistent}, timeout=60)
+        it = iter(loader)
+        first = next(it).tolist()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                next(it)
+                sys.exit(3)
+            except RuntimeError as exc:
+                sys.exit(0 if "fork()" in str(exc) else 4)
+        _, status = os.waitpid(pid, 0)
+        rest = [value for batch in it for value in batch.tolist()]
+        print(os.waitstatus_to_exitcode(status), sorted(first + rest) == list(range(12)))
+    """
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "True"]
+
+
+# -- the global generators of worker processes, epoch after epoch ------------
+
+GENERATORS = ("random", "numpy", "torch")
+
+
+def global_draws():
+    """One draw from each global generator a Python augmentation might use."""
+    import random
+
+    import torch
+
+    return {"random": random.getrandbits(31), "numpy": int(np.random.randint(2**31)),
+            "torch": int(torch.randint(2**31, ()))}
+
+
+class GlobalDraws(Squares):
+    def __getitem__(self, index):
+        return {"worker": get_worker_info().id, **global_draws()}
+
+
+class GlobalDrawStream(Range):
+    """Each worker's stream: 7 items of draws (batches of 2, the last one short)."""
+
+    def __iter__(self):
+        worker = get_worker_info().id
+        for _ in range(7):
+            yield {"worker": worker, **global_draws()}
+
+
+def draws_by_worker(loader):
+    """One epoch's draws: {worker: [(random, numpy, torch) of each item, in its order]}.
+
+    A worker loads its batches in the order of their positions, and the items of
+    a batch one after another, so each list is in the order the worker drew.
+    """
+    drawn = {}
+    for batch in loader:
+        rows = zip(batch["worker"].tolist(), *(batch[name].tolist() for name in GENERATORS),
+                   strict=True)
+        for worker, *values in rows:
+            drawn.setdefault(worker, []).append(tuple(values))
+        del batch
+    return drawn
+
+
+def scramble_parent_generators(seed):
+    """What a training script does with its own global generators between runs."""
+    import random
+
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["per-epoch", "persistent"])
+@pytest.mark.parametrize("dataset", [GlobalDraws, GlobalDrawStream], ids=["map", "stream"])
+def test_global_generators_are_reseeded_for_each_epoch_and_worker(dataset, persistent):
+    pytest.importorskip("torch")
+
+    def run(seed, epochs=3):
+        # A stream takes no shuffle, so no seed= either: it sets loader.seed.
+        options = {"shuffle": True, "seed": seed} if dataset is GlobalDraws else {}
+        with process_loader(dataset(24), batch_size=2, persistent_workers=persistent,
+                            **options) as loader:
+            loader.seed = seed
+            return [draws_by_worker(loader) for _ in range(epochs)]
+
+    scramble_parent_generators(1)
+    runs = run(7)
+    assert all(sorted(epoch) == [0, 1] for epoch in runs)  # both workers loaded
+    # A worker's first draw of an epoch comes right after the epoch seeded it,
+    # whichever batches it was given: new for every epoch and every worker,
+    # from each generator.
+    for position, name in enumerate(GENERATORS):
+        firsts = [epoch[worker][0][position] for epoch in runs for worker in (0, 1)]
+        assert len(set(firsts)) == len(firsts), name
+    # The same seed gives the same draws, whatever the parent's generators say
+    # (a map-style worker may be given other batches: its draws are then a
+    # prefix of the other run's).
+    scramble_parent_generators(2)
+    again = run(7)
+    for ours, theirs in zip(runs, again, strict=True):
+        for worker in (0, 1):
+            shorter, longer = sorted((ours[worker], theirs[worker]), key=len)
+            assert longer[:len(shorter)] == shorter
+    if dataset is GlobalDrawStream:
+        assert again == runs  # a stream's worker draws for the same items every time
+    other = run(8, epochs=1)[0]
+    assert all(other[worker][0][p] != runs[0][worker][0][p] for worker in (0, 1)
+               for p in range(len(GENERATORS)))
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["per-epoch", "persistent"])
+def test_a_resumed_job_draws_from_the_global_generators_what_the_whole_run_drew(persistent):
+    # Saved at an epoch's end and resumed in a new loader (new processes): the
+    # next epochs' workers are seeded as the uninterrupted run's were.
+    pytest.importorskip("torch")
+
+    def make(seed=None):
+        loader = process_loader(GlobalDrawStream(24), batch_size=2,
+                                persistent_workers=persistent)
+        if seed is not None:
+            loader.seed = seed
+        return loader
+
+    with make(seed=5) as loader:
+        whole = [draws_by_worker(loader) for _ in range(3)]
+    with make(seed=5) as loader:
+        assert draws_by_worker(loader) == whole[0]
+        state = loader.state_dict()
+    with make() as resumed:  # a seed of its own, replaced by the state's
+        resumed.load_state_dict(state)
+        assert [draws_by_worker(resumed) for _ in range(2)] == whole[1:]

@@ -131,6 +131,36 @@ def test_a_batch_collated_in_the_slot_is_packed_without_a_copy(pipe):
     del batch
 
 
+def test_buffers_out_of_offset_order_come_back_whole():
+    # Collated in a reused slot, the stacked image lands in the arena at
+    # offset 0 and the labels are copied after it, yet the labels come first
+    # in the pickle: the consumer's view must reach the furthest buffer.
+    from dataloader._loading.collate import batch_allocator, default_collate
+
+    writer, reader = SlotWriter(), SlotReader()
+    items = [{"label": i, "image": np.full((8, 8, 3), i, np.uint8)} for i in range(4)]
+    for round_ in range(3):
+        slot = writer.take()
+        arena = writer.arena(slot)
+        batch_allocator(arena.empty if arena is not None else None)
+        try:
+            batch = default_collate(items)
+        finally:
+            batch_allocator(None)
+        packed = writer.pack(slot, batch, arena)
+        if writer.needs_sharing(slot):
+            reader.attach(0, slot, os.dup(writer.share(slot)))
+        del batch
+        received = reader.unpack(0, packed, lambda slot=slot: writer.give_back([slot]))
+        assert received["label"].tolist() == [0, 1, 2, 3], round_
+        assert received["image"][:, 0, 0, 0].tolist() == [0, 1, 2, 3], round_
+        del received
+        gc.collect()
+    offsets = [start for start, _ in packed.layout]
+    assert offsets != sorted(offsets)  # the case this test is about did happen
+    writer.close()
+
+
 def test_an_arena_too_small_falls_back_to_a_copy_into_a_bigger_slot(pipe):
     pipe(np.zeros(64, np.uint8))
     writer = pipe.writer

@@ -33,6 +33,7 @@ from dataloader._core._typedefs cimport int64_t
 from dataloader._core._waiting cimport next_wait_slice
 from dataloader._core.pool cimport fork_generation
 from dataloader._core.stats cimport Row, WAIT_COUNT, now_ns, record
+from dataloader._errors import STARTED_BEFORE_FORK
 from posix.time cimport timespec
 
 
@@ -73,10 +74,7 @@ cdef class Consumer:
 
     cdef int check_same_process(self) except -1:
         if self.generation != fork_generation():
-            raise RuntimeError(
-                "this DataLoader epoch was started before os.fork(); its workers do not "
-                "exist in the child process: start a new epoch with iter(loader)"
-            )
+            raise RuntimeError(STARTED_BEFORE_FORK)
         return 0
 
     cdef Py_ssize_t ready(self) noexcept nogil:

@@ -43,7 +43,7 @@ from dataloader._core.consumer cimport Consumer
 from dataloader._core.load cimport (
     Fetched, Recipe, collate_items, load_batch, load_fetched, load_item,
 )
-from dataloader._core.pool cimport Pool, current_thread_index, fork_generation
+from dataloader._core.pool cimport Pool, current_thread_index, fork_generation, may_attach
 from dataloader._core.stats cimport Row
 
 from dataloader._core.load import EMPTY_BATCH
@@ -174,13 +174,31 @@ cdef class Epoch(Consumer):
         self._refill()
 
     def cancel(self):
-        """Stop the epoch: queued tasks skip their work, results are discarded."""
+        """Stop the epoch: queued tasks skip their work, results are discarded, and a
+        consumer waiting in ``next()`` (a pinning thread) gets ``StopIteration``."""
         if self.generation != fork_generation():
             return
         pthread_mutex_lock(&self.mutex)
         self.cancelled = True
         self.finished = True
         pthread_mutex_unlock(&self.mutex)
+        self.wake()
+
+    cdef _end(self):
+        """The epoch has delivered its last batch: let go of what it loaded with.
+
+        Runners may still hold the engine for a moment (one ends its spin, or
+        waits for the interpreter, to drop its reference); without these
+        references it keeps nothing of the loader alive, so a loader in a
+        reference cycle is collected once its iterator is gone. Every batch
+        has been delivered, so no task uses them; ``cancelled`` makes sure.
+        """
+        pthread_mutex_lock(&self.mutex)
+        self.cancelled = True
+        self.finished = True
+        pthread_mutex_unlock(&self.mutex)
+        self.recipe = None
+        self.batches = self.check_indices = self.worker_setup = None
 
     cdef object take(self):
         # A batch whose every item was skipped (on_error="skip") is passed over.
@@ -197,12 +215,14 @@ cdef class Epoch(Consumer):
         # can never lose a batch already taken from its slot.
         self._refill()
         if self.end_position == self.delivered:
-            self.finished = True
+            self._end()
             error, self.sampler_error = self.sampler_error, None
             if error is not None:
                 raise error
             raise StopIteration
         slot = self.wait_ready()
+        if self._is_cancelled():  # by another thread, while this one waited
+            raise StopIteration
         result = self.slot_results[slot]
         failed = self.slot_failed[slot]
         self.slot_results[slot] = None
@@ -232,7 +252,10 @@ cdef class Epoch(Consumer):
                 self._start_runner()
 
     cdef Py_ssize_t ready(self) noexcept nogil:
-        """The slot to deliver next if its batch is done, else -1 (mutex held)."""
+        """The slot to deliver next if its batch is done, else -1 (mutex held); once
+        cancelled, any slot: the consumer then ends."""
+        if self.cancelled:
+            return 0
         if self.in_order:
             return self._ring_slot(self.delivered, SLOT_DONE)
         return _ring_pop(self.completed, &self.completed_head, &self.completed_count,
@@ -402,11 +425,14 @@ cdef class Epoch(Consumer):
         self.wake()
 
     cdef bint _skipping(self, bint pool_cancelled) noexcept:
-        cdef bint skip
+        return self._is_cancelled() or pool_cancelled
+
+    cdef bint _is_cancelled(self) noexcept:
+        cdef bint cancelled
         pthread_mutex_lock(&self.mutex)
-        skip = self.cancelled or pool_cancelled
+        cancelled = self.cancelled
         pthread_mutex_unlock(&self.mutex)
-        return skip
+        return cancelled
 
     cdef _note(self, BaseException exc, Py_ssize_t slot, str stage, index=None):
         """Attach the batch's context (and its note) to a worker's error."""
@@ -580,27 +606,36 @@ cdef class Epoch(Consumer):
 
 
 cdef void _run_task(void* arg, int pool_cancelled) noexcept nogil:
-    """A pool task: a runner of whole batches, or one lane of a batch."""
+    """A pool task: a runner of whole batches, or one lane of a batch.
+
+    Before each attach it checks ``may_attach()``: a task still running when
+    the interpreter finalizes (abandoned at exit) ends there, leaving its
+    reference to the epoch with the interpreter.
+    """
     cdef Task* task = <Task*> arg
     cdef Py_ssize_t item
     cdef bint cancelled = pool_cancelled
     if not task.lane:
         while (<Epoch> task.epoch)._idle(&cancelled):
+            if not may_attach():
+                break
             with gil:
                 (<Epoch> task.epoch)._run_batches(cancelled)
             (<Epoch> task.epoch)._detached()
-        with gil:
-            Py_DECREF(<object> task.epoch)
+        if may_attach():
+            with gil:
+                Py_DECREF(<object> task.epoch)
         free(task)
         return
-    while True:
+    while may_attach():
         # Claiming needs no interpreter; each item attaches once.
         item = (<Epoch> task.epoch)._claim_item(task.slot, pool_cancelled)
         if item < 0:
             break
         with gil:
             (<Epoch> task.epoch)._load_item(task.slot, item)
-    with gil:
-        (<Epoch> task.epoch)._finish_lane(task.slot, pool_cancelled)
-        Py_DECREF(<object> task.epoch)
+    if may_attach():
+        with gil:
+            (<Epoch> task.epoch)._finish_lane(task.slot, pool_cancelled)
+            Py_DECREF(<object> task.epoch)
     free(task)

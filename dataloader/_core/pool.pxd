@@ -25,9 +25,12 @@ cdef class Pool:
     cdef pthread_mutex_t _lock
     cdef readonly int size
     cdef readonly long generation
+    cdef object __weakref__
     cdef int submit(self, dl_task_fn fn, void* arg) noexcept
     cdef bint accepting(self) noexcept nogil
 
 
 cdef long fork_generation() noexcept nogil
 cdef int current_thread_index() noexcept nogil
+cdef bint may_attach() noexcept nogil
+cpdef double wait_bound(double seconds)

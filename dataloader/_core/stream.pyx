@@ -39,7 +39,7 @@ from dataloader._core._sync cimport (
 )
 from dataloader._core.consumer cimport Consumer
 from dataloader._core.load cimport Fetched, Recipe, load_fetched
-from dataloader._core.pool cimport Pool, current_thread_index, fork_generation
+from dataloader._core.pool cimport Pool, current_thread_index, fork_generation, may_attach
 
 from dataloader._errors import STREAM_START, EpochClosedError, LoadingContext, add_context
 
@@ -172,8 +172,19 @@ cdef class Stream(Consumer):
         pthread_mutex_unlock(&self.mutex)
 
     cdef object take(self):
+        cdef bint ended
         if self.wait_ready() == 0:
             self.finished = True
+            pthread_mutex_lock(&self.mutex)
+            ended = self.live == 0
+            pthread_mutex_unlock(&self.mutex)
+            if ended:
+                # No producer uses them any more; one may still hold the
+                # engine for a moment (on a build without the GIL), and
+                # through them it would hold the dataset and collate_fn.
+                self.cursors = []
+                self.recipe = None
+                self.worker_setup = None
             raise StopIteration
         self.delivered += 1
         if self.in_order:
@@ -309,18 +320,24 @@ cdef class Stream(Consumer):
 
 
 cdef void _run_producer(void* arg, int pool_cancelled) noexcept nogil:
-    """A pool task: iterate one stream until it ends or the epoch is cancelled."""
+    """A pool task: iterate one stream until it ends or the epoch is cancelled.
+
+    As the map-style engine's tasks, it attaches only while ``may_attach()``:
+    once the interpreter finalizes, it ends leaving its reference behind.
+    """
     cdef StreamTask* task = <StreamTask*> arg
-    cdef bint running
-    with gil:
-        running = (<Stream> task.engine)._open(task.stream, pool_cancelled)
+    cdef bint running = False
+    if may_attach():
+        with gil:
+            running = (<Stream> task.engine)._open(task.stream, pool_cancelled)
     while running:
         # Waiting for room needs no interpreter; each batch attaches once.
-        if not (<Stream> task.engine)._reserve(task.stream):
+        if not (<Stream> task.engine)._reserve(task.stream) or not may_attach():
             break
         with gil:
             running = (<Stream> task.engine)._produce(task.stream)
-    with gil:
-        (<Stream> task.engine)._finish(task.stream)
-        Py_DECREF(<object> task.engine)
+    if may_attach():
+        with gil:
+            (<Stream> task.engine)._finish(task.stream)
+            Py_DECREF(<object> task.engine)
     free(task)

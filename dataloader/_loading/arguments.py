@@ -9,6 +9,7 @@ first iterated.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from dataloader._core.pool import MAX_THREADS
@@ -106,6 +107,34 @@ def check_exclusive_options(
     elif batch_size is None and drop_last:
         raise ValueError(
             "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
+        )
+    for name, value in (("sampler", sampler), ("batch_sampler", batch_sampler)):
+        warn_if_one_pass(name, value)
+
+
+def warn_if_one_pass(name: str, sampler: Any) -> None:
+    """Warn that an iterator (a generator, say) passed as ``name`` serves one epoch only.
+
+    ``iter()`` of an iterator is itself: the first epoch consumes it, and
+    every later epoch is empty, without an error.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from dataloader._loading.arguments import warn_if_one_pass
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_if_one_pass("sampler", (i for i in range(4)))
+    ...     warn_if_one_pass("sampler", range(4))
+    >>> [str(warning.message)[:51] for warning in caught]
+    ['sampler is an iterator (generator): the first epoch']
+    """
+    if sampler is not None and iter(sampler) is sampler:
+        warnings.warn(
+            f"{name} is an iterator ({type(sampler).__name__}): the first epoch consumes it "
+            "and every later epoch will be empty. Pass an object whose __iter__ starts "
+            "afresh each time (a list, a Sampler), or a new loader per epoch",
+            stacklevel=4,
         )
 
 

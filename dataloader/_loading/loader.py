@@ -6,13 +6,14 @@ included; the arguments this library adds are keyword-only.
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from dataloader._core.pool import Pool
+from dataloader._core.pool import CLOSE_WAIT_SECONDS, Pool, wait_bound
 from dataloader._datasets.asynchronous import (
     EpochItems,
     EventLoop,
@@ -20,6 +21,7 @@ from dataloader._datasets.asynchronous import (
     is_async_dataset,
 )
 from dataloader._datasets.dataset import is_iterable_style
+from dataloader._loading import iterators as _iterators
 from dataloader._loading import streaming as _streaming
 from dataloader._loading.arguments import (
     check_counts,
@@ -50,7 +52,7 @@ from dataloader._loading.stats import Stats
 from dataloader._loading.worker import WorkerSetup
 from dataloader._processes.choice import WorkerTypeChoice, check_worker_type
 from dataloader._processes.epoch import ProcessEpoch
-from dataloader._processes.group import WorkerGroup, start_method
+from dataloader._processes.group import WorkerGroup, close_with, start_method
 from dataloader._processes.stream import ProcessStream
 from dataloader._processes.worker import WorkerSpec
 from dataloader._sampling.distributed import RankGroup
@@ -70,9 +72,6 @@ __all__ = ["DataLoader"]
 
 # Attributes that define what an epoch is; like torch, they are fixed once built.
 _FROZEN_ATTRIBUTES = frozenset({"batch_size", "sampler", "batch_sampler", "drop_last", "dataset"})
-
-# How long closing a loader waits for a worker busy in user code.
-_JOIN_TIMEOUT_SECONDS = 30.0
 
 
 class DataLoader(Generic[T_co]):
@@ -379,8 +378,9 @@ class DataLoader(Generic[T_co]):
             return epoch
         if not self._threaded:
             return DirectPinnedEpoch(epoch)
-        pinned = PinnedEpoch(epoch, self._progress, pin, join_timeout=_JOIN_TIMEOUT_SECONDS)
+        pinned = PinnedEpoch(epoch, self._progress, pin)
         self._pinned.add(pinned)
+        _iterators.close_at_exit(self)
         return pinned
 
     def _live_pool(self) -> Pool:
@@ -393,9 +393,7 @@ class DataLoader(Generic[T_co]):
         self._worker_setup = WorkerSetup(size, self._base_seed, self.dataset, self.worker_init_fn,
                                          self.prefetch_factor)
         self._stats.ensure_threads(size)
-        # The finalizer holds the pool, not the loader; it also runs at exit,
-        # before the interpreter finalizes, so no worker outlives Python.
-        self._pool_finalizer = weakref.finalize(self, _shutdown, pool, self._streams)
+        self._pool_finalizer = _iterators.pool_finalizer(self, pool, self._streams)
         return pool
 
     def _start_process_epoch(self, plan: EpochPlan) -> ProcessEpoch:
@@ -421,18 +419,21 @@ class DataLoader(Generic[T_co]):
         group = WorkerGroup(spec, start_method(self.multiprocessing_context))
         if self.persistent_workers:
             self._workers = group
-            weakref.finalize(self, group.close)
+            close_with(self, group)
         return group
 
-    def _shutdown_pool(self) -> None:
-        if self._pool_finalizer is not None:
-            self._pool_finalizer()
-        self._pool = None
-        self._pool_finalizer = None
+    def _shutdown_pool(self, seconds: float = CLOSE_WAIT_SECONDS) -> None:
+        finalizer, self._pool, self._pool_finalizer = self._pool_finalizer, None, None
+        if finalizer is not None and (found := finalizer.detach()) is not None:
+            pool, streams = found[2]
+            _iterators.stop_pool(pool, streams, seconds)
 
     def close(self) -> None:
         """Stop the workers; epochs still running raise on their next batch (or end).
 
+        Items still loading are waited for, up to 30 s in all (not at all
+        when a ``with`` block ends with an exception; 1 s at interpreter exit);
+        past that they finish in the background, discarded (``docs/execution.md``).
         For an async dataset, the coroutines in flight are cancelled, its
         ``aclose()`` is awaited and its event loop stops, before the pool.
         The loader stays usable: its next threaded epoch starts a new pool
@@ -445,24 +446,30 @@ class DataLoader(Generic[T_co]):
         ...     [batch.tolist() for batch in loader]
         [[0, 1], [2, 3]]
         """
+        self._close(CLOSE_WAIT_SECONDS)
+
+    def _close(self, seconds: float) -> None:
+        """``close()``, waiting at most ``seconds`` in all for workers in user code."""
+        deadline = time.monotonic() + wait_bound(seconds)
         # The loop first: it cancels coroutines that pool threads wait for.
         if self._event_loop is not None:
             self._event_loop.close()
         # Then the pinning threads, which take batches from the pool's epochs.
         for pinned in list(self._pinned):
-            pinned.close()
+            pinned.close(max(deadline - time.monotonic(), 0.0))
         for epoch in list(self._process_epochs):
             epoch.cancel()
         if self._workers is not None:
             self._workers.close()
             self._workers = None
-        self._shutdown_pool()
+        self._shutdown_pool(max(deadline - time.monotonic(), 0.0))
 
     def __enter__(self) -> DataLoader[T_co]:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc_info: object) -> None:
+        # An error (Ctrl-C) is not held up for items that are discarded anyway.
+        self._close(CLOSE_WAIT_SECONDS if exc_type is None else 0.0)
 
     def stats(self) -> dict[str, Any]:
         """Counts and cumulative seconds of each loading stage, and the worker type.
@@ -638,9 +645,3 @@ class DataLoader(Generic[T_co]):
         self._streams.add(epoch)
         return epoch
 
-
-def _shutdown(pool: Pool, streams: weakref.WeakSet[Any]) -> None:
-    """Stop a loader's pool: cancel its streaming epochs (their workers wait for room), join."""
-    for stream in list(streams):
-        stream.cancel()
-    pool.shutdown(_JOIN_TIMEOUT_SECONDS)

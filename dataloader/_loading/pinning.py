@@ -30,6 +30,7 @@ from __future__ import annotations
 import collections.abc
 import copy
 import dataclasses
+import os
 import threading
 import warnings
 from collections.abc import Callable
@@ -37,7 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dataloader._errors import EpochClosedError
+from dataloader._core.pool import CLOSE_WAIT_SECONDS, wait_bound
+from dataloader._errors import EpochClosedError, check_same_process
 from dataloader._loading.worker import use_one_torch_thread
 
 if TYPE_CHECKING:
@@ -126,7 +128,7 @@ def pin_memory(data: Any) -> Any:
     if isinstance(data, np.ndarray):
         if data.dtype.kind in "OSUV":
             return data  # torch has no tensor of these
-        return torch.from_numpy(np.ascontiguousarray(data)).pin_memory()
+        return torch.from_numpy(_plain_strides(data)).pin_memory()
     pin = getattr(data, "pin_memory", None)
     if pin is not None:
         return pin()
@@ -157,6 +159,15 @@ def pin_memory(data: Any) -> Any:
         except TypeError:
             return [pin_memory(sample) for sample in data]
     return data
+
+
+def _plain_strides(array: np.ndarray) -> np.ndarray:
+    """``array``, or a C-ordered copy of the same shape when ``torch.from_numpy``
+    would refuse it: numpy counts an array with a negative stride on a dimension
+    of length 1 as contiguous, and ``ascontiguousarray`` makes a 0-d array 1-d."""
+    if array.flags.c_contiguous and min(array.strides, default=0) >= 0:
+        return array
+    return array.copy(order="C")
 
 
 class HostMemory:
@@ -306,11 +317,16 @@ class _Pinner:
                 return
 
     def stop(self, join_timeout: float) -> None:
-        """Close the handoff, cancel the epoch (waking the thread), then join it."""
+        """Close the handoff, cancel the epoch (waking the thread), then join it.
+
+        The thread ends at once unless it is in user code (a sampler, or the
+        ``__iter__`` of a stream read on this thread); at interpreter exit the
+        join ends by the exit's deadline (``pool.wait_bound``).
+        """
         self.handoff.close()
         self.epoch.cancel()
         if self.thread.is_alive() and self.thread is not threading.current_thread():
-            self.thread.join(join_timeout)
+            self.thread.join(wait_bound(join_timeout))
 
 
 class PinnedEpoch:
@@ -322,10 +338,11 @@ class PinnedEpoch:
     is delivered, so ``state_dict`` never counts batches pinned ahead.
     """
 
-    __slots__ = ("__weakref__", "_done", "_finalizer", "_pinner", "_public", "_remaining")
+    __slots__ = ("__weakref__", "_done", "_finalizer", "_pid", "_pinner", "_public",
+                 "_remaining")
 
     def __init__(self, epoch: Any, progress_owner: Any, plan: Pinning,
-                 join_timeout: float = 30.0) -> None:
+                 join_timeout: float = CLOSE_WAIT_SECONDS) -> None:
         import weakref
 
         inner = progress_owner.current
@@ -338,8 +355,13 @@ class PinnedEpoch:
         self._public = public
         self._remaining = _remaining(epoch)
         self._done = False
+        # Its thread runs in this process only (not in a forked child).
+        self._pid = os.getpid()
         self._pinner = _Pinner(epoch, inner, plan, pin_memory)
         self._finalizer = weakref.finalize(self, self._pinner.stop, join_timeout)
+        # At exit the loader closes it, with its other threads, under one
+        # deadline (dataloader._loading.iterators.close_at_exit).
+        self._finalizer.atexit = False
         self._pinner.thread.start()
 
     @property
@@ -355,6 +377,7 @@ class PinnedEpoch:
         return self._remaining
 
     def __next__(self) -> Any:
+        check_same_process(self._pid)
         if self._done:
             raise StopIteration
         # Raises EpochClosedError once close() has stopped the thread.
@@ -371,13 +394,17 @@ class PinnedEpoch:
             raise outcome.error
         return outcome.batch
 
-    def close(self) -> None:
+    def close(self, seconds: float | None = None) -> None:
         """Stop the pinning thread and cancel the epoch; batches pinned ahead are dropped.
 
+        Waits for the thread up to ``seconds`` (by default ``join_timeout``).
         The next ``next()`` raises ``EpochClosedError`` (a ``RuntimeError``),
         as an epoch of a closed loader does.
         """
-        self._finalizer()
+        if seconds is None:
+            self._finalizer()
+        elif self._finalizer.detach() is not None:
+            self._pinner.stop(seconds)
 
 
 class DirectPinnedEpoch:

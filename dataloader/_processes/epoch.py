@@ -17,17 +17,23 @@ as on threads.
 
 from __future__ import annotations
 
+import os
 import time
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dataloader._core.consumer import wait_slice
 from dataloader._core.load import EMPTY_BATCH
-from dataloader._errors import CHECK, LoadingContext, add_context
+from dataloader._errors import (
+    CHECK,
+    EpochClosedError,
+    LoadingContext,
+    add_context,
+    check_same_process,
+)
 from dataloader._loading.stats import WAIT, monotonic_ns
 from dataloader._processes import worker as _worker
-from dataloader._processes.group import END, WorkerDied, WorkerGroup
+from dataloader._processes.group import END, WorkerDied, WorkerGroup, close_with
 
 if TYPE_CHECKING:
     from dataloader._loading.loader import DataLoader
@@ -51,10 +57,12 @@ class ProcessEpoch:
         self._loader = loader
         self._plan = plan
         self._group = group
+        # Its workers answer this process only (not a forked child).
+        self._pid = os.getpid()
         # Stops the group when the epoch ends or is collected: a finalizer,
         # not __del__, because collecting a reference cycle may finalize
         # the group's pipes before the epoch.
-        self._stop_group = weakref.finalize(self, group.close) if owns_group else None
+        self._stop_group = close_with(self, group) if owns_group else None
         self._progress = plan.progress
         self._skipped = plan.progress.delivered
         self._budget = plan.recipe.skip
@@ -78,6 +86,7 @@ class ProcessEpoch:
         return max(self._plan.total - self._delivered, 0)
 
     def __next__(self) -> Any:
+        check_same_process(self._pid)
         started = monotonic_ns()
         try:
             # A batch whose every item was skipped (on_error="skip") is passed over.
@@ -244,6 +253,8 @@ def raise_death(group: WorkerGroup, death: BaseException | None, loading: str) -
     """Stop the group and raise why it stopped serving: a worker's death names its pid,
     its signal and (``loading``) the batch it was loading."""
     group.close()
+    if isinstance(death, EpochClosedError):
+        raise EpochClosedError(str(death))
     if not isinstance(death, WorkerDied):
         raise RuntimeError("the DataLoader's worker processes stopped serving") from death
     raise RuntimeError(f"{death}{loading}; the epoch cannot continue") from None

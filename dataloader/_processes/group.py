@@ -13,6 +13,14 @@ posts, receives replies, and waits on the pipes and the processes'
 sentinels together (``multiprocessing.connection.wait``), in slices, so a
 worker's death is noticed within one slice. The consumer never touches a
 pipe: Ctrl-C cannot cut a message in half.
+
+The workers, and the consumer's ends of their pipes, belong to the
+consumer's process alone. A child forked from it (a worker of this group
+or another, or any other) closes the ends it inherited, so that when the
+consumer dies each worker's pipe reaches end of file and its sends fail,
+rather than wait for a reader a sibling keeps alive; and it drops the
+workers from multiprocessing's children, whose exit handler would
+otherwise terminate them when the child exits.
 """
 
 from __future__ import annotations
@@ -31,11 +39,14 @@ from multiprocessing.connection import wait
 from multiprocessing.reduction import recv_handle
 from typing import Any
 
+from dataloader._core.pool import wait_bound
+from dataloader._errors import EpochClosedError
 from dataloader._processes import worker as _worker
 from dataloader._processes.channel import Channel
 from dataloader._processes.transport import Packed, SlotReader
 
-__all__ = ["END", "STREAM", "WorkerDied", "WorkerGroup", "start_method"]
+__all__ = ["END", "STREAM", "WorkerDied", "WorkerGroup", "close_every_group", "close_with",
+           "start_method"]
 
 # How long stopping a worker waits for it to exit before killing it.
 _STOP_SECONDS = 5.0
@@ -47,6 +58,20 @@ _IO_SLICE_SECONDS = 0.1
 END, STREAM, _STOP_IO = "end", "stream", "stop io"
 
 _tokens = itertools.count()
+# Every group of this process, for the interpreter's exit.
+_groups: weakref.WeakSet[WorkerGroup] = weakref.WeakSet()
+
+# The groups of this process, for a child forked from it to disown.
+_groups: weakref.WeakSet[WorkerGroup] = weakref.WeakSet()
+
+
+def _disown_in_child() -> None:
+    for group in list(_groups):
+        group._disown()
+    _groups.clear()
+
+
+os.register_at_fork(after_in_child=_disown_in_child)
 
 
 def start_method(context: Any) -> Any:
@@ -78,6 +103,7 @@ class WorkerGroup:
     """
 
     def __init__(self, spec: _worker.WorkerSpec, context: Any) -> None:
+        _groups.add(self)
         self.size = spec.num_workers
         self.reader = SlotReader()
         self._kept_slots = spec.kept_slots
@@ -96,6 +122,9 @@ class WorkerGroup:
         self._io: threading.Thread | None = None
         self.death: BaseException | None = None
         self.closed = False
+        # The process whose workers these are (not a forked child's copy).
+        self._owner = os.getpid()
+        _groups.add(self)
         try:
             for worker_id in range(self.size):
                 self._start(spec, context, worker_id)
@@ -109,23 +138,34 @@ class WorkerGroup:
         self._io.start()
 
     def _start(self, spec: _worker.WorkerSpec, context: Any, worker_id: int) -> None:
+        method = context.get_start_method()
+        # The parent-death signal follows the thread that starts the worker:
+        # one that may end before its process (a loader iterated on a
+        # short-lived thread, its persistent workers serving on) must not
+        # take the workers with it. Under forkserver the parent is the fork
+        # server, which does not end with the consumer.
+        is_parent = method != "forkserver"
+        lasting = threading.current_thread() is threading.main_thread()
+        consumer = _worker.Consumer(os.getpid(), is_parent=is_parent,
+                                    death_signal=is_parent and lasting)
         ours, theirs = context.Pipe(duplex=True)
+        # Listed before the fork: the worker closes its own copy too.
+        self._conns.append(ours)
         process = context.Process(
-            target=_worker.run, args=(spec, worker_id, theirs, os.getpid()),
+            target=_worker.run, args=(spec, worker_id, theirs, consumer),
             name=f"dataloader-worker-{worker_id}", daemon=True,
         )
         try:
             process.start()
         except Exception:
+            self._conns.pop()
             ours.close()
             theirs.close()
-            method = context.get_start_method()
             if method != "fork":  # spawn and forkserver pickle the spec
                 _name_unpicklable(spec, method)
             raise
         theirs.close()
         self._processes.append(process)
-        self._conns.append(ours)
 
     def _await_ready(self, worker_id: int) -> None:
         while True:
@@ -298,16 +338,34 @@ class WorkerGroup:
             how = f"exited with code {code}"
         return f"DataLoader worker {worker_id} (pid {pid}) {how}"
 
+    def _disown(self) -> None:
+        """In a child forked from the consumer: let go of the consumer's workers."""
+        for conn in self._conns:
+            try:
+                conn.close()
+            except OSError:
+                pass
+        for process in self._processes:
+            # multiprocessing's registry of this process's children (it has no
+            # public way to forget one).
+            multiprocessing.process._children.discard(process)  # type: ignore[attr-defined]
+
     def close(self) -> None:
         """Stop every worker: ask, wait up to a few seconds, then kill."""
         if self.closed:
             return
         self.closed = True
+        if os.getpid() != self._owner:
+            return  # a forked child's copy: the workers, and their pipes, are not its own
         self._stopping = True
         io = self._io
         if io is not None and io is not threading.current_thread():
             self.post((_STOP_IO, None))
             io.join()
+        # A thread still waiting for a reply (a pinning thread, say) wakes
+        # and raises, rather than wait for replies that will never come.
+        if self.death is None:
+            self._broken(EpochClosedError("the DataLoader was closed"))
         # The pipe closes once the last batch's release has let go of it too.
         self._wake = _no_wake
         # The slots' mappings hold descriptors; batches still in use keep theirs.
@@ -317,7 +375,8 @@ class WorkerGroup:
                 conn.send((_worker.STOP,))
             except OSError:
                 pass
-        deadline = time.monotonic() + _STOP_SECONDS
+        # At interpreter exit, the exit's one deadline (dataloader._core.pool).
+        deadline = time.monotonic() + wait_bound(_STOP_SECONDS)
         for process in self._processes:
             process.join(max(deadline - time.monotonic(), 0.0))
             if process.exitcode is None:
@@ -327,6 +386,24 @@ class WorkerGroup:
             conn.close()
         for process in self._processes:
             process.close()
+
+
+def close_with(owner: Any, group: WorkerGroup) -> weakref.finalize:
+    """Close ``group`` once ``owner`` is garbage collected.
+
+    Not at interpreter exit: there :func:`close_every_group` closes every
+    group, after the exit has begun, so that their waits share its one
+    deadline however the exit orders finalizers.
+    """
+    finalizer = weakref.finalize(owner, group.close)
+    finalizer.atexit = False
+    return finalizer
+
+
+def close_every_group() -> None:
+    """At interpreter exit: stop every worker group of this process still running."""
+    for group in list(_groups):
+        group.close()
 
 
 class _Wake:

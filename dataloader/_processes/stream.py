@@ -19,13 +19,14 @@ stream only; one of ``transform`` or ``collate_fn`` fails its batch only.
 from __future__ import annotations
 
 import collections
-import weakref
+import os
 from typing import TYPE_CHECKING, Any
 
+from dataloader._errors import check_same_process
 from dataloader._loading.stats import WAIT, monotonic_ns
 from dataloader._processes import worker as _worker
 from dataloader._processes.epoch import raise_death, wait_for_reply
-from dataloader._processes.group import STREAM, WorkerGroup
+from dataloader._processes.group import STREAM, WorkerGroup, close_with
 
 if TYPE_CHECKING:
     from dataloader._loading.plans import StreamPlan
@@ -47,8 +48,10 @@ class ProcessStream:
     def __init__(self, group: WorkerGroup, plan: StreamPlan, states: dict[int, Any], *,
                  owns_group: bool, seed: int) -> None:
         self._group = group
+        # Its workers answer this process only (not a forked child).
+        self._pid = os.getpid()
         self._plan = plan
-        self._stop_group = weakref.finalize(self, group.close) if owns_group else None
+        self._stop_group = close_with(self, group) if owns_group else None
         streams = group.size
         self._by_turn = plan.in_order
         # By turn: each stream's batches taken (from the resumed position on),
@@ -77,6 +80,7 @@ class ProcessStream:
 
     def next(self) -> tuple[Any, bool, int, Any]:
         """The next entry, ``(payload, failed, stream, state)``; ``StopIteration`` at the end."""
+        check_same_process(self._pid)
         started = monotonic_ns()
         try:
             while not self._finished:

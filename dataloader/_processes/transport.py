@@ -247,7 +247,10 @@ class SlotReader:
         batch, or with ``keep_pages=False`` go back to the system.
         """
         mapping = self._mappings[worker, packed.slot]
-        end = packed.layout[-1][0] + packed.layout[-1][1] if packed.layout else 0
+        # Buffers are not in offset order once a slot is reused (an arena's
+        # arrays come first, whatever their place in the batch): the view
+        # reaches the end of the furthest one.
+        end = max((start + nbytes for start, nbytes in packed.layout), default=0)
         # One array per batch holds the slot: every buffer handed to the
         # unpickler is a view of it, so it dies with the batch's last array.
         lease = np.frombuffer(mapping, np.uint8, count=end) if end else np.empty(0, np.uint8)

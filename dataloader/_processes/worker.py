@@ -27,20 +27,30 @@ batches the consumer has released:
   The worker reads every message waiting before it chooses a slot, so a
   batch released while it was busy frees its slot for the next one.
 
-The worker ignores Ctrl-C (the consumer stops it) and exits on its own
-when the consumer's process is gone: its pipe reaches end of file, and a
-watchdog notices the parent's death between requests.
+The worker ignores Ctrl-C (the consumer stops it) and never outlives the
+consumer's process, whatever it is doing when that process dies -- loading
+an item, in ``worker_init_fn``, waiting, or sending a batch nobody reads:
+a watchdog thread, started before ``worker_init_fn``, waits on the
+consumer's process (a pidfd) and ends this one the moment it exits; the
+kernel's parent-death signal kills it too, even inside C code holding the
+GIL, where the thread that started it lives as long as the consumer
+(:class:`Consumer`); and its pipe reaches end of file (see "Worker
+processes" in ``docs/architecture.md``).
 """
 
 from __future__ import annotations
 
 import collections
+import ctypes
 import gc
 import os
 import pickle
 import random
+import select
 import signal
 import sys
+import threading
+import time
 import traceback
 from dataclasses import dataclass
 from multiprocessing.reduction import send_handle
@@ -69,7 +79,7 @@ from dataloader._processes.transport import SlotWriter
 
 __all__ = [
     "BATCH_DONE", "EPOCH", "FAILED", "GIVE_BACK", "LOAD", "READY", "STOP", "STREAMED",
-    "StreamSpec", "WorkerSpec", "run",
+    "Consumer", "StreamSpec", "WorkerSpec", "run",
 ]
 
 # Requests (consumer -> worker) and replies (worker -> consumer).
@@ -77,8 +87,12 @@ EPOCH, LOAD, STOP, GIVE_BACK = "epoch", "load", "stop", "give back"
 READY, BATCH_DONE, FAILED, SLOT = "ready", "batch", "failed", "slot"
 STREAMED = "streamed"
 
-# How often an idle worker checks that its consumer is still alive.
-_WATCHDOG_SECONDS = 1.0
+# Where the kernel has no pidfd: how often the watchdog looks for the consumer.
+_WATCHDOG_POLL_SECONDS = 0.25
+# prctl(2)'s option for the signal a process gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
+# The exit status of a worker whose consumer is gone (nobody reads it).
+_ORPHANED = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,13 +141,37 @@ class WorkerSpec:
         )
 
 
-def run(spec: WorkerSpec, worker_id: int, conn: Any, parent_pid: int) -> None:
+@dataclass(frozen=True, slots=True)
+class Consumer:
+    """The process a worker serves, and never outlives.
+
+    Attributes
+    ----------
+    pid : int
+        The consumer's process id.
+    is_parent : bool
+        The consumer started the worker (``fork``, ``spawn``). Under
+        ``forkserver`` the fork server did, which lives on while any of its
+        children does: the worker watches the consumer itself.
+    death_signal : bool
+        The consumer started the worker on a thread that lives as long as
+        its process (the main thread), so the kernel's parent-death signal,
+        which follows that thread, not the process, may be armed.
+    """
+
+    pid: int
+    is_parent: bool
+    death_signal: bool
+
+
+def run(spec: WorkerSpec, worker_id: int, conn: Any, consumer: Consumer) -> None:
     """The worker process's main function."""
     # What the parent held when it forked is never collected here: its
     # finalizers (a loader's, stopping threads this process does not have)
     # must not run in a copy, and collecting would only dirty shared pages.
     gc.freeze()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _never_outlive(consumer)
     use_one_torch_thread()
     batch_size = spec.stream.batch_size if spec.stream is not None else None
     info = WorkerInfo(worker_id, spec.num_workers, spec.base_seed + worker_id, spec.dataset,
@@ -147,18 +185,73 @@ def run(spec: WorkerSpec, worker_id: int, conn: Any, parent_pid: int) -> None:
         conn.send((FAILED, None, None, _portable(exc), ()))
         return
     conn.send((READY, os.getpid()))
-    _Worker(spec, worker_id, conn, parent_pid).serve()
+    _Worker(spec, worker_id, conn, consumer.pid).serve()
+
+
+def _never_outlive(consumer: Consumer) -> None:
+    """End this process as soon as the consumer's is gone, whatever the main thread does.
+
+    The parent-death signal kills at once, even a main thread inside C
+    code that holds the GIL, but only where it is armed. The watchdog
+    thread covers every case, the first moments included.
+    """
+    if consumer.death_signal:
+        _arm_parent_death_signal()
+    # A consumer that died before now (before the signal was armed) left
+    # this process to another parent already.
+    if not _consumer_alive(consumer):
+        os._exit(_ORPHANED)
+    threading.Thread(target=_watchdog, args=(consumer,), name="dataloader-watchdog",
+                     daemon=True).start()
+
+
+def _arm_parent_death_signal() -> None:
+    """SIGKILL this process when the thread that started it exits (Linux's prctl)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the watchdog alone
+
+
+def _watchdog(consumer: Consumer) -> None:
+    """Wait, on a watchdog thread, for the consumer's process to exit; then end this one."""
+    try:
+        pidfd = os.pidfd_open(consumer.pid)
+    except ProcessLookupError:
+        os._exit(_ORPHANED)  # gone already
+    except (OSError, AttributeError):
+        # No pidfd (a kernel before 5.3, a sandbox refusing it): look.
+        while _consumer_alive(consumer):
+            time.sleep(_WATCHDOG_POLL_SECONDS)
+        os._exit(_ORPHANED)
+    # Alive once the pidfd is open: the pidfd is the consumer's, not a later
+    # process's given the same pid (for certain when the consumer is the parent).
+    if _consumer_alive(consumer):
+        # poll, not select: the descriptor may be above select's limit of 1024.
+        waiting = select.poll()
+        waiting.register(pidfd, select.POLLIN)  # readable once the process has exited
+        waiting.poll()
+    os._exit(_ORPHANED)
+
+
+def _consumer_alive(consumer: Consumer) -> bool:
+    if consumer.is_parent:
+        # A dying parent hands its children to another before it is a zombie.
+        return os.getppid() == consumer.pid
+    try:
+        os.kill(consumer.pid, 0)
+    except OSError:
+        return False
+    return True
 
 
 class _Worker:
-    def __init__(self, spec: WorkerSpec, worker_id: int, conn: Any, parent_pid: int) -> None:
+    def __init__(self, spec: WorkerSpec, worker_id: int, conn: Any, consumer_pid: int) -> None:
         self.spec = spec
         self.worker_id = worker_id
         self.conn = conn
-        self.parent_pid = parent_pid
-        # A forkserver's child is not the consumer's: it learns of the
-        # consumer's death from its pipe's end of file alone.
-        self.watch_parent = os.getppid() == parent_pid
+        self.consumer_pid = consumer_pid
         self.writer = SlotWriter()
         # Requests read while looking for slots given back.
         self.requests: collections.deque[Any] = collections.deque()
@@ -176,10 +269,7 @@ class _Worker:
 
     def serve(self) -> None:
         try:
-            while (request := self._next_request()) is not None:
-                kind = request[0]
-                if kind == STOP:
-                    break
+            while (kind := (request := self._next_request())[0]) != STOP:
                 if kind == EPOCH:
                     self._begin_epoch(*request[1:])
                 elif kind == LOAD:
@@ -199,9 +289,8 @@ class _Worker:
             self._read_waiting()
             if self.requests:
                 return self.requests.popleft()
-            while not self.conn.poll(_WATCHDOG_SECONDS):
-                if self.watch_parent and os.getppid() != self.parent_pid:
-                    return None
+            # A dead consumer ends this process from the watchdog thread.
+            self.conn.poll(None)
 
     def _read_waiting(self) -> None:
         """Read every message waiting: free the slots given back, queue the requests."""
@@ -318,7 +407,7 @@ class _Worker:
         packed = self.writer.pack(slot, batch, arena)
         if self.writer.needs_sharing(slot):
             self.conn.send((SLOT, slot))
-            send_handle(self.conn, self.writer.share(slot), self.parent_pid)
+            send_handle(self.conn, self.writer.share(slot), self.consumer_pid)
         return packed
 
     def _load_batch(self, indices: Any) -> Any:
