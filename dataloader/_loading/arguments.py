@@ -10,6 +10,7 @@ first iterated.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from dataloader._core.pool import MAX_THREADS
@@ -129,7 +130,7 @@ def warn_if_one_pass(name: str, sampler: Any) -> None:
     >>> [str(warning.message)[:51] for warning in caught]
     ['sampler is an iterator (generator): the first epoch']
     """
-    if sampler is not None and iter(sampler) is sampler:
+    if isinstance(sampler, Iterator):
         warnings.warn(
             f"{name} is an iterator ({type(sampler).__name__}): the first epoch consumes it "
             "and every later epoch will be empty. Pass an object whose __iter__ starts "

@@ -187,7 +187,9 @@ def test_a_pipe_declaring_a_tebibyte_is_a_shard_error_skipped_by_skip(tmp_path, 
     writer.join(30)
     path.unlink()
     path, writer = fifo_shard(tmp_path, declaring(TIB))
-    message = "more than max_member_bytes" if limit else "out of memory"
+    # Without a bound, the member is refused when its memory cannot be had,
+    # or, where the allocator grants it lazily, when the pipe ends early.
+    message = "more than max_member_bytes" if limit else "out of memory|truncated"
     with pytest.raises(ShardError, match=message):
         list(TarDataset(str(path), limits=ShardLimits(max_member_bytes=limit)))
     writer.join(30)
