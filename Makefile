@@ -54,11 +54,12 @@ demo: $(VENV)/.installed-demo
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -m "not soak" $(PYTEST_ARGS)
 
-# The long soak runs, and the kernel property tests and the crash hunt with
-# many more examples.
+# The long soak runs, and the kernel property tests, the crash hunt and the
+# differential harness with many more examples.
 soak: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -m soak $(PYTEST_ARGS)
-	HYPOTHESIS_PROFILE=soak $(BIN)/python -m pytest tests/test_kernel_properties.py tests/test_crash_hunt.py $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=soak $(BIN)/python -m pytest tests/test_kernel_properties.py tests/test_crash_hunt.py \
+		tests/test_differential.py $(PYTEST_ARGS)
 
 # Mutation testing (docs/reliability.md): mutants of the Python modules of
 # the loader's semantics, each run against the tests that specify it, then

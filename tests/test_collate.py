@@ -289,9 +289,19 @@ def test_default_convert_turns_sequences_it_cannot_rebuild_into_lists():
     assert type(default_convert((np.int64(1), 2))) is list
 
 
-def test_ints_too_large_for_any_integer_dtype_raise():
-    with pytest.raises(TypeError, match="default_collate"):
-        default_collate([2**70, 1])
+@pytest.mark.parametrize("batch", [[2**63], [2**63, 1], [1, -2**63 - 1], [2**70, 1]])
+def test_ints_past_int64_raise_torchs_value_error(batch):
+    # numpy alone makes a uint64 batch of [2**63], a float64 one of
+    # [2**63, 1] (rounding), an object one of [2**70, 1].
+    with pytest.raises(ValueError, match="does not fit in int64"):
+        default_collate(batch)
+
+
+def test_ints_at_the_ends_of_int64_collate_to_int64():
+    assert_array(default_collate([2**63 - 1, -2**63]), [2**63 - 1, -2**63], np.int64)
+    # A bool among them: numpy's general path, past the fast one.
+    assert_array(default_collate([2**63 - 1, True, -2**63]), [2**63 - 1, 1, -2**63], np.int64)
+    assert_array(default_collate([2**63 - 1, np.int64(1)]), [2**63 - 1, 1], np.int64)
 
 
 def test_int_subclasses_and_numbers_after_the_first_take_the_general_path():

@@ -117,7 +117,8 @@ def default_collate(batch: list[Any]) -> Any:
     RuntimeError
         When sequences in the batch differ in length (torch's error).
     ValueError
-        When arrays in the batch differ in shape.
+        When arrays in the batch differ in shape, or a batch of Python ints
+        holds one that int64 cannot (torch's error).
 
     Examples
     --------
@@ -161,7 +162,27 @@ def _collate_bools(batch: list[Any]) -> np.ndarray:
 
 def _collate_ints(batch: list[Any]) -> np.ndarray:
     fast = collate_numbers(batch, int) if type(batch) is list else None
-    return _checked_numbers(batch, np.int64) if fast is None else fast
+    if fast is not None:
+        return fast
+    _check_int64(batch)
+    return _checked_numbers(batch, np.int64)
+
+
+_INT64 = np.iinfo(np.int64)
+
+
+def _check_int64(batch: list[Any]) -> None:
+    """Raise torch's ``ValueError`` for a batch of ints that int64 cannot hold.
+
+    numpy would make a uint64 array of ints up to 2**64 - 1, a float64 one
+    (rounded) of those mixed with smaller ones, an object one of larger
+    ints: never the int64 batch ints collate to.
+    """
+    if not all(isinstance(item, int) for item in batch):
+        return  # a mix with floats collates to float64
+    for item in batch:
+        if not _INT64.min <= item <= _INT64.max:
+            raise ValueError(f"default_collate: the int {item!r} does not fit in int64")
 
 
 def _collate_floats(batch: list[Any]) -> np.ndarray:
