@@ -378,14 +378,13 @@ def cases(draw, mode):
             st.sampled_from(["sequential", "shuffle"]),
             st.lists(st.integers(0, n - 1), min_size=1, max_size=n + 5).map(tuple)))
     batch_size = draw(st.sampled_from([3, 1, 2, 4, 5, 6, 7, None]))
-    pins = ["off", "off", "warn", "stand-in"]
     world = draw(st.integers(1, 3))
     return Case(
         structure=structure, n=n, batch_size=batch_size,
         drop_last=batch_size is not None and draw(st.booleans()), order=order,
         num_workers=draw(st.integers(1, 3)), item_concurrency=draw(st.integers(2, 4)),
         prefetch_factor=draw(st.integers(1, 3)), persistent=draw(st.sampled_from([True, False])),
-        pin=draw(st.sampled_from(pins)),
+        pin=draw(st.sampled_from(["off", "off", "warn", "stand-in"])),
         shard=(draw(st.integers(0, world - 1)), world),
         patterns=tuple(draw(patterns) for _ in range(EPOCHS)),
         resume=draw(st.none() | st.tuples(st.integers(0, EPOCHS - 1), st.integers(0, 12))),
