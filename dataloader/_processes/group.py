@@ -58,10 +58,9 @@ _IO_SLICE_SECONDS = 0.1
 END, STREAM, _STOP_IO = "end", "stream", "stop io"
 
 _tokens = itertools.count()
-# Every group of this process, for the interpreter's exit.
-_groups: weakref.WeakSet[WorkerGroup] = weakref.WeakSet()
 
-# The groups of this process, for a child forked from it to disown.
+# The groups of this process: for a child forked from it to disown, and
+# for the interpreter's exit to close.
 _groups: weakref.WeakSet[WorkerGroup] = weakref.WeakSet()
 
 
@@ -103,7 +102,6 @@ class WorkerGroup:
     """
 
     def __init__(self, spec: _worker.WorkerSpec, context: Any) -> None:
-        _groups.add(self)
         self.size = spec.num_workers
         self.reader = SlotReader()
         self._kept_slots = spec.kept_slots
