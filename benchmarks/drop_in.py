@@ -1,6 +1,7 @@
 """The drop-in case: the same dataset objects under torch's loader and ours.
 
-A training script changes one import and keeps its dataset. Four datasets,
+A training script changes one import (to ``dataloader.torch``, whose batches
+are torch's tensors) and keeps its dataset. Four datasets,
 each loaded by torch's ``DataLoader`` (2 worker processes) and by ours with
 2 workers of each type -- threads, processes, and ``worker_type="auto"``
 (the default) -- every loader in a fresh interpreter:
@@ -90,7 +91,7 @@ def make_loader(loader: str, dataset):
 
         return torch.utils.data.DataLoader(dataset, batch_size=BATCH_SIZE, shuffle=True,
                                            num_workers=NUM_WORKERS, persistent_workers=True)
-    from dataloader import DataLoader
+    from dataloader.torch import DataLoader
 
     worker_type, _, workers = loader.partition("-")
     return DataLoader(dataset, batch_size=BATCH_SIZE, shuffle=True,

@@ -2,14 +2,20 @@
 
 Bad arguments and bad input raise the built-in types a torch user already
 catches (``TypeError``, ``ValueError``, ``IndexError``, ``OSError`` and
-its subclasses), with a message naming what was wrong. Two situations have
-a class of their own, each a subclass of the built-in type it refines, so
-that code catching the built-in type keeps working::
+its subclasses), with a message naming what was wrong. A few situations
+have a class of their own, each a subclass of the built-in type it refines,
+so that code catching the built-in type keeps working; where torch raises
+another type than Python's convention would, the class is both, so that
+code written for either catches it::
 
     RuntimeError
-    └── EpochClosedError   the loader was closed while a batch was loading
+    ├── EpochClosedError    the loader was closed while a batch was loading
+    └── BatchTimeoutError   a batch took longer than ``timeout`` (also a TimeoutError)
     ValueError
-    └── ShardError         a tar shard is corrupt or truncated (url, offset)
+    ├── ShardError          a tar shard is corrupt or truncated (url, offset)
+    └── DatasetValueError   a dataset utility's bad argument (also an AssertionError)
+    TypeError
+    └── DatasetTypeError    a dataset of the wrong style (also an AssertionError)
 
 An error raised while loading a batch is the dataset's or the transform's
 own exception, re-raised from that batch's ``next()`` with a note naming
@@ -24,13 +30,16 @@ from __future__ import annotations
 
 import difflib
 import os
+import sys
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "EpochClosedError", "LoadingContext", "ShardError", "add_context", "check_same_process",
-    "context_of", "did_you_mean",
+    "BatchTimeoutError", "DatasetTypeError", "DatasetValueError", "EpochClosedError",
+    "LoadingContext", "ShardError", "add_context", "check_same_process", "context_of",
+    "did_you_mean", "warn_at_caller",
 ]
 
 # The stages an error can be raised in, as ``LoadingContext.stage`` names them.
@@ -49,6 +58,48 @@ class EpochClosedError(RuntimeError):
     """
 
 
+class BatchTimeoutError(RuntimeError, TimeoutError):
+    """A batch took longer than the loader's ``timeout`` to arrive.
+
+    torch raises ``RuntimeError`` here, and Python's convention is
+    ``TimeoutError``: this is both, so a handler written for either catches it.
+
+    Examples
+    --------
+    >>> from dataloader._errors import BatchTimeoutError
+    >>> issubclass(BatchTimeoutError, RuntimeError), issubclass(BatchTimeoutError, TimeoutError)
+    (True, True)
+    """
+
+
+class DatasetValueError(ValueError, AssertionError):
+    """A bad argument to a dataset utility (``TensorDataset``'s tensors of different
+    lengths, no datasets for ``ConcatDataset``), which torch checks by assertion.
+
+    Examples
+    --------
+    >>> from dataloader import TensorDataset
+    >>> import numpy as np
+    >>> try:
+    ...     TensorDataset(np.zeros(3), np.zeros(4))
+    ... except AssertionError as error:  # torch's type; ValueError works too
+    ...     print(error)
+    Size mismatch between tensors: first dimensions [3, 4]
+    """
+
+
+class DatasetTypeError(TypeError, AssertionError):
+    """A dataset of the wrong style for a dataset utility (a stream in ``ConcatDataset``,
+    a map-style dataset in ``ChainDataset``), which torch checks by assertion.
+
+    Examples
+    --------
+    >>> from dataloader._errors import DatasetTypeError
+    >>> issubclass(DatasetTypeError, TypeError), issubclass(DatasetTypeError, AssertionError)
+    (True, True)
+    """
+
+
 def did_you_mean(name: str, names: Iterable[str]) -> str:
     """`` (did you mean 'X'?)`` for the closest of ``names`` to a mistyped ``name``, or ``""``.
 
@@ -62,6 +113,34 @@ def did_you_mean(name: str, names: Iterable[str]) -> str:
     """
     close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def warn_at_caller(message: str) -> None:
+    """A ``UserWarning`` shown at the line that called into this package.
+
+    The loader reaches a warning through a different number of its own
+    frames depending on the epoch's kind; the user's line is the one that
+    says where to look.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from dataloader._errors import warn_at_caller
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_at_caller("look here")
+    >>> caught[0].category.__name__, str(caught[0].message)
+    ('UserWarning', 'look here')
+    """
+    frame, level = sys._getframe(1), 2
+    while frame.f_back is not None and _in_package(frame):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level)
+
+
+def _in_package(frame: Any) -> bool:
+    name = frame.f_globals.get("__name__", "")
+    return name == "dataloader" or name.startswith("dataloader.")
 
 
 # What every kind of epoch raises when a forked child iterates it.

@@ -7,6 +7,7 @@ read of a remote file elsewhere.
 """
 
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,9 @@ class Rows:
     def __init__(self, path: Path) -> None:
         self.rows = np.load(path, mmap_mode="r")
         self.batch_calls = 0
+        # Worker threads share this object: the counter needs a lock (``+=``
+        # is a read and a write, which free-threaded CPython runs in parallel).
+        self._count_lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -28,7 +32,8 @@ class Rows:
         return np.asarray(self.rows[index])
 
     def __getitems__(self, indices: list[int]) -> list[np.ndarray]:
-        self.batch_calls += 1
+        with self._count_lock:
+            self.batch_calls += 1
         block = self.rows[np.sort(indices)]             # one sorted read of the file
         order = np.argsort(np.argsort(indices))         # back to the sampler's order
         return list(block[order])

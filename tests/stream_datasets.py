@@ -48,10 +48,9 @@ class Resumable:
 
 
 class Uneven(IterableDataset):
-    """Worker w streams 2 * (w + 1) items (w + 1 batches of 2), resumably; ordered by turn.
-    Worker 0 first waits for ``hold`` (an event) when given one."""
-
-    ordered_streams = True
+    """Worker w streams 2 * (w + 1) items (w + 1 batches of 2), resumably: a plain torch
+    ``IterableDataset``, delivered by turn under ``in_order``. Worker 0 first waits for
+    ``hold`` (an event, a thread's or a process's) when given one."""
 
     def __init__(self, hold=None):
         self.hold = hold

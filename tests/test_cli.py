@@ -12,7 +12,8 @@ import pytest
 from conftest import encode, natural_image
 from PIL import Image as PILImage
 
-from dataloader._cli.main import main, parse_transforms
+from dataloader._cli.main import main
+from dataloader._cli.show import parse_transforms
 from dataloader._images.exif import orientation
 
 TIMEOUT = 120

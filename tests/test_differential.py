@@ -471,19 +471,27 @@ def describe(case, mode):
     event(f"resumed: {case.resume is not None and mode.in_order}")
 
 
+def by_turn(streams):
+    """The workers' batches as torch delivers them in order: batch ``j`` of every
+    stream before batch ``j + 1`` of any, an ended stream leaving the turns."""
+    rounds = max(map(len, streams), default=0)
+    return [stream[j] for j in range(rounds) for stream in streams if j < len(stream)]
+
+
 def check_mode(case, mode):
     """Run ``case`` in ``mode``: three epochs of one loader, then a second loader
     resumed from the state saved mid-epoch, every batch against torch's."""
     describe(case, mode)
     expect = Expected(case.structure, case.batch_size is not None, case.pin == "stand-in")
     plans = index_batches(case, mode, EPOCHS + 1)
-    ordered = mode.in_order and (mode.dataset == "map" or mode.workers is None)
 
     def epoch(number):
         streams = [[expect(batch) for batch in stream] for stream in plans[number]]
         if mode.dataset == "map" and not mode.in_order:
             streams = [[form] for form in streams[0]]  # in any order
-        return Epoch(streams, ordered)
+        elif mode.in_order:
+            streams = [by_turn(streams)]
+        return Epoch(streams, mode.in_order)
 
     warns = case.pin == "warn"
     with ExitStack() as context:

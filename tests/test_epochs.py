@@ -268,12 +268,54 @@ def test_sampler_that_raises_ends_the_epoch_with_its_error(make_loader):
         next(it)
 
 
-@pytest.mark.parametrize("bad, error", [(-1, ValueError), ("a", TypeError), (1.5, TypeError)])
-def test_sampler_yielding_invalid_index_raises(make_loader, bad, error):
-    it = iter(make_loader(list(range(4)), batch_size=2, sampler=[0, 1, bad, 3]))
+def test_sampler_yielding_a_negative_index_raises(make_loader):
+    it = iter(make_loader(list(range(4)), batch_size=2, sampler=[0, 1, -1, 3]))
     assert next(it).tolist() == [0, 1]
-    with pytest.raises(error, match="non-negative int"):
+    with pytest.raises(ValueError, match="non-negative int"):
         next(it)
+
+
+@pytest.mark.parametrize("key", ["a", 1.5])
+def test_a_key_that_is_not_an_int_goes_to_the_dataset(make_loader, key):
+    # As in torch: the dataset's own error names the key (a list's TypeError here).
+    it = iter(make_loader(list(range(4)), batch_size=2, sampler=[0, 1, key, 3]))
+    assert next(it).tolist() == [0, 1]
+    with pytest.raises(TypeError, match="list indices must be integers"):
+        next(it)
+
+
+class Labels:
+    """A dict-backed dataset: its keys are strings."""
+
+    def __init__(self) -> None:
+        self.rows = {"cat": 0, "dog": 1, "owl": 2}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, key: str) -> int:
+        return self.rows[key]
+
+
+def test_string_keys_of_a_dict_backed_dataset(make_loader):
+    loader = make_loader(Labels(), batch_size=2, sampler=["owl", "cat", "dog"])
+    for _ in range(2):  # epoch after epoch
+        assert batches_as_lists(loader) == [[2, 0], [1]]
+
+
+class BulkRows:
+    """Loads several rows per key, as torch's bulk-loading tests do (``batch_size=None``)."""
+
+    def __len__(self) -> int:
+        return 10
+
+    def __getitem__(self, keys: list[int]) -> np.ndarray:
+        return np.asarray(keys) * 10
+
+
+def test_lists_of_indices_as_keys_with_batch_size_none(make_loader):
+    loader = make_loader(BulkRows(), batch_size=None, sampler=[[0, 1], [2, 3], [9]])
+    assert batches_as_lists(loader) == [[0, 10], [20, 30], [90]]
 
 
 def test_batch_sampler_yielding_a_non_sequence_raises(make_loader):

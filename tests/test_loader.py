@@ -12,7 +12,12 @@ from dataloader import (
     default_collate,
     default_convert,
 )
-from dataloader._loading.arguments import MAX_PREFETCH_FACTOR, MAX_THREADS, epoch_window
+from dataloader._loading.arguments import (
+    MAX_PREFETCH_FACTOR,
+    MAX_THREADS,
+    check_process_options,
+    epoch_window,
+)
 
 DATA = list(range(10))
 
@@ -23,7 +28,7 @@ DATA = list(range(10))
         ({"batch_size": 0}, ValueError, "batch_size"),
         ({"batch_size": -3}, ValueError, "batch_size"),
         ({"batch_size": 2.0}, ValueError, "batch_size"),
-        ({"num_workers": -1}, ValueError, "num_workers"),
+        ({"num_workers": -1}, ValueError, "num_workers option should be non-negative"),
         ({"num_workers": MAX_THREADS + 1}, ValueError,
          f"num_workers.*at most|from 0 to {MAX_THREADS}"),
         ({"num_workers": 2.0}, TypeError, "num_workers"),
@@ -34,7 +39,9 @@ DATA = list(range(10))
         ({"prefetch_factor": 10**12}, ValueError, f"prefetch_factor.*1 to {MAX_PREFETCH_FACTOR}"),
         ({"prefetch_factor": MAX_PREFETCH_FACTOR + 1}, ValueError, "prefetch_factor"),
         ({"prefetch_factor": 2.5}, TypeError, "prefetch_factor"),
-        ({"timeout": -0.5}, ValueError, "timeout"),
+        ({"prefetch_factor": 2}, ValueError,
+         r"prefetch_factor option could only be specified when batches load ahead"),
+        ({"timeout": -0.5}, ValueError, "timeout option should be non-negative"),
         ({"timeout": float("nan")}, ValueError, "timeout"),
         ({"timeout": "5"}, TypeError, "timeout"),
         ({"item_concurrency": 0}, ValueError, "item_concurrency"),
@@ -148,10 +155,39 @@ def test_batch_sampler_resets_batch_size_and_drop_last():
     assert len(loader) == 2
 
 
-def test_process_only_options_are_accepted():
-    loader = DataLoader(DATA, batch_size=5, multiprocessing_context="spawn",
-                        persistent_workers=True)
-    assert [batch.tolist() for batch in loader] == [DATA[:5], DATA[5:]]
+def test_process_only_options_are_accepted_with_worker_threads():
+    with DataLoader(DATA, batch_size=5, num_workers=2, worker_type="thread",
+                    multiprocessing_context="spawn", persistent_workers=True) as loader:
+        assert [batch.tolist() for batch in loader] == [DATA[:5], DATA[5:]]
+
+
+def test_prefetch_factor_applies_to_the_lanes_of_the_calling_thread():
+    with DataLoader(DATA, batch_size=5, item_concurrency=2, prefetch_factor=3) as loader:
+        assert [batch.tolist() for batch in loader] == [DATA[:5], DATA[5:]]
+
+
+@pytest.mark.parametrize(
+    "num_workers, context, persistent, error, match",
+    [  # torch's checks, types and messages
+        (0, "spawn", False, ValueError, r"multi-process loading \(num_workers > 0\), but got"),
+        (0, None, True, ValueError, "persistent_workers option needs num_workers > 0"),
+        (1, "bad", False, ValueError,
+         r"should specify a valid start method in \[.*'spawn'.*\], but got.*'bad'"),
+        (1, object(), False, TypeError, "multiprocessing_context option should be a valid "),
+    ],
+)
+def test_worker_process_options_are_checked_as_torch_checks_them(num_workers, context,
+                                                                 persistent, error, match):
+    with pytest.raises(error, match=match):
+        check_process_options(num_workers, context, persistent)
+
+
+def test_valid_worker_process_options_pass():
+    import multiprocessing
+
+    check_process_options(2, multiprocessing.get_context("spawn"), True)
+    check_process_options(2, "forkserver", False)
+    check_process_options(0, None, False)
 
 
 def test_subclassing_dataset_is_optional():

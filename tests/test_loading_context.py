@@ -5,7 +5,7 @@ from test_epochs import Items
 from test_streaming import Range
 
 from dataloader import DataLoader
-from dataloader._cli.main import _named_error
+from dataloader._cli.common import named_error
 from dataloader._errors import LoadingContext, add_context, context_of
 from dataloader._loading.stats import STAGES
 
@@ -139,7 +139,7 @@ def test_command_line_names_the_file_from_the_context_fields():
     error = ValueError("batch failed")
     # No note at all: the command line reads the fields only.
     error.dataloader_context = LoadingContext("batch", batch=1, indices=list(range(10, 20)))
-    assert str(_named_error(error, Files(), chain)) == "image-13.jpg: cannot decode"
+    assert str(named_error(error, Files(), chain)) == "image-13.jpg: cannot decode"
     # The failing item named by the context is tried first.
     tried = []
 
@@ -149,12 +149,12 @@ def test_command_line_names_the_file_from_the_context_fields():
 
     error.dataloader_context = LoadingContext("item", batch=1, indices=list(range(10, 20)),
                                               index=13, worker=0)
-    assert str(_named_error(error, Files(), recording)) == "image-13.jpg: cannot decode"
+    assert str(named_error(error, Files(), recording)) == "image-13.jpg: cannot decode"
     assert tried == [13]
 
 
 def test_command_line_without_context_gives_the_message():
-    assert str(_named_error(OSError("disk gone"), Files(), lambda item, seed: item)) \
+    assert str(named_error(OSError("disk gone"), Files(), lambda item, seed: item)) \
         == "disk gone"
 
 
@@ -162,7 +162,7 @@ def test_command_line_names_the_batch_when_no_item_fails_again():
     error = ValueError("collate failed")
     error.dataloader_context = LoadingContext("collate", batch=0, indices=[0, 1, 2, 3, 4],
                                               worker=1)
-    message = str(_named_error(error, Files(), lambda item, seed: item))
+    message = str(named_error(error, Files(), lambda item, seed: item))
     assert message == "collate failed (in a batch with image-0.jpg, image-1.jpg, image-2.jpg, " \
                       "image-3.jpg, ...)"
 

@@ -43,12 +43,12 @@ def worker():
     dataset = Gated(gate_index=40)
     spec = process_worker.WorkerSpec(
         dataset=dataset, transform=None, collate_fn=default_collate, batched=True,
-        worker_init_fn=None, num_workers=1, base_seed=0, item_concurrency=1,
+        worker_init_fn=None, num_workers=1, base_seed=0, seeds_follow_seed=True, item_concurrency=1,
         report_skipped=False, skipping=False,
     )
     ours, theirs = multiprocessing.Pipe(duplex=True)
     serving = threading.Thread(
-        target=process_worker._Worker(spec, 0, theirs, os.getpid()).serve, daemon=True)
+        target=process_worker._Worker(spec, 0, theirs).serve, daemon=True)
     ours.send((process_worker.EPOCH, 1, 0, 0, None))
     serving.start()
 

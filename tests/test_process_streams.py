@@ -2,8 +2,10 @@
 own stream (or runs its own event loop), with the semantics of worker threads."""
 
 import asyncio
+import multiprocessing
 import os
 import signal
+import threading
 import time
 
 import numpy as np
@@ -32,6 +34,10 @@ class KillsItself(Range):
             if value == 9:
                 os.kill(os.getpid(), signal.SIGKILL)
             yield value
+
+
+# A bound on waits for something that must happen: reaching it means a hang.
+GENEROUS = 30.0
 
 
 def loader_of(dataset, worker_type="process", **kwargs):
@@ -81,9 +87,36 @@ def test_shard_splits_ranks_and_worker_processes_without_duplicates():
     assert sorted(seen) == sorted(source)
 
 
-def test_ordered_streams_are_delivered_by_turn_and_resume_their_turns_on_either_worker():
-    with loader_of(Uneven(), batch_size=2, num_workers=3) as loader:
-        assert [b.tolist() for b in loader] == BY_TURN
+@pytest.mark.parametrize("persistent", [False, True])
+def test_in_order_takes_the_streams_batches_by_turn_epoch_after_epoch(persistent):
+    # torch's rule for any IterableDataset: batch j of every worker before batch
+    # j + 1 of any, an ended stream leaving the turns. Worker 0 is held back in the
+    # first epoch, so the others' batches are ready long before its: they wait.
+    hold = multiprocessing.get_context("fork").Event()
+    threading.Timer(0.2, hold.set).start()
+    with loader_of(Uneven(hold), batch_size=2, num_workers=3,
+                   persistent_workers=persistent) as loader:
+        for _ in range(2):
+            delivered = 0
+            for position, batch in enumerate(loader):
+                assert batch.tolist() == BY_TURN[position]
+                delivered += 1
+                del batch  # each batch dropped before the next: slots are reused
+            assert delivered == len(BY_TURN)
+
+
+def test_in_order_false_takes_the_streams_batches_as_they_arrive():
+    release = multiprocessing.get_context("fork").Event()
+    with loader_of(Uneven(release), batch_size=2, num_workers=3, in_order=False) as loader:
+        iterator = iter(loader)
+        # Worker 0 waits for the consumer: everything else arrives first.
+        first = sorted(next(iterator).tolist() for _ in range(5))
+        assert first == sorted(BY_TURN[1:])
+        release.set()
+        assert [batch.tolist() for batch in iterator] == [[0, 1]]
+
+
+def test_streams_resume_their_turns_on_either_worker():
     for stop in (1, 3, 5):
         for first, then in (("process", "thread"), ("thread", "process")):
             with loader_of(Uneven(), first, batch_size=2, num_workers=3) as loader:
@@ -92,7 +125,30 @@ def test_ordered_streams_are_delivered_by_turn_and_resume_their_turns_on_either_
                 state = loader.state_dict()
             with loader_of(Uneven(), then, batch_size=2, num_workers=3) as loader:
                 loader.load_state_dict(state)
-                assert head + [b.tolist() for b in loader] == BY_TURN, (stop, first, then)
+                rest = []
+                for batch in loader:
+                    rest.append(batch.tolist())
+                    del batch
+                assert head + rest == BY_TURN, (stop, first, then)
+                assert [b.tolist() for b in loader] == BY_TURN  # the next epoch
+
+
+def test_the_stream_epoch_offers_its_worker_processes_as_torchs_iterator_does():
+    with loader_of(Who(8), batch_size=2, num_workers=2) as loader:
+        iterator = iter(loader)
+        workers = iterator._workers
+        assert len(workers) == 2
+        assert all(isinstance(worker, multiprocessing.process.BaseProcess) for worker in workers)
+        pids = [worker.pid for worker in workers]
+        for batch in iterator:
+            assert int(batch["pid"][0]) == pids[int(batch["worker"][0])]
+            del batch
+        for worker in workers:  # the epoch is over: its workers end with it
+            worker.join(GENEROUS)
+            assert not worker.is_alive()
+    with loader_of(Range(8), "thread", batch_size=2) as loader:
+        # Threads are not processes: no _workers, as torch's single-process iterator.
+        assert not hasattr(iter(loader), "_workers")
 
 
 @pytest.mark.parametrize("first, then", [("process", "thread"), ("thread", "process"),

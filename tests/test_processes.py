@@ -3,6 +3,7 @@ failures that are loud and leave nothing behind, and ``"auto"``'s choice."""
 
 import asyncio
 import gc
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -10,6 +11,7 @@ import sys
 import textwrap
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -70,6 +72,32 @@ class Sleepy(Squares):
         if index == 5:
             time.sleep(60)
         return index
+
+
+class SlowFirst(Squares):
+    """Item 0 waits for ``release`` (an event the worker processes share); every item
+    says which worker loaded it."""
+
+    def __init__(self, n, release):
+        super().__init__(n)
+        self.release = release
+
+    def __getitem__(self, index):
+        if index == 0:
+            self.release.wait(GENEROUS)
+        return {"index": index, "worker": get_worker_info().id}
+
+
+# A bound on waits for something that must happen: reaching it means a hang.
+GENEROUS = 30.0
+
+
+def shared_event(is_set=False):
+    """An event the consumer sets and forked worker processes wait for."""
+    event = multiprocessing.get_context("fork").Event()
+    if is_set:
+        event.set()
+    return event
 
 
 def process_loader(dataset, **kwargs):
@@ -157,6 +185,93 @@ def test_out_of_order_delivery_gives_every_batch_once():
     assert got == [index * index for index in range(40)]
 
 
+@pytest.mark.parametrize("persistent", [False, True], ids=["per-epoch", "persistent"])
+def test_in_order_batch_p_is_loaded_by_worker_p_mod_num_workers_behind_a_slow_batch(persistent):
+    # torch's in-order dispatch: each worker has its own queue, and batch p is
+    # worker p % 3's however long another worker takes (here, batch 0's).
+    release = shared_event()
+    threading.Timer(0.2, release.set).start()
+    with process_loader(SlowFirst(30, release), batch_size=2, num_workers=3,
+                        persistent_workers=persistent) as loader:
+        for _ in range(2):
+            delivered = 0
+            for position, batch in enumerate(loader):
+                assert batch["index"].tolist() == [2 * position, 2 * position + 1]
+                assert batch["worker"].tolist() == [position % 3] * 2
+                delivered += 1
+                del batch  # each batch dropped before the next: slots are reused
+            assert delivered == 15
+
+
+@pytest.mark.parametrize("stop", [1, 4, 8])
+def test_a_resumed_epoch_gives_batch_p_to_worker_p_mod_num_workers(stop):
+    def make():
+        return process_loader(SlowFirst(30, shared_event(is_set=True)), batch_size=2,
+                              num_workers=3, shuffle=True, seed=2)
+
+    with make() as loader:
+        whole = [batch["index"].tolist() for batch in loader]
+    with make() as loader:
+        iterator = iter(loader)
+        for _ in range(stop):
+            batch = next(iterator)
+            del batch
+        state = loader.state_dict()
+    with make() as resumed:
+        resumed.load_state_dict(state)
+        for epoch in range(2):
+            first = stop if epoch == 0 else 0
+            for position, batch in enumerate(resumed, start=first):
+                assert batch["worker"].tolist() == [position % 3] * 2
+                if epoch == 0:
+                    assert batch["index"].tolist() == whole[position]
+                del batch
+
+
+def test_in_order_false_sends_batches_past_a_worker_stuck_on_a_slow_one():
+    # The fast mode: batches go to the least busy worker, so at most two wait
+    # behind batch 0 (the window is 4) and the consumer takes 7 before it ends.
+    dataset = SlowFirst(10, None)
+    with process_loader(dataset, batch_size=1, in_order=False) as loader:
+        for _ in range(2):  # each epoch's processes wait for an event of their own
+            dataset.release = shared_event()
+            iterator = iter(loader)
+            early = []
+            for _ in range(7):
+                batch = next(iterator)
+                early.append((int(batch["index"][0]), int(batch["worker"][0])))
+                del batch
+            assert 0 not in [index for index, _ in early]
+            assert [worker for _, worker in early] == [1] * 7
+            dataset.release.set()
+            late = [int(batch["index"][0]) for batch in iterator]
+            assert sorted(late + [index for index, _ in early]) == list(range(10))
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["per-epoch", "persistent"])
+def test_the_epoch_offers_its_worker_processes_as_torchs_iterator_does(persistent):
+    # torch's tests read iter(loader)._workers: the multiprocessing.Process objects.
+    epochs = []
+    with process_loader(WhoLoads(12), batch_size=2, persistent_workers=persistent) as loader:
+        for _ in range(2):
+            iterator = iter(loader)
+            workers = iterator._workers
+            assert len(workers) == 2
+            assert all(isinstance(w, multiprocessing.process.BaseProcess) for w in workers)
+            pids = [worker.pid for worker in workers]
+            for batch in iterator:
+                assert batch["pid"].tolist() == [pids[w] for w in batch["worker"].tolist()]
+                del batch
+            del iterator
+            # Without persistent_workers the processes end with their epoch.
+            assert [worker.is_alive() for worker in workers] == [persistent] * 2
+            epochs.append(workers)
+    assert (epochs[0] == epochs[1]) == persistent
+    for worker in epochs[-1]:
+        worker.join(GENEROUS)
+        assert not worker.is_alive()
+
+
 def test_workers_are_processes_with_their_info_and_their_own_seeds():
     def run(seed):
         with process_loader(WhoLoads(), batch_size=2, shuffle=True, seed=seed) as loader:
@@ -167,19 +282,16 @@ def test_workers_are_processes_with_their_info_and_their_own_seeds():
     first = run(5)
     pids = {pid for pid, *_ in first}
     assert len(pids) == 2 and os.getpid() not in pids
-    assert {worker for _, worker, *_ in first} == {0, 1}
     assert {workers for _, _, workers, *_ in first} == {2}
+    # Batch p is loaded by worker p % 2, as torch's in-order workers do.
+    assert [worker for _, worker, *_ in first] == [position // 2 % 2 for position in range(40)]
     # numpy's global generator differs between the workers...
     draws = {worker: {draw for _, w, _, draw, _ in first if w == worker} for worker in (0, 1)}
     assert not draws[0] & draws[1]
-    # ...and repeats for the same seed: each worker draws the same sequence
-    # (a worker may load a different number of items in another run).
+    # ...and repeats for the same seed: each worker loads the same items, and
+    # draws the same sequence for them.
     again = run(5)
-    for worker in (0, 1):
-        ours = [draw for _, w, _, draw, _ in first if w == worker]
-        theirs = [draw for _, w, _, draw, _ in again if w == worker]
-        shorter, longer = sorted((set(ours), set(theirs)), key=len)
-        assert shorter <= longer
+    assert [item[1:] for item in again] == [item[1:] for item in first]
 
 
 def test_worker_init_fn_runs_once_in_each_process(tmp_path):
@@ -228,10 +340,8 @@ def test_an_error_keeps_its_type_note_and_traceback_and_the_epoch_goes_on():
     errors = results[0::2]
     assert results[1::2] == [[4, 5, 6, 7], [12, 13, 14, 15], [20]]
     assert [str(error) for error in errors] == ["'no item 3'", "'no item 10'", "'no item 17'"]
-    assert errors[1].__notes__ == [
+    assert errors[1].__notes__ == [  # batch 2 is worker 0's (2 % 2)
         "dataloader: raised on worker 0 while loading indices [8, 9, 10, 11] of batch 2"
-    ] or errors[1].__notes__ == [
-        "dataloader: raised on worker 1 while loading indices [8, 9, 10, 11] of batch 2"
     ]
     assert "in __getitem__" in str(errors[0].__cause__)  # the worker's traceback
 
@@ -251,12 +361,14 @@ def test_a_killed_worker_raises_naming_pid_signal_and_batch():
         assert time.monotonic() - started < 30
 
 
-def test_a_slow_batch_times_out():
+def test_a_slow_batch_times_out_with_an_error_both_kinds_of_handler_catch():
     with process_loader(Sleepy(), batch_size=4, timeout=1) as loader:
         it = iter(loader)
         next(it)
-        with pytest.raises(TimeoutError, match="batch 1"):
+        with pytest.raises(TimeoutError, match="timed out after 1 seconds waiting for batch 1") \
+                as raised:
             next(it)
+        assert isinstance(raised.value, RuntimeError)  # what torch raises
 
 
 def test_skipping_spends_one_budget_in_delivery_order():
@@ -317,8 +429,68 @@ def test_spawn_and_forkserver_pickle_the_dataset_and_name_what_cannot_be(method)
         assert [batch["y"].tolist() for batch in loader] == [[0, 1, 4, 9], [16, 25, 36, 49]]
     loader = process_loader(Squares(8), batch_size=4, multiprocessing_context=method,
                             collate_fn=lambda items: items)
-    with pytest.raises(TypeError, match=r"collate_fn .*cannot be pickled"):
-        iter(loader)
+    with pytest.warns(UserWarning, match=f"Got pickle error when starting .* {method!r}"):
+        with pytest.raises(TypeError, match=r"collate_fn .*cannot be pickled"):
+            iter(loader)
+
+
+@pytest.fixture
+def two_cpus_too_few(monkeypatch):
+    """A machine where 2 workers are more than its CPUs (1), whatever this one has."""
+    from dataloader._processes import group
+
+    monkeypatch.setattr(group, "_usable_cpus", lambda: 1)
+
+
+def test_more_worker_processes_than_cpus_warn_at_the_users_line_as_torch_does(two_cpus_too_few):
+    loader = process_loader(Squares(4), batch_size=2)
+    with pytest.warns(UserWarning, match="excessive worker creation might get DataLoader "
+                                         "running slow or even freeze") as caught:
+        iterator = iter(loader)
+    assert "2 worker processes in total, more than the 1 CPUs" in str(caught[0].message)
+    assert caught[0].filename == __file__
+    assert [batch["y"].tolist() for batch in iterator] == [[0, 1], [4, 9]]
+    loader.close()
+
+
+def test_more_worker_threads_than_cpus_do_not_warn(two_cpus_too_few):
+    # A thread waiting on I/O takes no CPU: more threads than CPUs is legitimate.
+    with DataLoader(Squares(4), batch_size=2, num_workers=2, worker_type="thread") as loader:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert [batch["y"].tolist() for batch in loader] == [[0, 1], [4, 9]]
+
+
+@pytest.fixture
+def global_start_method():
+    """Set multiprocessing's start method for one test, as a torch user may."""
+    previous = multiprocessing.get_start_method(allow_none=True)
+    yield lambda method: multiprocessing.set_start_method(method, force=True)
+    multiprocessing.set_start_method(previous, force=True)
+
+
+def test_without_a_context_workers_start_by_the_start_method_the_user_set(global_start_method):
+    from dataloader._processes.group import start_method
+
+    assert start_method(None).get_start_method() == "fork"  # none set: torch's default
+    global_start_method("spawn")
+    assert start_method(None).get_start_method() == "spawn"
+    assert start_method("fork").get_start_method() == "fork"  # the loader's own comes first
+
+
+def test_a_local_worker_init_fn_under_a_forkserver_start_method_warns_and_raises(
+        global_start_method):
+    def local_init_fn(worker_id):  # a closure: fork needs no pickling, forkserver does
+        pass
+
+    global_start_method("forkserver")
+    loader = process_loader(Squares(4), batch_size=2, worker_init_fn=local_init_fn)
+    with pytest.warns(UserWarning, match="Got pickle error when starting .* 'forkserver'"):
+        with pytest.raises(TypeError, match=r"worker_init_fn .*cannot be pickled"):
+            next(iter(loader))
+    with process_loader(Squares(4), batch_size=2, worker_init_fn=local_init_fn,
+                        multiprocessing_context="fork") as loader:
+        assert [batch["y"].tolist() for batch in loader] == [[0, 1], [4, 9]]
 
 
 def slow_second_worker(worker_id):
@@ -505,6 +677,62 @@ def test_a_forked_child_refuses_an_inherited_epoch_and_leaves_the_workers_to_the
     assert result.stdout.split() == ["0", "True"]
 
 
+class LockInItem3(Squares):
+    def __getitem__(self, index):
+        return {"index": index, "lock": threading.Lock() if index == 3 else None}
+
+
+def test_a_batch_that_cannot_be_pickled_fails_alone_and_the_worker_serves_on():
+    with process_loader(LockInItem3(8), batch_size=2, collate_fn=list) as loader:
+        it = iter(loader)
+        assert [item["index"] for item in next(it)] == [0, 1]
+        with pytest.raises(TypeError, match="pickle") as raised:
+            next(it)
+        assert "of batch 1" in raised.value.__notes__[0]
+        assert [[item["index"] for item in batch] for batch in it] == [[4, 5], [6, 7]]
+
+
+OUT_OF_DESCRIPTORS_SCRIPT = """
+    import resource
+    import numpy as np
+    from dataloader import DataLoader, Dataset
+
+    class Rows(Dataset):
+        def __len__(self):
+            return 120
+
+        def __getitem__(self, index):
+            return np.full(4, index)
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (100, 100))
+    kept, delivered, messages = [], 0, []
+    iterator = iter(DataLoader(Rows(), num_workers=1, worker_type="process", timeout=60))
+    while True:
+        try:
+            kept.append(next(iterator))  # each kept batch keeps its slot, a descriptor
+            delivered += 1
+        except StopIteration:
+            break
+        except RuntimeError as error:
+            messages.append(str(error))
+            kept.clear()  # the slots go back: the epoch goes on
+    print(delivered, len(messages))
+    print(messages[0])
+"""
+
+
+def test_running_out_of_descriptors_raises_torchs_runtime_error_and_the_epoch_goes_on():
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(OUT_OF_DESCRIPTORS_SCRIPT)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    counts, message = result.stdout.split("\n", 1)
+    delivered, failed = map(int, counts.split())
+    assert failed >= 1 and delivered + failed == 120  # a failed batch is that batch alone
+    assert message.startswith("DataLoader worker process 0 reached its limit of 100 open files")
+    for advice in ("`ulimit -n", "array.copy()", "worker_type='thread'", "set_sharing_strategy"):
+        assert advice in message
+
+
 # -- the global generators of worker processes, epoch after epoch ------------
 
 GENERATORS = ("random", "numpy", "torch")
@@ -583,17 +811,11 @@ def test_global_generators_are_reseeded_for_each_epoch_and_worker(dataset, persi
     for position, name in enumerate(GENERATORS):
         firsts = [epoch[worker][0][position] for epoch in runs for worker in (0, 1)]
         assert len(set(firsts)) == len(firsts), name
-    # The same seed gives the same draws, whatever the parent's generators say
-    # (a map-style worker may be given other batches: its draws are then a
-    # prefix of the other run's).
+    # The same seed gives the same draws, whatever the parent's generators say:
+    # each worker loads the same batches every time (batch p is worker p % 2's;
+    # a stream's batches are its own), so it draws for the same items.
     scramble_parent_generators(2)
-    again = run(7)
-    for ours, theirs in zip(runs, again, strict=True):
-        for worker in (0, 1):
-            shorter, longer = sorted((ours[worker], theirs[worker]), key=len)
-            assert longer[:len(shorter)] == shorter
-    if dataset is GlobalDrawStream:
-        assert again == runs  # a stream's worker draws for the same items every time
+    assert run(7) == runs
     other = run(8, epochs=1)[0]
     assert all(other[worker][0][p] != runs[0][worker][0][p] for worker in (0, 1)
                for p in range(len(GENERATORS)))
@@ -620,3 +842,4 @@ def test_a_resumed_job_draws_from_the_global_generators_what_the_whole_run_drew(
     with make() as resumed:  # a seed of its own, replaced by the state's
         resumed.load_state_dict(state)
         assert [draws_by_worker(resumed) for _ in range(2)] == whole[1:]
+

@@ -131,9 +131,12 @@ def check_epoch(rng, faults, mode, on_error):
     """Run one epoch (maybe cut short) and check everything it delivered."""
     num_workers, item_concurrency = mode
     batch_size = rng.randint(1, 7)
+    prefetch_factor = rng.randint(1, 3)
+    if num_workers == 0 and item_concurrency == 1:
+        prefetch_factor = None  # nothing loads ahead: torch's ValueError
     loader = DataLoader(
         faults, batch_size=batch_size, num_workers=num_workers,
-        item_concurrency=item_concurrency, prefetch_factor=rng.randint(1, 3),
+        item_concurrency=item_concurrency, prefetch_factor=prefetch_factor,
         transform=faults.transform, collate_fn=faults.collate, on_error=on_error,
     )
     batches = [list(range(start, min(start + batch_size, N_ITEMS)))

@@ -88,17 +88,18 @@ def test_shard_helpers():
         len(shard(Unsized(range(3)), 0, 2))
 
 
-def test_batches_arrive_in_arrival_order():
+def test_in_order_false_delivers_batches_in_arrival_order():
     release = threading.Event()
 
     class SlowFirstWorker(IterableDataset):
         def __iter__(self):
             info = get_worker_info()
             if info.id == 0:
-                release.wait(30)
+                release.wait(GENEROUS)
             return iter(range(info.id * 100, info.id * 100 + 6))
 
-    with DataLoader(SlowFirstWorker(), batch_size=2, num_workers=2) as loader:
+    with DataLoader(SlowFirstWorker(), batch_size=2, num_workers=2, in_order=False,
+                    worker_type="thread") as loader:
         it = iter(loader)
         first = [next(it).tolist() for _ in range(3)]
         assert first == [[100, 101], [102, 103], [104, 105]]
@@ -106,26 +107,56 @@ def test_batches_arrive_in_arrival_order():
         assert [b.tolist() for b in it] == [[0, 1], [2, 3], [4, 5]]
 
 
-def test_ordered_streams_are_delivered_by_turn():
+@pytest.mark.parametrize("item_concurrency", [1, 3])
+def test_in_order_takes_the_workers_batches_by_turn_epoch_after_epoch(item_concurrency):
+    # torch's rule for any IterableDataset: batch j of every worker before batch
+    # j + 1 of any, an ended stream leaving the turns. Workers 1 and 2 are ready
+    # long before worker 0 in the first epoch: their batches still wait for its turn.
     hold = threading.Event()
-    # Workers 1 and 2 are ready long before worker 0: their batches still wait for its turn.
     threading.Timer(0.2, hold.set).start()
-    with DataLoader(Uneven(hold), batch_size=2, num_workers=3) as loader:
-        assert [b.tolist() for b in loader] == BY_TURN
-    with DataLoader(Uneven(), batch_size=2, num_workers=3, in_order=False) as loader:
+    with DataLoader(Uneven(hold), batch_size=2, num_workers=3, worker_type="thread",
+                    item_concurrency=item_concurrency) as loader:
+        for _ in range(2):
+            delivered = 0
+            for position, batch in enumerate(loader):
+                assert batch.tolist() == BY_TURN[position]
+                delivered += 1
+                del batch  # each batch dropped before the next, as training does
+            assert delivered == len(BY_TURN)
+    with DataLoader(Uneven(), batch_size=2, num_workers=3, in_order=False,
+                    worker_type="thread") as loader:
         assert sorted(b.tolist() for b in loader) == sorted(BY_TURN)
 
 
+def test_in_order_gives_each_worker_its_turn_in_every_epoch():
+    # torch's test_multi_epochs_reproducibility: worker w's only batch is batch w.
+    class WorkerIds(IterableDataset):
+        def __iter__(self):
+            return iter([get_worker_info().id] * 10)
+
+    with DataLoader(WorkerIds(), batch_size=10, num_workers=3, worker_type="thread") as loader:
+        for _ in range(3):
+            assert [b.tolist() for b in loader] == [[worker] * 10 for worker in range(3)]
+
+
 @pytest.mark.parametrize("stop", range(1, 6))
-def test_ordered_streams_resume_their_turns(stop):
+def test_streams_resume_their_turns(stop):
     # After stop 4 worker 0 has ended: the turns go on among the others.
-    with DataLoader(Uneven(), batch_size=2, num_workers=3) as loader:
+    def make():
+        return DataLoader(Uneven(), batch_size=2, num_workers=3, worker_type="thread")
+
+    with make() as loader:
         iterator = iter(loader)
         head = [next(iterator).tolist() for _ in range(stop)]
         state = loader.state_dict()
-    with DataLoader(Uneven(), batch_size=2, num_workers=3) as loader:
+    with make() as loader:
         loader.load_state_dict(state)
-        assert head + [b.tolist() for b in loader] == BY_TURN
+        rest = []
+        for batch in loader:
+            rest.append(batch.tolist())
+            del batch
+        assert head + rest == BY_TURN
+        assert [b.tolist() for b in loader] == BY_TURN  # the next epoch, from its start
 
 
 def test_len_follows_torchs_rule():

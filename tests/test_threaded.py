@@ -241,8 +241,9 @@ def test_timeout_raises_naming_the_timeout_and_the_iterator_stays_usable():
     dataset = Blocking(4, blocked=[0])
     with DataLoader(dataset, batch_size=2, num_workers=1, timeout=0.3) as loader:
         it = iter(loader)
-        with pytest.raises(TimeoutError, match=r"0\.3"):
+        with pytest.raises(TimeoutError, match=r"0\.3") as raised:
             next(it)
+        assert isinstance(raised.value, RuntimeError)  # what torch raises
         dataset.release.set()
         assert [b.tolist() for b in it] == [[0, 1], [2, 3]]
 

@@ -1,6 +1,7 @@
 """Batches through shared-memory slots: what goes in comes out, as views, and
 slots are recycled only once the consumer lets go of a batch."""
 
+import errno
 import gc
 import os
 import pickle
@@ -10,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
-from dataloader._processes.transport import SlotReader, SlotWriter
+from dataloader._processes.transport import SlotReader, SlotWriter, explained_descriptor_limit
 from dataloader.kernels import Image, ImageBatch
 
 
@@ -331,3 +332,23 @@ def test_torch_tensors_of_dtypes_numpy_lacks_come_back_bit_for_bit(pipe):
     for name, tensor in batch.items():
         assert got[name].dtype == tensor.dtype, name
         assert torch.equal(got[name].view(torch.uint8), tensor.view(torch.uint8)), name
+
+
+def test_running_out_of_descriptors_is_a_runtime_error_saying_what_to_do():
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    with pytest.raises(RuntimeError, match=f"^a worker reached its limit of {soft} open files "
+                                           r"\(`ulimit -n`\)") as raised:
+        with explained_descriptor_limit("a worker"):
+            raise OSError(errno.EMFILE, "Too many open files")
+    assert isinstance(raised.value.__cause__, OSError)  # the system's error, kept
+    for advice in ("Keep fewer batches alive", "resource.setrlimit", "worker_type='thread'"):
+        assert advice in str(raised.value)
+    with pytest.raises(RuntimeError, match=r"the system's limit of open files \(fs.file-max\)"):
+        with explained_descriptor_limit("a worker"):
+            raise OSError(errno.ENFILE, "Too many open files in system")
+
+
+def test_other_os_errors_pass_through_unexplained():
+    with pytest.raises(FileNotFoundError):
+        with explained_descriptor_limit("a worker"):
+            os.open("/nonexistent/file", os.O_RDONLY)

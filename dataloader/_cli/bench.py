@@ -9,17 +9,28 @@ does (torchvision itself is not needed).
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 import os
 import random
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dataloader._cli.common import (
+    image_dataset,
+    named_error,
+    non_negative_int,
+    positive_int,
+    require,
+    wrap,
+)
 from dataloader._images.collator import ImageCollator
 from dataloader._loading.loader import DataLoader
 from dataloader._loading.stats import STAGES
@@ -33,11 +44,101 @@ from dataloader.transforms import (
     ToFloat,
 )
 
-__all__ = ["BenchResult", "format_table", "native_chain", "run_native", "run_torch",
-           "short_run_warning"]
+__all__ = ["BenchResult", "add_bench_command", "format_table", "native_chain", "run_native",
+           "run_torch", "short_run_warning"]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def add_bench_command(commands: Any) -> None:
+    """Register ``bench`` on the command line's subcommand parsers.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from dataloader._cli.bench import add_bench_command
+    >>> parser = argparse.ArgumentParser(prog="dataloader")
+    >>> add_bench_command(parser.add_subparsers(dest="command"))
+    >>> parser.parse_args(["bench", "--epochs", "2"]).epochs
+    2
+    """
+    bench = commands.add_parser(
+        "bench", help="time the image pipeline over a folder (or generated images)",
+        description=wrap("Load an image folder through ImageFolder + Compose([Decode('RGB'), "
+                    "RandomResizedCrop(SIZE), RandomHFlip(), ToFloat(), Normalize(ImageNet), "
+                    "ToChw()]) + ImageCollator on worker threads, and report images/s, MB/s of "
+                    "compressed files read, and the time of each stage. Without PATH, a small "
+                    "set of generated JPEGs (kept in the temporary directory) is used."),
+        epilog="examples:\n  dataloader bench\n  dataloader bench train/ --batch-size 128 "
+               "--workers 8 --epochs 2\n  dataloader bench train/ --against torch",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    bench.add_argument("path", nargs="?", type=Path, metavar="PATH",
+                       help="an image folder: one subfolder per class (as torchvision's "
+                            "ImageFolder), or images directly inside")
+    bench.add_argument("--batch-size", type=positive_int, default=64, metavar="N",
+                       help="images per batch (default: 64)")
+    bench.add_argument("--workers", type=non_negative_int, default=_cpu_count(), metavar="N",
+                       help=f"worker threads, and torch's worker processes "
+                            f"(default: the usable cores, {_cpu_count()} here)")
+    bench.add_argument("--size", type=positive_int, default=224, metavar="PIXELS",
+                       help="side of the square crops (default: 224)")
+    bench.add_argument("--epochs", type=positive_int, default=1, metavar="N",
+                       help="passes over the folder (default: 1)")
+    bench.add_argument("--against", choices=["torch"],
+                       help="also run torch's DataLoader with worker processes doing the same "
+                            "work with Pillow and torch, and compare")
+    bench.add_argument("--sample-images", type=positive_int, default=256, metavar="N",
+                       help="without PATH: how many images to generate (default: 256)")
+    bench.set_defaults(run=_bench)
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _bench(args: argparse.Namespace) -> int:
+    if args.against == "torch":
+        require("torch", "--against torch needs torch: pip install torch")
+        require("PIL", "--against torch needs Pillow: pip install pillow")
+    if args.path is None:
+        from dataloader._images.samples import sample_image_folder
+
+        root = sample_image_folder(args.sample_images, n_classes=4)
+        print(f"generated images: {root}", file=sys.stderr)
+    else:
+        root = args.path
+    folder = image_dataset(root)
+    print(f"{len(folder)} images in {len(folder.classes)} classes, batch size {args.batch_size}, "
+          f"{args.workers} workers, {args.size}x{args.size} crops, {args.epochs} epoch(s)")
+    options = dict(batch_size=args.batch_size, workers=args.workers, size=args.size,
+                   epochs=args.epochs)
+    total = len(folder) * args.epochs
+    progress = Progress(total, "dataloader")
+    try:
+        ours = run_native(folder, progress=progress, **options)
+    except (ValueError, OSError) as err:
+        raise named_error(err, folder, native_chain(args.size)) from None
+    finally:
+        progress.close()
+    theirs = None
+    if args.against == "torch":
+        import torch.utils.data  # noqa: F401  (imported before the clock starts)
+
+        progress = Progress(total, "torch")
+        try:
+            theirs = run_torch(folder, progress=progress, **options)
+        finally:
+            progress.close()
+    print()
+    print(report(ours, theirs))
+    warning = short_run_warning([ours] if theirs is None else [ours, theirs])
+    if warning:
+        print("\n" + textwrap.fill(warning, 80), file=sys.stderr)
+    return 0
 
 
 @dataclasses.dataclass

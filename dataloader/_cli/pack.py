@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from dataloader._cli.common import UsageError
 from dataloader._core.io import read_file
 
 __all__ = ["add_pack_command", "parse_size"]
@@ -55,8 +56,18 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * _UNITS[unit])
 
 
-def add_pack_command(commands: Any, usage_error: type[Exception]) -> None:
-    """Register ``pack`` on the CLI's subcommand parsers."""
+def add_pack_command(commands: Any) -> None:
+    """Register ``pack`` on the command line's subcommand parsers.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from dataloader._cli.pack import add_pack_command
+    >>> parser = argparse.ArgumentParser(prog="dataloader")
+    >>> add_pack_command(parser.add_subparsers(dest="command"))
+    >>> parser.parse_args(["pack", "train/", "shards/", "--shard-size", "1GB"]).shard_size
+    1000000000
+    """
     pack = commands.add_parser(
         "pack", help="write an image folder or a JSON-lines index as tar shards",
         description="Write SRC as tar shards in the webdataset layout (for TarDataset): an image "
@@ -77,19 +88,19 @@ def add_pack_command(commands: Any, usage_error: type[Exception]) -> None:
     pack.add_argument("--shuffle", action="store_true",
                       help="write the samples in a seeded random order")
     pack.add_argument("--seed", type=int, default=0, help="seed of --shuffle (default: 0)")
-    pack.set_defaults(run=lambda args: _pack(args, usage_error))
+    pack.set_defaults(run=_pack)
 
 
-def _pack(args: argparse.Namespace, usage_error: type[Exception]) -> int:
+def _pack(args: argparse.Namespace) -> int:
     from dataloader._cli.bench import Progress
     from dataloader.sources import TarWriter
 
     if not args.src.exists():
-        raise usage_error(f"SRC not found: {args.src}")
+        raise UsageError(f"SRC not found: {args.src}")
     if args.out.exists() and not args.out.is_dir():
-        raise usage_error(f"OUT is not a folder: {args.out}")
+        raise UsageError(f"OUT is not a folder: {args.out}")
     if not _PREFIX.fullmatch(args.prefix) or args.prefix in (".", ".."):
-        raise usage_error(f"--prefix should be a file name, without a folder, got {args.prefix!r}")
+        raise UsageError(f"--prefix should be a file name, without a folder, got {args.prefix!r}")
     entries = _index(args.src) if args.src.is_file() else _folder(args.src)
     if args.shuffle:
         order = np.random.default_rng(args.seed).permutation(len(entries))

@@ -8,4 +8,4 @@ class Consumer:
     def next(self) -> Any: ...
 
 def wait_slice(started: float, timeout: float, position: int) -> float:
-    """Seconds to wait next for batch ``position``, or ``TimeoutError`` past ``timeout``."""
+    """Seconds to wait next for batch ``position``, or ``BatchTimeoutError`` past ``timeout``."""

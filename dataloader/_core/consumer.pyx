@@ -30,11 +30,32 @@ from dataloader._core._sync cimport (
     pthread_mutex_unlock,
 )
 from dataloader._core._typedefs cimport int64_t
-from dataloader._core._waiting cimport next_wait_slice
 from dataloader._core.pool cimport fork_generation
 from dataloader._core.stats cimport Row, WAIT_COUNT, now_ns, record
-from dataloader._errors import STARTED_BEFORE_FORK
+from dataloader._errors import STARTED_BEFORE_FORK, BatchTimeoutError
 from posix.time cimport timespec
+
+
+cdef double next_wait_slice(double started, double timeout, Py_ssize_t position) except -1.0:
+    """Seconds to wait in the next slice, or ``BatchTimeoutError`` once ``timeout`` has passed.
+
+    ``started`` is when the wait for batch ``position`` began; a ``timeout``
+    of 0 waits forever. Slices are at most 100 ms, so that signal handlers
+    (Ctrl-C) run between them.
+    """
+    cdef double longest_slice = 0.1
+    cdef double waited
+    if timeout <= 0:
+        return longest_slice
+    waited = dl_monotonic_seconds() - started
+    if waited >= timeout:
+        # Whole seconds as the user wrote them (torch's message says "after 1 seconds").
+        shown = int(timeout) if timeout == int(timeout) else timeout
+        raise BatchTimeoutError(
+            f"DataLoader timed out after {shown} seconds waiting for "
+            f"batch {position} (timeout={shown})"
+        )
+    return min(longest_slice, timeout - waited)
 
 
 cdef class Consumer:
@@ -93,7 +114,7 @@ cdef class Consumer:
         raise NotImplementedError
 
     cdef Py_ssize_t wait_ready(self) except -2:
-        """Wait until ``ready()`` is non-negative and return it; ``TimeoutError`` after ``timeout``."""
+        """Wait until ``ready()`` is non-negative and return it, or ``BatchTimeoutError``."""
         cdef Py_ssize_t found
         cdef bint ended
         cdef double started, slice_seconds
@@ -166,6 +187,6 @@ cdef class Consumer:
 
 def wait_slice(double started, double timeout, Py_ssize_t position):
     """Seconds the consumer of batch ``position`` may wait next (``time.monotonic``'s
-    clock), or ``TimeoutError`` once ``timeout`` has passed since ``started``: the
+    clock), or ``BatchTimeoutError`` once ``timeout`` has passed since ``started``: the
     wait rule of every engine, for the worker-process epochs."""
     return next_wait_slice(started, timeout, position)

@@ -2,7 +2,7 @@
 
 The dataset bases with ``torch.utils.data``'s names (``dataset``), torch's
 wrappers and splits (``wrappers``), datasets with ``async def
-__getitem__`` and the event loop that runs them (``asynchronous``), and
-weighted mixing of datasets (``interleave``). Datasets over files, servers
-and shards are the public ``dataloader.sources``.
+__getitem__`` (``asynchronous``) and the event loop that runs them
+(``event_loop``), and weighted mixing of datasets (``interleave``).
+Datasets over files, servers and shards are the public ``dataloader.sources``.
 """

@@ -21,6 +21,7 @@ from itertools import islice
 from typing import Any, Generic, TypeVar
 
 from dataloader._datasets.asynchronous import is_async_dataset
+from dataloader._errors import DatasetTypeError, DatasetValueError
 from dataloader._loading.worker import get_worker_info
 from dataloader._sampling.distributed import check_rank, world
 
@@ -210,10 +211,10 @@ class ConcatDataset(Dataset[T_co]):
     def __init__(self, datasets: Iterable[Any]) -> None:
         self.datasets = list(datasets)
         if not self.datasets:
-            raise ValueError("datasets should not be an empty iterable")
+            raise DatasetValueError("datasets should not be an empty iterable")
         for position, dataset in enumerate(self.datasets):
             if is_iterable_style(dataset):
-                raise TypeError(
+                raise DatasetTypeError(
                     "ConcatDataset does not support IterableDataset (use ChainDataset for "
                     f"streams), but datasets[{position}] is a {type(dataset).__name__}"
                 )
@@ -325,7 +326,7 @@ class ChainDataset(IterableDataset):
         self.datasets = list(datasets)
         for position, dataset in enumerate(self.datasets):
             if not is_iterable_style(dataset):
-                raise TypeError(
+                raise DatasetTypeError(
                     "ChainDataset only supports IterableDataset (use ConcatDataset for "
                     f"map-style datasets), but datasets[{position}] is a "
                     f"{type(dataset).__name__}"
@@ -351,8 +352,9 @@ def forwarded_getitems(dataset: Any, indices: list[Any]) -> list[Any]:
     items = getitems(indices)
     if len(items) != len(indices):
         raise ValueError(
-            f"{type(dataset).__name__}.__getitems__ returned {len(items)} items "
-            f"for {len(indices)} indices"
+            f"Nested dataset's output size mismatch. Expected {len(indices)}, got "
+            f"{len(items)} items: {type(dataset).__name__}.__getitems__ should return one "
+            "item per index"
         )
     return list(items)
 

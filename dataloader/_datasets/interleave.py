@@ -23,7 +23,7 @@ mixture whatever the worker count: its draws are seeded by ``(seed,
 epoch)`` only, and every worker walks the whole mixture, keeping example
 ``p`` when its batch ``p // batch_size`` is the worker's turn (``(p //
 batch_size) % num_workers``). The loader delivers the workers' batches by
-turn (``ordered_streams``, with ``in_order=True``), so they arrive in the
+turn (with ``in_order=True``), so they arrive in the
 mixture's order, as with ``num_workers=0``. A map-style source fetches
 only the examples a worker keeps; a streaming source is read whole by
 every worker (each as the only worker of the source), so its reading,
@@ -218,10 +218,6 @@ class InterleavedDataset(Dataset):
 
 class InterleavedStream(IterableDataset):
     """Sources interleaved as a stream (see :func:`interleave`); ``set_epoch`` reseeds."""
-
-    # The workers split one mixture by batch: the loader delivers their
-    # batches by turn (``in_order``), which puts the mixture back in order.
-    ordered_streams = True
 
     def __init__(self, datasets: list[Any], cumulative: np.ndarray | None, seed: int,
                  strategy: str) -> None:

@@ -33,18 +33,22 @@ import numpy as np
 
 from dataloader._datasets.asynchronous import is_async_dataset
 from dataloader._datasets.dataset import Dataset, T_co, forwarded_getitems, is_map_style
+from dataloader._errors import DatasetValueError
 from dataloader._sampling.seeding import check_seed
 
 __all__ = ["StackDataset", "Subset", "TensorDataset", "random_split"]
 
 
-class Subset(Dataset[T_co]):
+class Subset(Dataset[T_co], Sequence[T_co]):
     """The items of ``dataset`` at ``indices``, in that order.
 
     ``subset[i]`` is ``dataset[indices[i]]``; a batch is fetched with one
     ``dataset.__getitems__`` call when the dataset has one. Indices are
     not checked here: one out of ``dataset``'s range raises when it is
-    read, as in torch. A subset of an async dataset (one with ``async def
+    read, as in torch. A subset is a ``collections.abc.Sequence`` of its
+    items, so code that compares sequences item by item compares subsets
+    that way too (torch's ``TestCase.assertEqual`` lists its own ``Subset``
+    among its sequences for this). A subset of an async dataset (one with ``async def
     __getitem__``, such as :class:`dataloader.HttpDataset`) is async too:
     the loader runs its items on its event loop, one coroutine per item.
 
@@ -69,6 +73,8 @@ class Subset(Dataset[T_co]):
     (3, 'c', 'e')
     >>> [list(batch) for batch in DataLoader(evens, batch_size=2, collate_fn=list)]
     [['a', 'c'], ['e']]
+    >>> list(evens), "c" in evens, evens.index("e")
+    (['a', 'c', 'e'], True, 2)
     """
 
     dataset: Any
@@ -203,7 +209,7 @@ class TensorDataset(Dataset[tuple[Any, ...]]):
                 )
         sizes = [int(tensor.shape[0]) for tensor in tensors]
         if any(size != sizes[0] for size in sizes):
-            raise ValueError(f"Size mismatch between tensors: first dimensions {sizes}")
+            raise DatasetValueError(f"Size mismatch between tensors: first dimensions {sizes}")
         self.tensors = tensors
 
     def __getitem__(self, index: Any) -> tuple[Any, ...]:

@@ -4,14 +4,16 @@
 are in ``dataloader.transforms`` and the modules it re-exports); each
 describes itself as native ops
 (``_steps()``: ``(name, ints, floats)`` each, made by ``pipeline.step``
-from the parameter names of ``_core/src/dl_tables.h``); this module turns
-that into a ``dataloader._core.pipeline.Chain`` and asks it static facts.
+from the parameter names of ``_core/src/dl_tables.h``), and :class:`Compose`
+chains them into one; this module turns that into a
+``dataloader._core.pipeline.Chain`` and asks it static facts.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Sequence
 from typing import Any, TypeVar, dataclass_transform
 
 import numpy as np
@@ -20,7 +22,8 @@ from dataloader._core.pipeline import Chain
 from dataloader._core.pipeline import item_seed as native_item_seed
 from dataloader._images.arguments import check_seed
 
-__all__ = ["ItemTransform", "Transform", "compile_chain", "frozen", "output_shape", "set_checked"]
+__all__ = ["Compose", "ItemTransform", "Transform", "compile_chain", "frozen", "output_shape",
+           "set_checked"]
 
 _SEED_MASK = 2**63 - 1
 
@@ -124,6 +127,61 @@ class Transform:
             if field.default is dataclasses.MISSING or value != field.default:
                 shown.append(f"{field.name}={value!r}")
         return f"{type(self).__name__}({', '.join(shown)})"
+
+
+class Compose(Transform):
+    """Chain transforms; nested ``Compose`` objects are flattened.
+
+    Parameters
+    ----------
+    transforms : sequence of Transform
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader.transforms import Compose, HFlip, Resize
+    >>> Compose([Resize((2, 2)), HFlip()])(np.zeros((4, 4, 3), np.uint8)).shape
+    (2, 2, 3)
+    """
+
+    __slots__ = ("transforms",)
+    transforms: tuple[Transform, ...]
+
+    def __init__(self, transforms: Sequence[Transform]) -> None:
+        if isinstance(transforms, Transform) or not isinstance(transforms, (list, tuple)):
+            raise TypeError(f"Compose takes a list of transforms, got {type(transforms).__name__}")
+        flat: list[Transform] = []
+        for position, transform in enumerate(transforms):
+            if isinstance(transform, Compose):
+                flat.extend(transform.transforms)
+            elif isinstance(transform, Transform):
+                flat.append(transform)
+            else:
+                raise TypeError(f"transforms[{position}] must be a Transform, got "
+                                f"{type(transform).__name__}; wrap Python code in the "
+                                "DataLoader's transform= instead")
+        object.__setattr__(self, "transforms", tuple(flat))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __reduce__(self):
+        return (Compose, (list(self.transforms),))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Compose) and self.transforms == other.transforms
+
+    def __hash__(self) -> int:
+        return hash(self.transforms)
+
+    def __repr__(self) -> str:
+        return f"Compose([{', '.join(map(repr, self.transforms))}])"
+
+    def _steps(self):
+        return [step for transform in self.transforms for step in transform._steps()]
+
+    def _first(self) -> Transform | None:
+        return self.transforms[0] if self.transforms else None
 
 
 _T = TypeVar("_T")

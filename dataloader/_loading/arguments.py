@@ -9,6 +9,8 @@ first iterated.
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.context
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +21,8 @@ from dataloader._sampling.sampler import check_generator, epoch_rng
 
 __all__ = [
     "MAX_PREFETCH_FACTOR", "MAX_THREADS", "check_counts", "check_dataset",
-    "check_exclusive_options", "check_randomness", "epoch_window", "is_int", "seed_from",
+    "check_exclusive_options", "check_process_options", "check_randomness", "epoch_window",
+    "is_int", "seed_from",
 ]
 
 # Batches loaded ahead per worker. A worker makes its batches one after
@@ -54,8 +57,13 @@ def check_counts(
         raise ValueError(
             f"batch_size should be a positive integer or None, but got batch_size={batch_size!r}"
         )
+    if is_int(num_workers) and num_workers < 0:
+        raise ValueError(
+            "num_workers option should be non-negative; use num_workers=0 to load on the "
+            f"calling thread, but got num_workers={num_workers}"
+        )
     _check_int("num_workers", num_workers, 0, MAX_THREADS,
-               "worker threads; 0 loads on the calling thread")
+               "worker threads or processes; 0 loads on the calling thread")
     _check_int("item_concurrency", item_concurrency, 1, MAX_THREADS,
                "items of one batch fetched at once")
     threads = max(num_workers, 1) * item_concurrency
@@ -66,12 +74,75 @@ def check_counts(
             f"and item_concurrency={item_concurrency} ({threads} threads)"
         )
     if prefetch_factor is not None:
-        _check_int("prefetch_factor", prefetch_factor, 1, MAX_PREFETCH_FACTOR,
-                   "batches loaded ahead per worker")
+        _check_prefetch_factor(prefetch_factor, num_workers, item_concurrency)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
         raise TypeError(f"timeout should be a number of seconds, but got timeout={timeout!r}")
     if not timeout >= 0:  # NaN too
-        raise ValueError(f"timeout should be a non-negative number, but got timeout={timeout!r}")
+        raise ValueError(
+            "timeout option should be non-negative (seconds to wait for one batch, 0 for "
+            f"ever), but got timeout={timeout!r}"
+        )
+
+
+def _check_prefetch_factor(prefetch_factor: Any, num_workers: int, item_concurrency: int) -> None:
+    _check_int("prefetch_factor", prefetch_factor, 1, MAX_PREFETCH_FACTOR,
+               "batches loaded ahead per worker")
+    if num_workers == 0 and item_concurrency == 1:  # as torch: nothing loads ahead of next()
+        raise ValueError(
+            "prefetch_factor option could only be specified when batches load ahead, with "
+            "num_workers > 0 (or item_concurrency > 1): with num_workers=0 each batch loads "
+            "on the calling thread when next() asks for it; leave prefetch_factor unset, "
+            f"but got prefetch_factor={prefetch_factor}"
+        )
+
+
+def check_process_options(num_workers: int, multiprocessing_context: Any,
+                          persistent_workers: Any) -> None:
+    """Validate the options of worker processes, as torch does.
+
+    Both need workers: with ``num_workers=0`` no process starts, so torch
+    refuses them, and so does this loader (with worker threads they are
+    accepted and unused: threads live as long as the loader).
+
+    Examples
+    --------
+    >>> from dataloader._loading.arguments import check_process_options
+    >>> check_process_options(2, "spawn", True)
+    >>> try:
+    ...     check_process_options(0, None, True)
+    ... except ValueError as error:
+    ...     print(str(error).split(" (")[0])
+    persistent_workers option needs num_workers > 0
+    """
+    if multiprocessing_context is not None:
+        if num_workers == 0:
+            raise ValueError(
+                "multiprocessing_context can only be used with multi-process loading "
+                "(num_workers > 0), but got num_workers=0: batches load on the calling "
+                "thread, and no process starts"
+            )
+        _check_start_method(multiprocessing_context)
+    if persistent_workers and num_workers == 0:
+        raise ValueError(
+            "persistent_workers option needs num_workers > 0 (it keeps worker processes "
+            "between epochs), but got num_workers=0"
+        )
+
+
+def _check_start_method(context: Any) -> None:
+    methods = multiprocessing.get_all_start_methods()
+    if isinstance(context, str):
+        if context not in methods:
+            raise ValueError(
+                f"multiprocessing_context option should specify a valid start method in "
+                f"{methods!r}, but got multiprocessing_context={context!r}"
+            )
+    elif not isinstance(context, multiprocessing.context.BaseContext):
+        raise TypeError(
+            "multiprocessing_context option should be a valid context object or a string "
+            f"specifying the start method ({', '.join(methods)}), but got "
+            f"multiprocessing_context={context!r}"
+        )
 
 
 def epoch_window(num_workers: int, prefetch_factor: int, total: int | None) -> int:

@@ -39,8 +39,9 @@ import numpy as np
 from dataloader._core.collate import collate_numbers, stack_arrays
 
 __all__ = [
-    "allocate", "batch_allocator", "default_collate", "default_collate_fn_map",
-    "default_convert", "own_rule", "register_collate", "tensor_batch",
+    "allocate", "batch_allocator", "collate_arrays", "collate_container", "convert_container",
+    "default_collate", "default_collate_fn_map", "default_convert", "own_rule", "register_collate",
+    "registered_rule", "stack_tensors", "tensor_batch",
 ]
 
 Allocator = Callable[[tuple[int, ...], Any], np.ndarray]
@@ -137,7 +138,11 @@ def default_collate(batch: list[Any]) -> Any:
     return _collate_by_isinstance(elem, batch)
 
 
-def _collate_arrays(batch: list[Any]) -> np.ndarray:
+def collate_arrays(batch: list[Any], empty: Allocator | None = None) -> np.ndarray:
+    """Numpy arrays stacked on a new leading axis (0-d numpy scalars: their 1-d array).
+
+    ``empty(shape, dtype)`` allocates the stack; by default this thread's allocator.
+    """
     elem = batch[0]
     if elem.dtype.kind in "OSUV":
         raise TypeError(_UNSUPPORTED.format(f"numpy array of dtype {elem.dtype}"))
@@ -148,7 +153,7 @@ def _collate_arrays(batch: list[Any]) -> np.ndarray:
             raise TypeError(
                 f"default_collate: cannot stack a {type(item).__name__} with numpy arrays"
             )
-    return stack_arrays(batch, allocate)
+    return stack_arrays(batch, empty or allocate)
 
 
 def _collate_numpy_scalars(batch: list[Any]) -> np.ndarray:
@@ -208,8 +213,9 @@ def _collate_strings(batch: list[Any]) -> list[Any]:
     return batch
 
 
-def _collate_mapping(elem: collections.abc.Mapping, batch: list[Any]) -> Any:
-    collated = {key: default_collate([item[key] for item in batch]) for key in elem}
+def _collate_mapping(elem: collections.abc.Mapping, batch: list[Any],
+                     collate: Callable[[list[Any]], Any]) -> Any:
+    collated = {key: collate([item[key] for item in batch]) for key in elem}
     try:
         return type(elem)(collated)
     except TypeError:
@@ -217,15 +223,16 @@ def _collate_mapping(elem: collections.abc.Mapping, batch: list[Any]) -> Any:
         return collated
 
 
-def _collate_namedtuple(elem: tuple, batch: list[Any]) -> Any:
-    return type(elem)(*(default_collate(list(field)) for field in zip(*batch, strict=True)))
+def _collate_namedtuple(elem: tuple, batch: list[Any], collate: Callable[[list[Any]], Any]) -> Any:
+    return type(elem)(*(collate(list(field)) for field in zip(*batch, strict=True)))
 
 
-def _collate_sequence(elem: collections.abc.Sequence, batch: list[Any]) -> Any:
+def _collate_sequence(elem: collections.abc.Sequence, batch: list[Any],
+                      collate: Callable[[list[Any]], Any]) -> Any:
     size = len(elem)
     if any(len(item) != size for item in batch):
         raise RuntimeError("each element in list of batch should be of equal size")
-    columns = [default_collate(list(column)) for column in zip(*batch, strict=True)]
+    columns = [collate(list(column)) for column in zip(*batch, strict=True)]
     if isinstance(elem, tuple):
         return columns
     try:
@@ -234,21 +241,22 @@ def _collate_sequence(elem: collections.abc.Sequence, batch: list[Any]) -> Any:
         return columns
 
 
-def _stack_tensors(torch: Any, elem: Any, batch: list[Any]) -> Any:
+def stack_tensors(torch: Any, elem: Any, batch: list[Any]) -> Any:
+    """``torch.stack`` of ``batch``, into batch memory (a worker process's shared slot)."""
     if _allocator() is np.empty or elem.device.type != "cpu":
         return torch.stack(batch, 0)
     return torch.stack(batch, 0, out=tensor_batch(torch, elem, len(batch)))
 
 
 def _collate_by_isinstance(elem: Any, batch: list[Any]) -> Any:
-    for registered, collate in _REGISTERED.items():
-        if isinstance(elem, registered):
-            return collate(batch)
+    registered = registered_rule(elem)
+    if registered is not None:
+        return registered(batch)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(elem, torch.Tensor):
-        return _stack_tensors(torch, elem, batch)
+        return stack_tensors(torch, elem, batch)
     if isinstance(elem, np.ndarray):
-        return _collate_arrays(batch)
+        return collate_arrays(batch)
     if isinstance(elem, np.generic):
         return _collate_numpy_scalars(batch)
     if isinstance(elem, bool):
@@ -259,27 +267,43 @@ def _collate_by_isinstance(elem: Any, batch: list[Any]) -> Any:
         return _collate_floats(batch)
     if isinstance(elem, (str, bytes)):
         return batch
+    return collate_container(elem, batch, default_collate)
+
+
+def collate_container(elem: Any, batch: list[Any], collate: Callable[[list[Any]], Any]) -> Any:
+    """The batch of mappings, namedtuples or sequences like ``elem``, each field by ``collate``.
+
+    Raises ``TypeError`` for any other item: no rule collates it.
+    """
     if isinstance(elem, collections.abc.Mapping):
-        return _collate_mapping(elem, batch)
+        return _collate_mapping(elem, batch, collate)
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):
-        return _collate_namedtuple(elem, batch)
+        return _collate_namedtuple(elem, batch, collate)
     if isinstance(elem, collections.abc.Sequence):
-        return _collate_sequence(elem, batch)
+        return _collate_sequence(elem, batch, collate)
     raise TypeError(_UNSUPPORTED.format(type(elem)))
+
+
+def registered_rule(elem: Any) -> Callable[[list[Any]], Any] | None:
+    """The function :func:`register_collate` gave ``elem``'s type (or a base of it), if any."""
+    for registered, collate in _REGISTERED.items():
+        if isinstance(elem, registered):
+            return collate
+    return None
 
 
 # Exact-type fast paths for the common leaves; everything else (subclasses,
 # containers, tensors) goes through the isinstance chain above.
 default_collate_fn_map: dict[type, Callable[[list[Any]], Any]] = {
-    np.ndarray: _collate_arrays,
+    np.ndarray: collate_arrays,
     bool: _collate_bools,
     int: _collate_ints,
     float: _collate_floats,
     str: _collate_strings,
     bytes: _collate_strings,
-    dict: lambda batch: _collate_mapping(batch[0], batch),
-    tuple: lambda batch: _collate_sequence(batch[0], batch),
-    list: lambda batch: _collate_sequence(batch[0], batch),
+    dict: lambda batch: _collate_mapping(batch[0], batch, default_collate),
+    tuple: lambda batch: _collate_sequence(batch[0], batch, default_collate),
+    list: lambda batch: _collate_sequence(batch[0], batch, default_collate),
 }
 # The types added by register_collate, also matched by isinstance.
 _REGISTERED: dict[type, Callable[[list[Any]], Any]] = {}
@@ -338,18 +362,26 @@ def default_convert(data: Any) -> Any:
         return np.asarray(data)
     if isinstance(data, (str, bytes, np.ndarray)):
         return data
+    return convert_container(data, default_convert)
+
+
+def convert_container(data: Any, convert: Callable[[Any], Any]) -> Any:
+    """``data``'s mapping, namedtuple or sequence with each value through ``convert``.
+
+    Anything else is returned unchanged.
+    """
     if isinstance(data, collections.abc.Mapping):
-        converted = {key: default_convert(value) for key, value in data.items()}
+        converted = {key: convert(value) for key, value in data.items()}
         try:
             return type(data)(converted)
         except TypeError:
             return converted
     if isinstance(data, tuple) and hasattr(data, "_fields"):
-        return type(data)(*(default_convert(value) for value in data))
+        return type(data)(*(convert(value) for value in data))
     if isinstance(data, tuple):
-        return [default_convert(value) for value in data]
+        return [convert(value) for value in data]
     if isinstance(data, collections.abc.Sequence):
-        converted_items = [default_convert(value) for value in data]
+        converted_items = [convert(value) for value in data]
         try:
             return type(data)(converted_items)
         except TypeError:

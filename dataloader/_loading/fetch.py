@@ -26,20 +26,23 @@ __all__ = [
 ON_ERROR_CHOICES = ("raise", "skip")
 
 
-def check_index(index: Any) -> int:
-    """Return ``index`` as an int, or raise for a value that is not a non-negative int."""
+def check_index(index: Any) -> Any:
+    """Return an integer ``index`` as an int (a negative one raises), any other key unchanged.
+
+    A key that is not an integer (a string for a dict-backed dataset, a list
+    for a dataset that loads several items at once) goes to the dataset as
+    it is, as torch passes it.
+    """
     try:
         value = operator.index(index)
     except TypeError:
-        raise TypeError(
-            f"sampler yielded {index!r} ({type(index).__name__}), expected a non-negative int"
-        ) from None
+        return index
     if value < 0:
         raise ValueError(f"sampler yielded {value}, expected a non-negative int")
     return value
 
 
-def check_batch_indices(indices: Any) -> list[int]:
+def check_batch_indices(indices: Any) -> list[Any]:
     """Return the batch's indices as a list, checking each of them."""
     try:
         values = list(indices)

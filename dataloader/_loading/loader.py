@@ -11,25 +11,19 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
-import numpy as np
-
 from dataloader._core.pool import CLOSE_WAIT_SECONDS, Pool, wait_bound
-from dataloader._datasets.asynchronous import (
-    EpochItems,
-    EventLoop,
-    check_async_dataset,
-    is_async_dataset,
-)
+from dataloader._datasets.asynchronous import check_async_dataset, is_async_dataset
 from dataloader._datasets.dataset import is_iterable_style
+from dataloader._datasets.event_loop import EpochItems, EventLoop
 from dataloader._loading import iterators as _iterators
 from dataloader._loading import streaming as _streaming
 from dataloader._loading.arguments import (
     check_counts,
     check_dataset,
     check_exclusive_options,
+    check_process_options,
     check_randomness,
     epoch_window,
-    seed_from,
 )
 from dataloader._loading.collate import default_collate, default_convert
 from dataloader._loading.fetch import (
@@ -39,6 +33,7 @@ from dataloader._loading.fetch import (
     check_skip_policy,
     dataset_recipe,
 )
+from dataloader._loading.handles import guarded_dataset
 from dataloader._loading.iterators import DirectEpoch, ThreadedEpoch
 from dataloader._loading.pinning import (
     DirectPinnedEpoch,
@@ -48,6 +43,8 @@ from dataloader._loading.pinning import (
 )
 from dataloader._loading.plans import EpochPlan, StreamPlan
 from dataloader._loading.plugins import bind_epoch, item_source
+from dataloader._loading.randomness import LoaderRandomness
+from dataloader._loading.reported_length import stream_length, warn_past_reported_length
 from dataloader._loading.stats import Stats
 from dataloader._loading.worker import WorkerSetup
 from dataloader._processes.choice import WorkerTypeChoice, check_worker_type
@@ -56,14 +53,7 @@ from dataloader._processes.group import WorkerGroup, close_with, start_method
 from dataloader._processes.stream import ProcessStream
 from dataloader._processes.worker import WorkerSpec
 from dataloader._sampling.distributed import RankGroup
-from dataloader._sampling.sampler import (
-    BatchSampler,
-    RandomSampler,
-    SequentialSampler,
-    is_epoch_seeded,
-    yields_valid_indices,
-)
-from dataloader._sampling.seeding import check_seed, random_seed
+from dataloader._sampling.sampler import BatchSampler, SequentialSampler, yields_valid_indices
 from dataloader._sampling.state import LoaderProgress, check_resumable, skip_batches
 
 T_co = TypeVar("T_co", covariant=True)
@@ -74,7 +64,7 @@ __all__ = ["DataLoader"]
 _FROZEN_ATTRIBUTES = frozenset({"batch_size", "sampler", "batch_sampler", "drop_last", "dataset"})
 
 
-class DataLoader(Generic[T_co]):
+class DataLoader(LoaderRandomness, Generic[T_co]):
     """Iterate over a dataset in batches, loading them on worker threads or processes.
 
     Parameters
@@ -179,6 +169,10 @@ class DataLoader(Generic[T_co]):
     [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
     """
 
+    # The collate_fn of batches and of single items when none is given.
+    _collate = staticmethod(default_collate)
+    _convert = staticmethod(default_convert)
+
     def __init__(
         self,
         dataset: Any,
@@ -211,6 +205,7 @@ class DataLoader(Generic[T_co]):
         check_async_dataset(dataset)
         check_skip_policy(on_error, max_skipped)
         check_counts(batch_size, num_workers, prefetch_factor, timeout, item_concurrency)
+        check_process_options(num_workers, multiprocessing_context, persistent_workers)
         check_pin_memory_device(pin_memory_device)
         check_worker_type(worker_type)
         iterable = is_iterable_style(dataset)
@@ -231,15 +226,14 @@ class DataLoader(Generic[T_co]):
                     f"{name} should be an iterable of indices, got {type(value).__name__}"
                 )
 
+        user_seeded = seed is not None
         if seed is None:
-            seed = seed_from(generator) if shuffle and generator is not None else random_seed()
+            seed = self._default_seed(generator)
         if batch_sampler is not None:
             batch_size, drop_last = None, False
-        # The loader owns the sampler it builds: its seed follows the loader's.
-        self._owned_sampler: RandomSampler | None = None
         if sampler is None and not iterable:
             if shuffle:
-                sampler = self._owned_sampler = RandomSampler(dataset, seed=seed)
+                sampler = self._shuffled_sampler(dataset, seed, generator, user_seeded)
             else:
                 sampler = SequentialSampler(dataset)
         if batch_size is not None and batch_sampler is None and not iterable:
@@ -269,7 +263,7 @@ class DataLoader(Generic[T_co]):
         self._seed = seed
         self._worker_type = WorkerTypeChoice(worker_type, dataset)
         if collate_fn is None:
-            collate_fn = default_collate if self._auto_collation else default_convert
+            collate_fn = self._collate if self._auto_collation else self._convert
         self.collate_fn = collate_fn
         self._pool: Pool | None = None
         self._pool_finalizer: weakref.finalize | None = None
@@ -279,12 +273,11 @@ class DataLoader(Generic[T_co]):
         self._process_epochs: weakref.WeakSet[ProcessEpoch | ProcessStream] = weakref.WeakSet()
         self._worker_setup: WorkerSetup | None = None
         # An async dataset's coroutines run on an event loop owned by the
-        # loader (see dataloader/_datasets/asynchronous.py); the finalizer holds the loop's
+        # loader (see dataloader/_datasets/event_loop.py); the finalizer holds the loop's
         # owner, not the loader, like the pool's.
         self._event_loop = EventLoop(dataset) if is_async_dataset(dataset) else None
         if self._event_loop is not None:
             weakref.finalize(self, self._event_loop.close)
-        self._base_seed = int(np.random.default_rng(seed).integers(2**62))
         self._progress = LoaderProgress()
         self._stats = Stats()
         # Streaming epochs still running, cancelled before the pool stops.
@@ -302,18 +295,6 @@ class DataLoader(Generic[T_co]):
                 f"{name} attribute should not be set after {type(self).__name__} is initialized"
             )
         super().__setattr__(name, value)
-
-    @property
-    def seed(self) -> int:
-        """The seed of every random order and of :func:`item_seed`; saved by ``state_dict``."""
-        return self._seed
-
-    @seed.setter
-    def seed(self, value: int) -> None:
-        self._seed = check_seed(value)
-        self._base_seed = int(np.random.default_rng(self._seed).integers(2**62))
-        if self._owned_sampler is not None:
-            self._owned_sampler.seed = self._seed
 
     @property
     def epoch(self) -> int:
@@ -337,7 +318,7 @@ class DataLoader(Generic[T_co]):
     def __len__(self) -> int:
         """The number of batches in one epoch."""
         if self._iterable:
-            return _streaming.loader_length(self)
+            return stream_length(self)
         return len(self._index_sampler)  # type: ignore[arg-type]
 
     @property
@@ -361,6 +342,7 @@ class DataLoader(Generic[T_co]):
         return self.num_workers > 0 and self.worker_type == "process"
 
     def __iter__(self) -> Any:
+        self._begin_iteration()
         pin = pinning(self.pin_memory, self.pin_memory_device)
         epoch: Any
         if self._iterable:
@@ -390,7 +372,8 @@ class DataLoader(Generic[T_co]):
             return self._pool
         self._shutdown_pool()
         self._pool = pool = Pool(size)
-        self._worker_setup = WorkerSetup(size, self._base_seed, self.dataset, self.worker_init_fn,
+        self._worker_setup = WorkerSetup(size, self._worker_base_seed(), self.dataset,
+                                         self.worker_init_fn,
                                          self.prefetch_factor)
         self._stats.ensure_threads(size)
         self._pool_finalizer = _iterators.pool_finalizer(self, pool, self._streams)
@@ -415,7 +398,8 @@ class DataLoader(Generic[T_co]):
         group = self._workers
         if group is not None and not group.closed:
             return group
-        spec = WorkerSpec.of_loader(self, self._base_seed, self._auto_collation, self._iterable)
+        spec = WorkerSpec.of_loader(self, self._worker_base_seed(), self._auto_collation,
+                                    self._iterable)
         group = WorkerGroup(spec, start_method(self.multiprocessing_context))
         if self.persistent_workers:
             self._workers = group
@@ -547,14 +531,6 @@ class DataLoader(Generic[T_co]):
             self.sampler.load_state_dict(state["sampler"])
         self.seed = self._progress.load_state_dict(state)
 
-    def _epoch_samplers(self) -> list[Any]:
-        """The samplers whose order depends on the epoch number."""
-        found = []
-        for sampler in (self.sampler, getattr(self.batch_sampler, "sampler", None)):
-            if is_epoch_seeded(sampler) and all(sampler is not other for other in found):
-                found.append(sampler)
-        return found
-
     def _epoch_transform(self, transform: Any) -> tuple[Any, Any]:
         """This epoch's ``transform(index, item)``, and a batch assembler when one applies.
 
@@ -583,7 +559,7 @@ class DataLoader(Generic[T_co]):
         # A dataset's own native transform runs here (an async dataset's coroutines fetch).
         raw_item, unbound = item_source(None if self._event_loop else self.dataset, self.transform)
         transform, assemble = self._epoch_transform(unbound)
-        source, item_lanes, on_cancel = self.dataset, False, None
+        source, item_lanes, on_cancel = guarded_dataset(self, processes), False, None
         if self._event_loop is not None and not self._processes:  # a loop in each process
             source = EpochItems(self.dataset, self._event_loop)
             item_lanes, on_cancel = source.item_lanes, source.cancel
@@ -634,14 +610,15 @@ class DataLoader(Generic[T_co]):
             stats=self._stats,
             pool=pool,
             worker_setup=self._worker_setup if pool is not None else None,
-            base_seed=self._base_seed,
+            base_seed=self._worker_base_seed(),
             prefetch_factor=self.prefetch_factor,
             timeout=float(self.timeout),
             rank_group=self._rank_group,
-            in_order=self.in_order and _streaming.ordered_streams(self.dataset),
+            in_order=self.in_order,
             processes=self._start_process_streams if processes else None,
         )
         epoch = _streaming.start_epoch(self, plan)
+        warn_past_reported_length(epoch, self)
         self._streams.add(epoch)
         return epoch
 

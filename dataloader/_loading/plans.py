@@ -114,8 +114,8 @@ class StreamPlan:
         The ranks' own process group, with ``limit == AGREE``.
     in_order : bool
         Deliver the workers' batches by turn, batch ``j`` of every stream
-        before batch ``j + 1`` of any (the loader's ``in_order`` for a
-        dataset with ``ordered_streams``); else in arrival order.
+        before batch ``j + 1`` of any, as torch does (the loader's
+        ``in_order``); else in arrival order.
     processes : callable or None
         With worker processes: ``processes(plan, states)`` starts the
         epoch's streams on them (each stream's saved state on resume) and

@@ -4,12 +4,13 @@ A *stream* is one ``iter(dataset)``. With ``num_workers = n > 0`` there are
 ``n`` streams, each iterated on its own worker thread with
 ``get_worker_info()`` describing the stream (``id`` in ``0 .. n - 1``,
 ``num_workers = n``), so that ``__iter__`` can shard by worker as with
-torch; each worker assembles, transforms and collates its own batches, and
-the consumer receives them in arrival order (``dataloader._core.stream``);
-with ``in_order`` and a dataset whose ``ordered_streams`` is true (its
-workers split one order by batch, as ``interleave`` does) by turn
-instead, batch ``j`` of every worker before batch ``j + 1`` of any, as
-torch delivers them, which puts that order back together.
+torch; each worker assembles, transforms and collates its own batches
+(``dataloader._core.stream``). With ``in_order`` (the default) the consumer
+takes them by turn, as torch does: batch ``j`` of every worker before batch
+``j + 1`` of any, a worker whose stream has ended leaving the rotation, so
+the order is the same on every run (and a dataset whose workers split one
+order by batch, as ``interleave``'s do, gets that order back); with
+``in_order=False``, in arrival order.
 With ``num_workers = 0`` there is one stream, iterated on the consumer
 thread; with ``item_concurrency > 1`` its batches are transformed and
 collated on the pool (by the map-style engine, ``dataloader._core.epoch``).
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from dataloader._sampling.state import EpochProgress
 
 __all__ = [
-    "Cursor", "check_options", "drops_partial", "epoch_limit", "loader_length", "ordered_streams",
+    "Cursor", "check_options", "drops_partial", "epoch_limit", "loader_length",
     "start_epoch", "stream_recipe",
 ]
 
@@ -347,12 +348,6 @@ def _engine(plan: StreamPlan, states: dict[int, Any]) -> Any:
     return engine
 
 
-def ordered_streams(dataset: Any) -> bool:
-    """Whether the dataset's workers split one order by batch (``ordered_streams``):
-    then, with ``in_order``, their batches are delivered by turn, which restores that order."""
-    return bool(getattr(dataset, "ordered_streams", False))
-
-
 class StreamEpoch:
     """The iterator of a streaming epoch (see the module docstring).
 
@@ -376,6 +371,12 @@ class StreamEpoch:
 
     def __iter__(self) -> StreamEpoch:
         return self
+
+    @property
+    def _workers(self) -> list[Any]:
+        """Worker processes only: their ``multiprocessing.Process`` objects, as torch's
+        iterator names them (``AttributeError`` on threads, as torch's single-process one)."""
+        return self.engine._workers
 
     def __len__(self) -> int:
         return max(len(self._loader) - self._progress.delivered, 0)

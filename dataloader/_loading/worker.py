@@ -36,7 +36,10 @@ class WorkerInfo:
     num_workers : int
         How many workers the loader runs.
     seed : int
-        The worker's seed: the loader's base seed plus ``id``.
+        The worker's seed: the epoch's base seed plus ``id``. A worker
+        process seeds ``random`` and torch with it (``torch.initial_seed()``
+        returns it), and numpy's global generator from it, before
+        ``worker_init_fn`` runs, as torch's workers do.
     dataset : object
         The loader's dataset: the same object on worker threads, the
         process's copy in a worker process.
@@ -45,6 +48,11 @@ class WorkerInfo:
         (``None`` otherwise). With ``in_order`` the loader delivers batch
         ``k`` of worker ``w`` as its batch ``k * num_workers + w``, so a
         stream can split one order among workers by batch.
+    rng : object or None
+        torch 2.13's field, kept for code that reads it: always ``None``.
+    worker_method : str
+        ``"multiprocessing"`` in a worker process, ``"thread"`` on a worker
+        thread (torch's names).
 
     Examples
     --------
@@ -59,6 +67,8 @@ class WorkerInfo:
     seed: int
     dataset: Any
     batch_size: int | None = None
+    rng: Any = None
+    worker_method: str = "thread"
 
 
 def get_worker_info() -> WorkerInfo | None:

@@ -2,7 +2,10 @@
 
 The consumer posts requests (batches of indices, the sampler's end) and
 takes replies; the group's I/O thread assigns each batch its position,
-sends it to the least busy worker and stores the reply. Only the I/O
+sends it to its worker and stores the reply. In order, as torch's, batch
+``p`` of the epoch goes to worker ``p % num_workers`` (each worker loads its
+batches in turn, so which worker loads what is the same on every run);
+with ``in_order=False``, to the least busy worker. Only the I/O
 thread reads or writes the pipes, and only the consumer thread takes
 replies, so a ``KeyboardInterrupt`` -- raised in the consumer thread alone
 -- can never cut a message in half; at worst it loses the batch being
@@ -30,6 +33,9 @@ class Channel:
         ``worker_id`` is -1 for a batch whose indices failed their check.
     ordered : bool
         The epoch delivers in sampler order (``in_order``).
+    first : int
+        The epoch's batches delivered before this channel's first (a
+        resumed epoch's): position ``p`` here is the epoch's batch ``first + p``.
     arrivals : deque
         Positions in the order their replies arrived (unordered epochs).
     assigned : int
@@ -40,9 +46,10 @@ class Channel:
         Why the group stopped serving (a worker died).
     """
 
-    def __init__(self, token: int, size: int, ordered: bool) -> None:
+    def __init__(self, token: int, size: int, ordered: bool, first: int = 0) -> None:
         self.token = token
         self.ordered = ordered
+        self.first = first
         self.condition = threading.Condition()
         self.results: dict[int, tuple[int, Any]] = {}
         self.arrivals: collections.deque[int] = collections.deque()
@@ -61,7 +68,21 @@ class Channel:
         self.assigned += 1
         return position
 
-    def least_busy(self) -> int:
+    def worker_for(self, position: int) -> int:
+        """The worker that loads batch ``position``: in order, the epoch's batch
+        ``first + position`` modulo the workers (torch's rule); else the least busy.
+
+        Examples
+        --------
+        >>> channel = Channel(token=0, size=3, ordered=True, first=4)
+        >>> [channel.worker_for(position) for position in range(4)]
+        [1, 2, 0, 1]
+        """
+        if self.ordered:
+            return (self.first + position) % len(self._in_flight)
+        return self._least_busy()
+
+    def _least_busy(self) -> int:
         """The worker with the fewest batches in flight, taking turns among equals."""
         size = len(self._in_flight)
         order = [(self._next_worker + step) % size for step in range(size)]

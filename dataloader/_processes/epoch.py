@@ -6,7 +6,9 @@ sampler order (or completion order with ``in_order=False``), at most
 batch's ``next()``, ``timeout`` per batch, the loader's progress record
 kept for ``state_dict``, and an iterator that stays usable after Ctrl-C.
 What differs is where batches are loaded: each is posted, as its indices,
-to the group's I/O thread, which sends it to the least busy worker process;
+to the group's I/O thread, which sends it to a worker process -- batch ``p``
+of the epoch to worker ``p % num_workers`` in order, as torch does, the
+least busy one with ``in_order=False`` (:mod:`dataloader._processes.channel`);
 it comes back as views of that worker's shared-memory slot (see
 :mod:`dataloader._processes.transport`).
 
@@ -74,8 +76,13 @@ class ProcessEpoch:
         self._finished = False
         # The batch being taken: (position, delivered before), until it is.
         self._taking: tuple[int, int] | None = None
-        self._channel = group.open_channel(seed, epoch, plan.in_order)
+        self._channel = group.open_channel(seed, epoch, plan.in_order, first=self._skipped)
         self._refill()
+
+    @property
+    def _workers(self) -> list[Any]:
+        """The worker processes (``multiprocessing.Process``), as torch's iterator names them."""
+        return self._group.processes
 
     def __iter__(self) -> ProcessEpoch:
         return self

@@ -40,10 +40,10 @@ from multiprocessing.reduction import recv_handle
 from typing import Any
 
 from dataloader._core.pool import wait_bound
-from dataloader._errors import EpochClosedError
+from dataloader._errors import EpochClosedError, warn_at_caller
 from dataloader._processes import worker as _worker
 from dataloader._processes.channel import Channel
-from dataloader._processes.transport import Packed, SlotReader
+from dataloader._processes.transport import Packed, SlotReader, explained_descriptor_limit
 
 __all__ = ["END", "STREAM", "WorkerDied", "WorkerGroup", "close_every_group", "close_with",
            "start_method"]
@@ -74,12 +74,51 @@ os.register_at_fork(after_in_child=_disown_in_child)
 
 
 def start_method(context: Any) -> Any:
-    """The context of ``multiprocessing_context``: fork by default, as torch on Linux."""
+    """The context of ``multiprocessing_context``; without one, multiprocessing's.
+
+    As torch's loader, ``None`` follows the start method chosen with
+    ``multiprocessing.set_start_method`` (or fixed by a first
+    ``multiprocessing.get_start_method()``); before any is, fork, torch's
+    default on Linux (the platform's default of Pythons before 3.14).
+
+    Examples
+    --------
+    >>> from dataloader._processes.group import start_method
+    >>> start_method("spawn").get_start_method()
+    'spawn'
+    """
     if context is None:
-        return multiprocessing.get_context("fork")
+        return multiprocessing.get_context(multiprocessing.get_start_method(allow_none=True)
+                                           or "fork")
     if isinstance(context, str):
         return multiprocessing.get_context(context)
     return context
+
+
+def warn_if_more_than_cpus(num_workers: int) -> None:
+    """torch's warning when a loader starts more worker processes than it has CPUs.
+
+    The CPUs are those this process may run on (its affinity, so a
+    container's or ``taskset``'s cpuset counts). Worker threads are not
+    counted: a thread waiting on I/O takes no CPU, so more threads than
+    CPUs is what ``item_concurrency`` and I/O-bound datasets are for.
+    """
+    cpus = _usable_cpus()
+    if cpus is not None and num_workers <= cpus:
+        return
+    known = f"the {cpus} CPUs" if cpus is not None else "the CPUs (unknown here)"
+    warn_at_caller(
+        f"This DataLoader will create {num_workers} worker processes in total, more than "
+        f"{known} this process may run on. Please be aware that excessive worker creation "
+        "might get DataLoader running slow or even freeze: lower num_workers if necessary"
+    )
+
+
+def _usable_cpus() -> int | None:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
 
 
 class WorkerDied(RuntimeError):
@@ -120,9 +159,13 @@ class WorkerGroup:
         self._io: threading.Thread | None = None
         self.death: BaseException | None = None
         self.closed = False
+        # The finalizers that would close this group with its owners (``close_with``):
+        # detached once it is closed, so that a closed group is not kept alive by them.
+        self._finalizers: list[weakref.finalize] = []
         # The process whose workers these are (not a forked child's copy).
         self._owner = os.getpid()
         _groups.add(self)
+        warn_if_more_than_cpus(self.size)
         try:
             for worker_id in range(self.size):
                 self._start(spec, context, worker_id)
@@ -176,13 +219,15 @@ class WorkerGroup:
 
     # -- the consumer's side ---------------------------------------------------
 
-    def open_channel(self, seed: int, epoch: int, ordered: bool,
+    def open_channel(self, seed: int, epoch: int, ordered: bool, *, first: int = 0,
                      stream_states: list[Any] | None = None) -> Channel:
         """Start an epoch on every worker; its requests and replies go through the channel.
 
+        ``first``: the epoch's batches delivered before (a resumed epoch), so that
+        batch ``p`` goes to worker ``p % size`` however the epoch was interrupted.
         ``stream_states``: streaming workers, the state each resumes its stream from.
         """
-        channel = Channel(next(_tokens), self.size, ordered)
+        channel = Channel(next(_tokens), self.size, ordered, first)
         # Replies are matched against this channel from now on (an older
         # epoch's carry its own token), and a death, even before this
         # epoch's first request, fails it.
@@ -261,10 +306,12 @@ class WorkerGroup:
 
     def _send_load(self, channel: Channel, indices: Any, worker_id: int | None = None,
                    position: int | None = None) -> None:
-        """Send a batch to load: ``indices`` to the least busy worker, or (``None``) the
-        next batch of ``worker_id``'s stream, at the ``position`` its epoch chose."""
+        """Send a batch to load: ``indices`` to the worker whose it is (``worker_for``), or
+        (``None``) the next batch of ``worker_id``'s stream, at the ``position`` its
+        epoch chose."""
         if worker_id is None or position is None:
-            position, worker_id = channel.assign(), channel.least_busy()
+            position = channel.assign()
+            worker_id = channel.worker_for(position)
         channel.dispatch(position, worker_id)
         request = (_worker.LOAD, channel.token, position, indices)
         self._send(self._conns[worker_id], request, worker_id)
@@ -307,7 +354,8 @@ class WorkerGroup:
         try:
             message = conn.recv()
             if message[0] == _worker.SLOT:
-                self.reader.attach(worker_id, message[1], recv_handle(conn))
+                with explained_descriptor_limit("the DataLoader's process"):
+                    self.reader.attach(worker_id, message[1], recv_handle(conn))
                 message = conn.recv()
         except (EOFError, OSError):
             raise WorkerDied(self._death_message(worker_id), worker_id) from None
@@ -319,6 +367,13 @@ class WorkerGroup:
     def pids(self) -> list[int]:
         """The workers' process ids."""
         return list(self._pids)
+
+    @property
+    def processes(self) -> list[Any]:
+        """The workers' ``multiprocessing.Process`` objects, in worker order (what torch's
+        iterators call ``_workers``); they stay usable (``join``, ``is_alive``) after
+        ``close``."""
+        return list(self._processes)
 
     def _death_message(self, worker_id: int) -> str:
         process = self._processes[worker_id]
@@ -353,6 +408,8 @@ class WorkerGroup:
         if self.closed:
             return
         self.closed = True
+        for finalizer in self._finalizers:
+            finalizer.detach()
         if os.getpid() != self._owner:
             return  # a forked child's copy: the workers, and their pipes, are not its own
         self._stopping = True
@@ -382,12 +439,14 @@ class WorkerGroup:
                 process.join()
         for conn in self._conns:
             conn.close()
-        for process in self._processes:
-            process.close()
+        # The Process objects are not closed, as torch's are not: callers may hold
+        # them (``processes``) and join them later. Each one's descriptors are
+        # closed when it is collected, with this group once its epoch is gone.
 
 
 def close_with(owner: Any, group: WorkerGroup) -> weakref.finalize:
-    """Close ``group`` once ``owner`` is garbage collected.
+    """Close ``group`` once ``owner`` is garbage collected (unless it is closed before:
+    then the finalizer lets go of it).
 
     Not at interpreter exit: there :func:`close_every_group` closes every
     group, after the exit has begun, so that their waits share its one
@@ -395,6 +454,7 @@ def close_with(owner: Any, group: WorkerGroup) -> weakref.finalize:
     """
     finalizer = weakref.finalize(owner, group.close)
     finalizer.atexit = False
+    group._finalizers.append(finalizer)
     return finalizer
 
 
@@ -438,15 +498,22 @@ def _close_pipe(*fds: int) -> None:
 
 
 def _name_unpicklable(spec: _worker.WorkerSpec, method: str) -> None:
-    """After a ``spawn``/``forkserver`` worker failed to start: name what cannot be pickled."""
+    """After a ``spawn``/``forkserver`` worker failed to start: warn as torch does, and
+    raise a ``TypeError`` naming what cannot be pickled."""
     for name in ("dataset", "transform", "collate_fn", "worker_init_fn"):
         value = getattr(spec, name)
         try:
             pickle.dumps(value)
         except Exception as exc:
+            warn_at_caller(
+                f"Got pickle error when starting a DataLoader worker process with the "
+                f"{method!r} start method, which pickles what each worker receives; it was "
+                "chosen by multiprocessing_context, or without one by "
+                "multiprocessing.set_start_method. 'fork' pickles nothing"
+            )
             raise TypeError(
-                f"multiprocessing_context={method!r} starts worker processes that receive the "
+                f"the {method!r} start method starts worker processes that receive the "
                 f"loader's {name} by pickling, but {name} ({type(value).__name__}) cannot be "
-                f"pickled: {exc}. Make it picklable, or use the 'fork' start method"
+                f"pickled: {exc}. Make it picklable, or pass multiprocessing_context='fork'"
             ) from exc
 

@@ -5,9 +5,11 @@ Each worker process iterates its own stream (one ``iter(dataset)``, with
 data as under torch) and batches, transforms and collates it, as a
 producer task does on threads (``dataloader._core.stream``). The consumer
 asks each worker for ``prefetch_factor`` batches ahead, and for one more
-each time it takes one of that worker's batches. It takes them in arrival
-order, or, with the plan's ``in_order`` over ``ordered_streams``, by turn
-as on threads: batch ``j`` of every stream before batch ``j + 1`` of any.
+each time it takes one of that worker's batches. With the plan's
+``in_order`` it takes them by turn, as torch does and as on threads: batch
+``j`` of every stream before batch ``j + 1`` of any, an ended stream
+leaving the rotation, so the order is the same on every run; with
+``in_order=False``, in arrival order.
 
 What ``next()`` returns is the streaming engines' entry, ``(payload,
 failed, stream, state)``, so :class:`dataloader._loading.streaming.StreamEpoch`
@@ -65,11 +67,17 @@ class ProcessStream:
         self._delivered = 0
         self._finished = False
         self._row = plan.stats.rows[0]
-        self._channel = group.open_channel(seed, plan.progress.epoch, plan.in_order,
-                                           [states.get(stream) for stream in range(streams)])
+        self._channel = group.open_channel(
+            seed, plan.progress.epoch, plan.in_order,
+            stream_states=[states.get(stream) for stream in range(streams)])
         for _ in range(max(plan.prefetch_factor, 1)):
             for stream in range(streams):
                 self._ask(stream)
+
+    @property
+    def _workers(self) -> list[Any]:
+        """The worker processes (``multiprocessing.Process``), as torch's iterator names them."""
+        return self._group.processes
 
     def _ask(self, stream: int) -> None:
         """Ask ``stream``'s worker for its next batch (the position is ours to choose)."""

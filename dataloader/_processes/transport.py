@@ -26,6 +26,11 @@ once released (``MADV_REMOVE``). Files and pages go with their worker.
 numpy arrays, ``Image`` / ``ImageBatch`` and CPU torch tensors are sent out
 of band; anything else picklable is pickled with the batch.
 
+Each slot takes a file descriptor in its worker and one in the consumer
+(their mappings' own), so batches kept alive in numbers hold descriptors
+in numbers: running out is a ``RuntimeError`` saying what to do
+(:func:`explained_descriptor_limit`), as torch's is.
+
 Examples
 --------
 >>> import numpy as np
@@ -41,19 +46,22 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import io
 import mmap
 import os
 import pickle
+import resource
 import sys
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Arena", "Packed", "SlotReader", "SlotWriter"]
+__all__ = ["Arena", "Packed", "SlotReader", "SlotWriter", "explained_descriptor_limit"]
 
 # Buffers start on cache-line boundaries, which numpy and the kernels like.
 _ALIGNMENT = 64
@@ -260,6 +268,52 @@ class SlotReader:
         del whole, lease
         return pickle.loads(packed.header, buffers=buffers)
 
+
+
+@contextlib.contextmanager
+def explained_descriptor_limit(who: str) -> Iterator[None]:
+    """Turn running out of file descriptors into a ``RuntimeError`` saying what to do.
+
+    ``who`` is the process that ran out, as the message names it. Other
+    errors pass through unchanged.
+
+    Examples
+    --------
+    >>> import errno
+    >>> from dataloader._processes.transport import explained_descriptor_limit
+    >>> try:
+    ...     with explained_descriptor_limit("the consumer"):
+    ...         raise OSError(errno.EMFILE, "Too many open files")
+    ... except RuntimeError as error:
+    ...     print("ulimit -n" in str(error), type(error.__cause__).__name__)
+    True OSError
+    """
+    try:
+        yield
+    except OSError as error:
+        if error.errno not in (errno.EMFILE, errno.ENFILE):
+            raise
+        raise RuntimeError(_descriptor_advice(who, error.errno)) from error
+
+
+def _descriptor_advice(who: str, code: int) -> str:
+    if code == errno.EMFILE:
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        limit = f"its limit of {soft} open files (`ulimit -n`)"
+    else:
+        limit = "the system's limit of open files (fs.file-max)"
+    return (
+        f"{who} reached {limit}. A worker process hands each batch over in a "
+        "shared-memory file, which stays that batch's until its last array is released, "
+        "and each such file holds a descriptor in the worker and one in the consumer: "
+        "batches kept alive in numbers use descriptors up. Keep fewer batches alive (copy "
+        "what you keep: array.copy(), tensor.clone()), raise the limit (`ulimit -n 65536` "
+        "in the shell, or resource.setrlimit(resource.RLIMIT_NOFILE, ...) before the "
+        "workers start), or use worker_type='thread', whose batches take no descriptor. "
+        "torch's advice for its own error of this kind, "
+        "torch.multiprocessing.set_sharing_strategy('file_system'), does not apply: these "
+        "batches do not go through torch's sharing"
+    )
 
 
 def _release(mapping: mmap.mmap, release: Callable[[], None], keep_pages: bool) -> None:

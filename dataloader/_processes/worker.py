@@ -9,9 +9,11 @@ consumer, in order, over its pipe, and is given back the slots of the
 batches the consumer has released:
 
 * ``(EPOCH, token, seed, epoch, stream_state)`` -- bind this epoch's
-  transform and collate function, seed ``random``, numpy's global
-  generator and torch from ``(seed, epoch, worker id)``; a streaming
-  worker also starts its stream afresh (from ``stream_state`` on resume);
+  transform and collate function; a persistent worker whose seeds follow
+  the loader's seed reseeds ``random``, numpy and torch for the epoch (a
+  new worker was seeded as it started, before ``worker_init_fn``); a
+  streaming worker also starts its stream afresh (from ``stream_state`` on
+  resume);
 * ``(LOAD, token, position, indices)`` -- load the batch and send
   ``(BATCH, token, position, packed, stats, skipped)``, its arrays in the
   lowest free slot (see :mod:`dataloader._processes.transport`), or
@@ -42,18 +44,20 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import dataclasses
 import gc
 import os
 import pickle
 import random
 import select
 import signal
+import socket
 import sys
 import threading
 import time
 import traceback
 from dataclasses import dataclass
-from multiprocessing.reduction import send_handle
+from multiprocessing.reduction import sendfds
 from typing import Any
 
 import numpy as np
@@ -61,7 +65,8 @@ import numpy as np
 from dataloader._core.epoch import Epoch
 from dataloader._core.load import EMPTY_BATCH, load_batch, load_fetched
 from dataloader._core.pool import Pool
-from dataloader._datasets.asynchronous import EpochItems, EventLoop, is_async_dataset
+from dataloader._datasets.asynchronous import is_async_dataset
+from dataloader._datasets.event_loop import EpochItems, EventLoop
 from dataloader._errors import BATCH, STREAM_START, LoadingContext, add_context
 from dataloader._loading.collate import batch_allocator
 from dataloader._loading.fetch import SkipBudget, dataset_recipe
@@ -72,10 +77,12 @@ from dataloader._loading.streaming import Cursor, drops_partial, stream_recipe
 from dataloader._loading.worker import (
     WorkerInfo,
     answer_torch_worker_info,
+    get_worker_info,
     set_process_worker,
     use_one_torch_thread,
 )
-from dataloader._processes.transport import SlotWriter
+from dataloader._processes.transport import SlotWriter, explained_descriptor_limit
+from dataloader._sampling.seeding import worker_base_seed
 
 __all__ = [
     "BATCH_DONE", "EPOCH", "FAILED", "GIVE_BACK", "LOAD", "READY", "STOP", "STREAMED",
@@ -115,6 +122,10 @@ class WorkerSpec:
     worker_init_fn: Any
     num_workers: int
     base_seed: int
+    # Whether each epoch's worker seeds are worker_base_seed(seed, epoch): a
+    # persistent worker reseeds for its later epochs (dataloader.torch's,
+    # drawn from torch like torch's, are not: its persistent workers go on).
+    seeds_follow_seed: bool
     item_concurrency: int
     # Whether skipped items' errors go back to the consumer, whose budget decides.
     report_skipped: bool
@@ -135,6 +146,7 @@ class WorkerSpec:
             dataset=loader.dataset, transform=loader.transform, collate_fn=loader.collate_fn,
             batched=batched, worker_init_fn=loader.worker_init_fn,
             num_workers=loader.num_workers, base_seed=base_seed,
+            seeds_follow_seed=loader._worker_seeds_follow_seed(),
             item_concurrency=loader.item_concurrency,
             report_skipped=loader.max_skipped is not None, skipping=loader.on_error == "skip",
             stream=stream, kept_slots=loader.prefetch_factor + 2,
@@ -174,8 +186,10 @@ def run(spec: WorkerSpec, worker_id: int, conn: Any, consumer: Consumer) -> None
     _never_outlive(consumer)
     use_one_torch_thread()
     batch_size = spec.stream.batch_size if spec.stream is not None else None
-    info = WorkerInfo(worker_id, spec.num_workers, spec.base_seed + worker_id, spec.dataset,
-                      batch_size)
+    seed = spec.base_seed + worker_id
+    seed_globals(spec.base_seed, worker_id)
+    info = WorkerInfo(worker_id, spec.num_workers, seed, spec.dataset, batch_size,
+                      worker_method="multiprocessing")
     set_process_worker(info)
     answer_torch_worker_info()
     try:
@@ -185,7 +199,7 @@ def run(spec: WorkerSpec, worker_id: int, conn: Any, consumer: Consumer) -> None
         conn.send((FAILED, None, None, _portable(exc), ()))
         return
     conn.send((READY, os.getpid()))
-    _Worker(spec, worker_id, conn, consumer.pid).serve()
+    _Worker(spec, worker_id, conn).serve()
 
 
 def _never_outlive(consumer: Consumer) -> None:
@@ -247,11 +261,11 @@ def _consumer_alive(consumer: Consumer) -> bool:
 
 
 class _Worker:
-    def __init__(self, spec: WorkerSpec, worker_id: int, conn: Any, consumer_pid: int) -> None:
+    def __init__(self, spec: WorkerSpec, worker_id: int, conn: Any) -> None:
         self.spec = spec
         self.worker_id = worker_id
+        self.served_epochs = 0
         self.conn = conn
-        self.consumer_pid = consumer_pid
         self.writer = SlotWriter()
         # Requests read while looking for slots given back.
         self.requests: collections.deque[Any] = collections.deque()
@@ -304,7 +318,9 @@ class _Worker:
     def _begin_epoch(self, token: Any, seed: int, epoch: int, stream_state: Any) -> None:
         spec = self.spec
         self.token = token
-        _seed_globals(seed, epoch, self.worker_id)
+        if self.served_epochs and spec.seeds_follow_seed:
+            self._reseed(worker_base_seed(seed, epoch))
+        self.served_epochs += 1
         if spec.stream is not None:
             self._begin_stream(seed, epoch, stream_state)
             return
@@ -328,6 +344,12 @@ class _Worker:
         if lanes and self.pool is None:
             self.pool = Pool(spec.item_concurrency)
             self.stats.ensure_threads(spec.item_concurrency)
+
+    def _reseed(self, base_seed: int) -> None:
+        """Seed the global generators for a later epoch, and say so in ``WorkerInfo.seed``."""
+        seed_globals(base_seed, self.worker_id)
+        info = get_worker_info()
+        set_process_worker(dataclasses.replace(info, seed=base_seed + self.worker_id))
 
     def _begin_stream(self, seed: int, epoch: int, state: Any) -> None:
         """A new epoch of this worker's stream: its transform bound, its iterator not
@@ -359,17 +381,26 @@ class _Worker:
                 return self._stream_next(token, position, slot, arena)
             batch = self._load_batch(indices)
         except Exception as exc:  # noqa: BLE001 -- raised in the consumer
-            add_context(exc, LoadingContext(BATCH, batch=position, indices=indices,
-                                            worker=self.worker_id))
-            self.conn.send((FAILED, token, position, _portable(exc), self._stats_delta()))
-            return False
+            return self._fail(token, position, indices, exc)
         finally:
             batch_allocator(None)
-        skipped = list(self.skipped)
-        packed = None if batch is EMPTY_BATCH else self._pack(slot, batch, arena)
+        try:
+            # A batch that cannot be pickled, or no descriptor left for a new
+            # slot, fails this batch alone; the worker serves on.
+            packed = None if batch is EMPTY_BATCH else self._pack(slot, batch, arena)
+        except Exception as exc:  # noqa: BLE001 -- raised in the consumer
+            return self._fail(token, position, indices, exc)
         del batch
-        self.conn.send((BATCH_DONE, token, position, packed, self._stats_delta(), skipped))
+        self.conn.send((BATCH_DONE, token, position, packed, self._stats_delta(),
+                        list(self.skipped)))
         return packed is not None
+
+    def _fail(self, token: Any, position: int, indices: Any, error: Exception) -> bool:
+        """Send ``error`` as the batch's outcome; its slot holds no batch (``False``)."""
+        add_context(error, LoadingContext(BATCH, batch=position, indices=indices,
+                                          worker=self.worker_id))
+        self.conn.send((FAILED, token, position, _portable(error), self._stats_delta()))
+        return False
 
     def _stream_next(self, token: Any, position: int, slot: int, arena: Any) -> bool:
         """Load the stream's next batch (see the module docstring for the reply)."""
@@ -404,10 +435,15 @@ class _Worker:
 
     def _pack(self, slot: int, batch: Any, arena: Any) -> Any:
         """``batch`` packed into ``slot``, whose file goes to the consumer when it is new."""
-        packed = self.writer.pack(slot, batch, arena)
-        if self.writer.needs_sharing(slot):
-            self.conn.send((SLOT, slot))
-            send_handle(self.conn, self.writer.share(slot), self.consumer_pid)
+        with explained_descriptor_limit(f"DataLoader worker process {self.worker_id}"):
+            packed = self.writer.pack(slot, batch, arena)
+            if self.writer.needs_sharing(slot):
+                # The socket (a descriptor) before the announcement: a worker out of
+                # descriptors fails before the consumer waits for the file.
+                with socket.fromfd(self.conn.fileno(), socket.AF_UNIX,
+                                   socket.SOCK_STREAM) as sock:
+                    self.conn.send((SLOT, slot))
+                    sendfds(sock, [self.writer.share(slot)])
         return packed
 
     def _load_batch(self, indices: Any) -> Any:
@@ -458,14 +494,19 @@ class _RecordingBudget(SkipBudget):
         return True
 
 
-def _seed_globals(seed: int, epoch: int, worker_id: int) -> None:
-    """Seed ``random``, numpy's global generator and torch from ``(seed, epoch, worker)``."""
-    state = np.random.SeedSequence([seed, epoch, worker_id]).generate_state(2, np.uint32)
-    random.seed(int(state[0]) << 32 | int(state[1]))
-    np.random.seed(int(state[0]))
+def seed_globals(base_seed: int, worker_id: int) -> None:
+    """Seed ``random`` and torch with ``base_seed + worker_id``, numpy's global generator
+    from both, as torch's workers do before ``worker_init_fn``.
+
+    numpy's seed is mixed from the pair (by ``SeedSequence``, where torch
+    has its own hash), so it is not the seed ``random`` was given.
+    """
+    seed = base_seed + worker_id
+    random.seed(seed)
+    np.random.seed(np.random.SeedSequence([worker_id, base_seed]).generate_state(4))
     torch = sys.modules.get("torch")
     if torch is not None:
-        torch.manual_seed(int(state[0]) << 32 | int(state[1]))
+        torch.manual_seed(seed)
 
 
 class RemoteTraceback(Exception):

@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from dataloader._sampling import torch_order
 from dataloader._sampling.seeding import EpochSeeded, check_seed, epoch_generator
 from dataloader._sampling.shuffle import CHUNK as _CHUNK
 from dataloader._sampling.shuffle import FIRST_CHUNK as _FIRST_CHUNK
@@ -133,7 +134,13 @@ class _SeededChunkedSampler(_ChunkedSampler, EpochSeeded):
 
     With a ``seed``, the order of epoch ``e`` is a function of ``(seed, e)``
     alone (see ``dataloader._sampling.seeding``), so it can be recomputed anywhere.
+    With a ``torch.Generator`` it is drawn by torch's own algorithm
+    (``dataloader._sampling.torch_order``), the same order as torch's sampler.
     """
+
+    # Whether no generator and no seed means torch's default generator (as
+    # in torch, and in dataloader.torch) rather than fresh OS entropy.
+    _torch_by_default = False
 
     def _init_randomness(self, generator: Any, seed: int | None) -> None:
         check_generator(generator)
@@ -143,6 +150,15 @@ class _SeededChunkedSampler(_ChunkedSampler, EpochSeeded):
                 raise ValueError("pass either seed or generator, not both")
         self.generator = generator
         self.seed = seed  # type: ignore[assignment]
+
+    @property
+    def _draws_from_torch(self) -> bool:
+        """Whether the order is torch's draw (from ``generator``, or torch's default one)."""
+        if self.seed is not None:
+            return False
+        if self.generator is None:
+            return self._torch_by_default
+        return _is_torch_generator(self.generator)
 
     def _rng(self) -> np.random.Generator:
         if self.seed is not None:
@@ -262,6 +278,9 @@ class RandomSampler(_SeededChunkedSampler):
     def _index_chunks(self, start: int = 0) -> Iterator[np.ndarray]:
         n = len(self.data_source)
         total = self.num_samples
+        if self._draws_from_torch:
+            yield from skip_indices(self._torch_draws(n, total), start)
+            return
         rng = self._rng()
         if self.replacement:
             if n == 0 and total > 0:
@@ -273,6 +292,13 @@ class RandomSampler(_SeededChunkedSampler):
         # Past n, whole permutations follow one another: pass_chunks gives
         # each pass its own.
         yield from pass_chunks(n, draw_key(rng), start, total)
+
+    def _torch_draws(self, n: int, total: int) -> Iterator[np.ndarray]:
+        if self.replacement:
+            if n == 0 and total > 0:
+                raise ValueError("cannot draw samples with replacement from an empty dataset")
+            return torch_order.uniform_draws(n, total, self.generator)
+        return torch_order.permutations(n, total, self.generator) if n else iter(())
 
     @staticmethod
     def _draws(rng: np.random.Generator, n: int, total: int) -> Iterator[np.ndarray]:
@@ -306,6 +332,11 @@ class SubsetRandomSampler(_SeededChunkedSampler):
 
     def _index_chunks(self, start: int = 0) -> Iterator[np.ndarray]:
         n = len(self.indices)
+        if self._draws_from_torch:
+            positions = torch_order.subset_permutation(n, self.generator)
+            values = np.asarray(self.indices, dtype=np.int64)
+            yield from skip_indices(_chunks_of(values[positions]), start)
+            return
         rng = self._rng()
         if n == 0:
             return
@@ -379,6 +410,11 @@ class WeightedRandomSampler(_SeededChunkedSampler):
         self.replacement = replacement
 
     def _index_chunks(self, start: int = 0) -> Iterator[np.ndarray]:
+        if self._draws_from_torch:
+            drawn = torch_order.weighted_draws(self.weights, self.num_samples, self.replacement,
+                                               self.generator)
+            yield from skip_indices(_chunks_of(drawn), start)
+            return
         yield from skip_indices(self._draws(self._rng()), start)
 
     def _draws(self, rng: np.random.Generator) -> Iterator[np.ndarray]:

@@ -19,10 +19,12 @@ import numpy as np
 
 from dataloader._core.pipeline import item_seed as native_item_seed
 
-__all__ = ["EpochSeeded", "epoch_generator", "item_seed", "random_seed"]
+__all__ = ["EpochSeeded", "epoch_generator", "item_seed", "random_seed", "worker_base_seed"]
 
 # Seeds are non-negative and fit in a signed 64-bit integer (a torch seed).
 _SEED_BOUND = 2**63
+# Mixed into the worker seeds' entropy, apart from the epoch orders'.
+_WORKER_SEEDS = 0x776F726B
 
 
 def random_seed() -> int:
@@ -51,6 +53,21 @@ def epoch_generator(seed: int, epoch: int) -> np.random.Generator:
     True
     """
     return np.random.default_rng(np.random.SeedSequence([seed, epoch]))
+
+
+def worker_base_seed(seed: int, epoch: int) -> int:
+    """The base of epoch ``epoch``'s worker seeds: worker ``w``'s seed is the base plus ``w``.
+
+    Below ``2**62``, so that every worker's seed fits torch's int64 seed.
+
+    Examples
+    --------
+    >>> from dataloader._sampling.seeding import worker_base_seed
+    >>> worker_base_seed(0, 1) == worker_base_seed(0, 1) != worker_base_seed(0, 2)
+    True
+    """
+    state = np.random.SeedSequence([seed, epoch, _WORKER_SEEDS]).generate_state(2, np.uint32)
+    return (int(state[0]) << 32 | int(state[1])) % 2**62
 
 
 def item_seed(seed: int, epoch: int, index: int) -> int:

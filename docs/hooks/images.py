@@ -119,13 +119,13 @@ def _png(pixels: np.ndarray) -> bytes:
 def render_transforms(folder: Path) -> None:
     from skimage import data
 
-    from dataloader._cli.main import _viewable, image_grid
+    from dataloader._cli.show import image_grid, viewable
     from dataloader.transforms import Resize
 
     original = Resize(256)(np.ascontiguousarray(data.astronaut()))
     _write(folder / "original.png", _png(original))
     for name, transform, draws in gallery():
-        outputs = [_viewable(transform(original, seed=seed)) for seed in range(draws)]
+        outputs = [viewable(transform(original, seed=seed)) for seed in range(draws)]
         pixels = outputs[0] if draws == 1 else image_grid(outputs, gap=6)
         _write(folder / f"{name}.png", _png(pixels))
     render_batch_mixing(folder)
@@ -135,7 +135,7 @@ def render_batch_mixing(folder: Path) -> None:
     """MixUp and CutMix on a batch of two photographs (astronaut, coffee): the batch after."""
     from skimage import data
 
-    from dataloader._cli.main import image_grid
+    from dataloader._cli.show import image_grid
     from dataloader.transforms import CenterCrop, Compose, CutMix, MixUp, Resize, ToFloat
 
     square = Compose([Resize(192), CenterCrop(192), ToFloat()])
