@@ -43,8 +43,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch.utils.data as torch_data
 from images import cpu_seconds, rollup_kib, shared_memory_kib
 
+import dataloader.torch as dataloader_torch
 from dataloader._cli.measure import Indices, print_table, write_json
 
 RESULTS = Path(__file__).parent / "results"
@@ -86,17 +88,14 @@ def make_dataset(name: str, root: Path):
 
 
 def make_loader(loader: str, dataset):
+    """The loader named ``loader``; its module is imported already (``loader_module``)."""
     if loader == "torch":
-        import torch.utils.data
-
-        return torch.utils.data.DataLoader(dataset, batch_size=BATCH_SIZE, shuffle=True,
-                                           num_workers=NUM_WORKERS, persistent_workers=True)
-    from dataloader.torch import DataLoader
-
+        return torch_data.DataLoader(dataset, batch_size=BATCH_SIZE, shuffle=True,
+                                     num_workers=NUM_WORKERS, persistent_workers=True)
     worker_type, _, workers = loader.partition("-")
-    return DataLoader(dataset, batch_size=BATCH_SIZE, shuffle=True,
-                      num_workers=int(workers or NUM_WORKERS), persistent_workers=True,
-                      worker_type=worker_type)
+    return dataloader_torch.DataLoader(dataset, batch_size=BATCH_SIZE, shuffle=True,
+                                       num_workers=int(workers or NUM_WORKERS),
+                                       persistent_workers=True, worker_type=worker_type)
 
 
 def _family(pid: int) -> list[int]:
@@ -158,6 +157,8 @@ def touch(batch) -> None:
 def run_child(workload: str, loader_name: str, root: Path) -> dict:
     baseline_kib = shared_memory_kib()
     dataset = make_dataset(workload, root)
+    # A training script has imported torch before it builds its loader: the
+    # first batch is construction, iter() and next(), not torch's import.
     started = time.perf_counter()
     loader = make_loader(loader_name, dataset)
     it = iter(loader)

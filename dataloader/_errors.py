@@ -10,7 +10,13 @@ code written for either catches it::
 
     RuntimeError
     ├── EpochClosedError    the loader was closed while a batch was loading
-    └── BatchTimeoutError   a batch took longer than ``timeout`` (also a TimeoutError)
+    ├── BatchTimeoutError   a batch took longer than ``timeout`` (also a TimeoutError)
+    └── WorkerDied          a worker process ended while the loader needed it
+    Exception
+    ├── RemoteTraceback     the traceback of an error raised in a worker process, as the
+    │                       ``__cause__`` of that error re-raised in the consumer
+    ├── UsageError          the command line cannot be acted on as written (exit status 2)
+    └── CommandError        a command's work failed (exit status 1)
     ValueError
     ├── ShardError          a tar shard is corrupt or truncated (url, offset)
     └── DatasetValueError   a dataset utility's bad argument (also an AssertionError)
@@ -33,13 +39,14 @@ import os
 import sys
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = [
-    "BatchTimeoutError", "DatasetTypeError", "DatasetValueError", "EpochClosedError",
-    "LoadingContext", "ShardError", "add_context", "check_same_process", "context_of",
-    "did_you_mean", "warn_at_caller",
+    "BatchTimeoutError", "CommandError", "DatasetTypeError", "DatasetValueError",
+    "EpochClosedError", "LoadingContext", "RemoteTraceback", "ShardError", "UsageError",
+    "WorkerDied", "add_context", "check_same_process", "context_of", "did_you_mean",
+    "warn_at_caller",
 ]
 
 # The stages an error can be raised in, as ``LoadingContext.stage`` names them.
@@ -69,6 +76,69 @@ class BatchTimeoutError(RuntimeError, TimeoutError):
     >>> from dataloader._errors import BatchTimeoutError
     >>> issubclass(BatchTimeoutError, RuntimeError), issubclass(BatchTimeoutError, TimeoutError)
     (True, True)
+    """
+
+
+class WorkerDied(RuntimeError):
+    """A worker process ended (killed, crashed, exited) while the loader still needed it.
+
+    ``worker_id`` says which; the message says how it ended (the signal, or
+    its exit code) and which batch was loading.
+
+    Examples
+    --------
+    >>> from dataloader._errors import WorkerDied
+    >>> error = WorkerDied("DataLoader worker 1 (pid 42) was killed by signal 9 (SIGKILL)", 1)
+    >>> isinstance(error, RuntimeError), error.worker_id
+    (True, 1)
+    """
+
+    def __init__(self, message: str, worker_id: int) -> None:
+        super().__init__(message)
+        self.worker_id = worker_id
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an error raised in a worker process, as its text.
+
+    The error itself is re-raised in the consumer with this as its
+    ``__cause__``, so the worker's traceback is printed above the
+    consumer's.
+
+    Examples
+    --------
+    >>> from dataloader._errors import RemoteTraceback
+    >>> str(RemoteTraceback("Traceback (most recent call last): ..."))
+    'Traceback (most recent call last): ...'
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class UsageError(Exception):
+    """The command line cannot be acted on as written (exit status 2).
+
+    Examples
+    --------
+    >>> from dataloader._errors import UsageError
+    >>> str(UsageError("--out must name a .png file"))
+    '--out must name a .png file'
+    """
+
+
+class CommandError(Exception):
+    """The work failed (exit status 1).
+
+    Examples
+    --------
+    >>> from dataloader._errors import CommandError
+    >>> str(CommandError("no images in train/"))
+    'no images in train/'
     """
 
 
@@ -241,16 +311,19 @@ class LoadingContext:
                 f"dataloader: raised while loading the batch of stream {self.stream} "
                 f"starting at its item {start}"
             )
+        # The item an error of the whole batch names (by its position in the batch).
+        item = "" if self.index is None or stage == ITEM else f"; the item of index {self.index!r}"
         if self.worker is None:
             indices = _shorten(self.indices)
-            return f"dataloader: raised while loading batch {batch} (indices {indices})"
+            return f"dataloader: raised while loading batch {batch} (indices {indices}){item}"
         if stage == ITEM:
             what = f"index {self.index!r}"
         elif stage == COLLATE:
             what = "the collation"
         else:
             what = f"indices {_shorten(self.indices)}"
-        return f"dataloader: raised on worker {self.worker} while loading {what} of batch {batch}"
+        return (f"dataloader: raised on worker {self.worker} while loading {what} of batch "
+                f"{batch}{item}")
 
 
 def add_context(error: BaseException, context: LoadingContext) -> BaseException:
@@ -260,6 +333,10 @@ def add_context(error: BaseException, context: LoadingContext) -> BaseException:
     ``SystemExit`` passes through as it is. Returns ``error``.
     """
     if isinstance(error, Exception):
+        position = getattr(error, "batch_position", None)
+        if context.index is None and position is not None and isinstance(context.indices, list):
+            # default_collate names an item by its position; the note names its index.
+            context = replace(context, index=context.indices[position])
         error.dataloader_context = context  # type: ignore[attr-defined]
         error.add_note(context.note())
     return error

@@ -1,5 +1,8 @@
 """The one loading path: an error's context as data, and the same stage counts on every path."""
 
+import importlib
+
+import numpy as np
 import pytest
 from test_epochs import Items
 from test_streaming import Range
@@ -70,6 +73,50 @@ def test_lane_collation_error_is_the_collate_stage():
     assert isinstance(error, TypeError)
     context = context_of(error)
     assert (context.stage, context.batch, context.index) == ("collate", 1, None)
+
+
+class MissingReturn:
+    """A ``__getitem__`` that falls off its end for one index: that item is None."""
+
+    def __init__(self, item, missing):
+        self.item, self.missing = item, missing
+
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, index):
+        if index != self.missing:
+            return self.item(index)
+
+
+@pytest.mark.parametrize("namespace", ["dataloader", "dataloader.torch"])
+@pytest.mark.parametrize("options", [
+    {}, {"item_concurrency": 3}, {"num_workers": 2, "worker_type": "thread"},
+    {"num_workers": 2, "worker_type": "process"},
+])
+@pytest.mark.parametrize("item", [
+    lambda i: (i, f"x{i}"), lambda i: {"x": np.full(3, i), "y": i}, lambda i: np.zeros(20_000),
+], ids=["tuple", "dict", "big array"])
+@pytest.mark.parametrize("missing", [4, 6])  # first in its batch, then third
+def test_an_item_that_is_none_is_named_by_its_index(namespace, options, item, missing):
+    if namespace == "dataloader.torch":
+        pytest.importorskip("torch")
+    loader_type = importlib.import_module(namespace).DataLoader
+    with loader_type(MissingReturn(item, missing), batch_size=4, **options) as loader:
+        error = raised(loader, 1)
+    assert isinstance(error, TypeError)
+    position, other = missing - 4, 5 if missing == 4 else 4
+    assert str(error).startswith(
+        f"default_collate: item {position} of the batch is None where item {other - 4} is a ")
+    assert "did __getitem__ or the transform return nothing" in str(error)
+    assert context_of(error).index == missing
+    assert error.__notes__[-1].endswith(f"; the item of index {missing}")
+
+
+def test_a_batch_of_nones_is_left_to_the_collation_rule():
+    # No item to tell apart: the rule's own error (torch's), unchanged.
+    with pytest.raises(TypeError, match="found <class 'NoneType'>"):
+        next(iter(DataLoader([None] * 4, batch_size=4)))
 
 
 def test_sampler_check_error_is_the_check_stage():

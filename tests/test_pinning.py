@@ -260,12 +260,12 @@ def images(n):
 
 
 def test_pooled_image_batches_are_registered_once_per_buffer(accelerator, monkeypatch):
-    from dataloader._loading import pinning as _pinning
+    from dataloader._core.buffers import host_memory
 
     registered, unregistered = [], []
-    monkeypatch.setattr(_pinning.host_memory, "register",
+    monkeypatch.setattr(host_memory, "register",
                         lambda address, nbytes: registered.append((address, nbytes)) or True)
-    monkeypatch.setattr(_pinning.host_memory, "unregister", unregistered.append)
+    monkeypatch.setattr(host_memory, "unregister", unregistered.append)
     collator = ImageCollator()
     loader = DataLoader(images(40), batch_size=2, num_workers=2, pin_memory=True,
                         collate_fn=collator)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from dataloader._loading.collate import default_collate
+from dataloader._processes import protocol
 from dataloader._processes import worker as process_worker
 from dataloader._processes.transport import SlotWriter
 
@@ -43,33 +44,34 @@ def worker():
     dataset = Gated(gate_index=40)
     spec = process_worker.WorkerSpec(
         dataset=dataset, transform=None, collate_fn=default_collate, batched=True,
-        worker_init_fn=None, num_workers=1, base_seed=0, seeds_follow_seed=True, item_concurrency=1,
+        worker_init_fn=None, num_workers=1, base_seed=0, seeds_follow_seed=True,
+        item_concurrency=1,
         report_skipped=False, skipping=False,
     )
     ours, theirs = multiprocessing.Pipe(duplex=True)
     serving = threading.Thread(
         target=process_worker._Worker(spec, 0, theirs).serve, daemon=True)
-    ours.send((process_worker.EPOCH, 1, 0, 0, None))
+    ours.send(protocol.BeginEpoch(token=1, seed=0, epoch=0, stream_state=None))
     serving.start()
 
     def load(position):
-        ours.send((process_worker.LOAD, 1, position, [position]))
+        ours.send(protocol.Load(token=1, position=position, indices=[position]))
 
     def give_back(*slots):
-        ours.send((process_worker.GIVE_BACK, list(slots)))
+        ours.send(protocol.GiveBack(list(slots)))
 
     def slot_of():
         assert ours.poll(30)
         message = ours.recv()
-        if message[0] == process_worker.SLOT:
+        if isinstance(message, protocol.SlotShared):
             os.close(recv_handle(ours))
             message = ours.recv()
-        assert message[0] == process_worker.BATCH_DONE, message
-        return message[3].slot
+        assert isinstance(message, protocol.Loaded), message
+        return message.packed.slot
 
     yield dataset, load, give_back, slot_of
     dataset.gate.set()
-    ours.send((process_worker.STOP,))
+    ours.send(protocol.Stop())
     serving.join(30)
     assert not serving.is_alive()
 

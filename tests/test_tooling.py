@@ -22,7 +22,7 @@ def test_ruff_finds_nothing():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_mypy_finds_nothing_in_the_public_modules():
+def test_mypy_finds_nothing_in_the_package():
     pytest.importorskip("mypy", reason="mypy is in the test extra")
     # The files and options are in pyproject.toml's [tool.mypy].
     result = run_tool("mypy", "--no-incremental")

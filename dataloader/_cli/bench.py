@@ -211,8 +211,9 @@ def run_native(folder: Any, *, batch_size: int, workers: int, size: int, epochs:
                progress: Callable[[int], None]) -> BenchResult:
     """Load ``epochs`` epochs of ``folder`` through the native pipeline."""
     epoch_bytes = sum(os.path.getsize(path) for path, _ in folder.samples)
-    loader = DataLoader(folder, batch_size=batch_size, shuffle=True, num_workers=workers,
-                        transform=native_chain(size), collate_fn=ImageCollator(), seed=0)
+    loader: DataLoader[Any] = DataLoader(
+        folder, batch_size=batch_size, shuffle=True, num_workers=workers,
+        transform=native_chain(size), collate_fn=ImageCollator(), seed=0)
     with loader:
         images, seconds, first, first_images = _time_epochs(loader, epochs, progress)
         stages = {stage: loader.stats()[stage] for stage in STAGES}
@@ -227,9 +228,12 @@ def run_torch(folder: Any, *, batch_size: int, workers: int, size: int, epochs: 
 
     epoch_bytes = sum(os.path.getsize(path) for path, _ in folder.samples)
     dataset = PillowImages(folder.samples, size)
-    loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=True,
-                                         num_workers=workers,
-                                         persistent_workers=workers > 0 and epochs > 1)
+    # torch's DataLoader takes any map-style dataset; its annotation asks for its
+    # Dataset class (the ignore is unused where torch is not installed).
+    loader: torch.utils.data.DataLoader[Any] = torch.utils.data.DataLoader(
+        dataset,  # type: ignore[arg-type, unused-ignore]
+        batch_size=batch_size, shuffle=True, num_workers=workers,
+        persistent_workers=workers > 0 and epochs > 1)
     images, seconds, first, first_images = _time_epochs(loader, epochs, progress)
     del loader  # stops the worker processes
     return BenchResult("torch", images, epoch_bytes * epochs, seconds, first,
@@ -278,13 +282,13 @@ class PillowImages:
         from PIL import Image as PILImage
 
         path, label = self.samples[index]
-        with PILImage.open(path) as image:
-            image = image.convert("RGB")
+        with PILImage.open(path) as file:
+            image = file.convert("RGB")
         top, left, height, width = _crop_window(image.height, image.width)
-        image = image.resize((self.size, self.size), PILImage.BILINEAR,
+        image = image.resize((self.size, self.size), PILImage.Resampling.BILINEAR,
                              box=(left, top, left + width, top + height))
         if random.random() < 0.5:
-            image = image.transpose(PILImage.FLIP_LEFT_RIGHT)
+            image = image.transpose(PILImage.Transpose.FLIP_LEFT_RIGHT)
         tensor = torch.from_numpy(np.asarray(image).copy()).permute(2, 0, 1).float().div_(255)
         mean = torch.tensor(IMAGENET_MEAN).view(3, 1, 1)
         std = torch.tensor(IMAGENET_STD).view(3, 1, 1)
@@ -412,10 +416,10 @@ def report(ours: BenchResult, torch: BenchResult | None) -> str:
             "wait": "wait: in next()",
         }
         stage_rows = []
-        for stage, figures in ours.stages.items():
-            per_image = figures["seconds"] / ours.images * 1e3 if ours.images else math.nan
-            stage_rows.append([labels.get(stage, stage), str(figures["count"]),
-                               number(figures["seconds"], 3), number(per_image, 3)])
+        for stage, totals in ours.stages.items():
+            per_image = totals["seconds"] / ours.images * 1e3 if ours.images else math.nan
+            stage_rows.append([labels.get(stage, stage), str(totals["count"]),
+                               number(totals["seconds"], 3), number(per_image, 3)])
         text += "\n\n" + format_table(["dataloader stage", "count", "seconds", "ms/image"],
                                      stage_rows)
         text += "\n(worker stages: seconds summed over the threads)"

@@ -19,33 +19,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from dataloader._errors import context_of
+from dataloader._errors import CommandError, UsageError, context_of
 from dataloader._images.folder import IMAGE_EXTENSIONS, ImageFolder
 
-__all__ = ["CommandError", "ImageFiles", "UsageError", "error_message", "image_dataset",
+__all__ = ["ImageFiles", "error_message", "image_dataset",
            "named_error", "non_negative_int", "positive_int", "require", "wrap"]
-
-
-class UsageError(Exception):
-    """The command line cannot be acted on as written (exit status 2).
-
-    Examples
-    --------
-    >>> from dataloader._cli.common import UsageError
-    >>> str(UsageError("--out must name a .png file"))
-    '--out must name a .png file'
-    """
-
-
-class CommandError(Exception):
-    """The work failed (exit status 1).
-
-    Examples
-    --------
-    >>> from dataloader._cli.common import CommandError
-    >>> str(CommandError("no images in train/"))
-    'no images in train/'
-    """
 
 
 def wrap(text: str) -> str:
@@ -113,7 +91,7 @@ def require(module: str, message: str) -> None:
     >>> require("numpy", "needs numpy")
     >>> require("no_such_module", "needs no_such_module: pip install it")
     Traceback (most recent call last):
-    dataloader._cli.common.CommandError: needs no_such_module: pip install it
+    dataloader._errors.CommandError: needs no_such_module: pip install it
     """
     if importlib.util.find_spec(module) is None:
         raise CommandError(message)

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from dataloader._cli.bench import format_table
-from dataloader._cli.common import CommandError, UsageError, error_message, wrap
+from dataloader._cli.common import error_message, wrap
 from dataloader._core.codecs import MODES
+from dataloader._errors import CommandError, UsageError
 from dataloader._images.decode import file_image_info
 from dataloader._images.exif import ORIENTATIONS, orientation
 from dataloader._images.folder import IMAGE_EXTENSIONS

@@ -17,10 +17,11 @@ import sys
 from collections.abc import Sequence
 
 from dataloader._cli.bench import add_bench_command
-from dataloader._cli.common import CommandError, UsageError, error_message
+from dataloader._cli.common import error_message
 from dataloader._cli.info import add_info_command
 from dataloader._cli.pack import add_pack_command
 from dataloader._cli.show import add_show_command
+from dataloader._errors import CommandError, UsageError
 
 __all__ = ["main"]
 

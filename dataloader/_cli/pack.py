@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from dataloader._cli.common import UsageError
 from dataloader._core.io import read_file
+from dataloader._errors import UsageError
 
 __all__ = ["add_pack_command", "parse_size"]
 

@@ -19,14 +19,8 @@ from typing import Any
 import numpy as np
 
 from dataloader import transforms as _transforms
-from dataloader._cli.common import (
-    UsageError,
-    image_dataset,
-    named_error,
-    positive_int,
-    require,
-    wrap,
-)
+from dataloader._cli.common import image_dataset, named_error, positive_int, require, wrap
+from dataloader._errors import UsageError
 from dataloader._images.names import transform_hint
 from dataloader._loading.loader import DataLoader
 
@@ -93,8 +87,9 @@ def _show(args: argparse.Namespace) -> int:
     require("PIL", "show writes PNG files with Pillow: pip install pillow")
     dataset = image_dataset(args.path, repeat_file=args.batch_size)
     chain = _transforms.Compose([_transforms.Decode("RGB"), *steps])
-    loader = DataLoader(dataset, batch_size=min(args.batch_size, len(dataset)), shuffle=True,
-                        seed=args.seed, transform=chain, collate_fn=list)
+    loader: DataLoader[Any] = DataLoader(
+        dataset, batch_size=min(args.batch_size, len(dataset)), shuffle=True, seed=args.seed,
+        transform=chain, collate_fn=list)
     try:
         with loader:
             items = next(iter(loader))

@@ -195,3 +195,37 @@ def pooled_array(BufferPool pool, tuple shape, dtype):
     share_refcount(flat)
     share_refcount(array)
     return array
+
+
+class HostMemory:
+    """Registration of host buffers with the accelerator (CUDA's ``cudaHostRegister``).
+
+    A buffer that is reused batch after batch (a pooled ``ImageBatch``'s)
+    is registered once and stays page-locked until it is freed, instead of
+    being copied into pinned memory for every batch. ``register`` returns
+    ``False`` when the accelerator offers no registration (then the caller
+    copies, as ``tensor.pin_memory()`` does); the owner of the buffer must
+    call ``unregister`` before freeing it.
+
+    Examples
+    --------
+    >>> from dataloader._core.buffers import host_memory
+    >>> callable(host_memory.register) and callable(host_memory.unregister)
+    True
+    """
+
+    def register(self, address: int, nbytes: int) -> bool:
+        import torch
+
+        if not torch.cuda.is_available():
+            return False
+        cudart = torch.cuda.cudart()
+        return int(cudart.cudaHostRegister(address, nbytes, 0)) == 0
+
+    def unregister(self, address: int) -> None:
+        import torch
+
+        torch.cuda.cudart().cudaHostUnregister(address)
+
+
+host_memory = HostMemory()

@@ -441,7 +441,7 @@ cdef class ImageBatch(_Samples):
         """
         import torch
 
-        from dataloader._loading.pinning import host_memory
+        from dataloader._core.buffers import host_memory
 
         if (self.pool is not None
                 and self.pool.register(self.data, _aligned_size(self.nbytes), host_memory)):

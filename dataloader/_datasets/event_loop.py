@@ -31,7 +31,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Awaitable, Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from dataloader._datasets.asynchronous import has_coroutine_method
@@ -109,7 +109,7 @@ class LoopThread:
         self.thread.start()
         ready.wait()
 
-    def submit(self, coroutine: Awaitable[Any]) -> concurrent.futures.Future:
+    def submit(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
         """Run ``coroutine`` on the loop; cancelling the returned future cancels it.
 
         Unlike ``asyncio.run_coroutine_threadsafe``, the future receives the
@@ -122,9 +122,9 @@ class LoopThread:
             with self._lock:
                 self._unstarted.pop(future, None)
             if future.cancelled():
-                coroutine.close()  # type: ignore[attr-defined]
+                coroutine.close()
                 return
-            task = loop.create_task(coroutine)  # type: ignore[arg-type]
+            task = loop.create_task(coroutine)
             task.add_done_callback(lambda task: _copy_outcome(task, future))
             future.add_done_callback(lambda future: _cancel_task(loop, task, future))
 
@@ -135,7 +135,7 @@ class LoopThread:
                 self._unstarted[future] = coroutine
                 loop.call_soon_threadsafe(start)
                 return future
-        coroutine.close()  # type: ignore[attr-defined]
+        coroutine.close()
         raise EpochClosedError("the DataLoader was closed")
 
     def close(self, dataset: Any) -> None:
@@ -249,9 +249,10 @@ class EpochItems:
             self.__getitem__ = dataset.__getitem__  # type: ignore[method-assign]
         getitems = getattr(dataset, "__getitems__", None)
         if not getitems:
-            self.__getitems__ = None
+            # An instance attribute shadowing the method: mypy cannot express it.
+            self.__getitems__ = None  # type: ignore[method-assign, assignment]
         elif not has_coroutine_method(dataset, "__getitems__"):
-            self.__getitems__ = getitems
+            self.__getitems__ = getitems  # type: ignore[method-assign]  # as above
         self.item_lanes = async_getitem and not getitems
 
     def __getitem__(self, index: int) -> Any:
@@ -263,10 +264,10 @@ class EpochItems:
     def __len__(self) -> int:
         return len(self._dataset)
 
-    def _run(self, coroutine: Awaitable[Any]) -> Any:
+    def _run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         with self._lock:
             if self._cancelled:
-                coroutine.close()  # type: ignore[attr-defined]
+                coroutine.close()
                 raise EpochClosedError("this epoch was cancelled")
             future = self._loop_thread.submit(coroutine)
             self._pending.add(future)

@@ -174,8 +174,8 @@ def _plan(lengths: list[int], cumulative: np.ndarray | None, seed: int,
         rounds = min(lengths) if strategy == "first_exhausted" else max(lengths)
         steps = np.arange(rounds, dtype=np.int64).reshape(-1, 1)
         index = steps % np.asarray(lengths, dtype=np.int64).reshape(1, -1)
-        source = np.broadcast_to(np.arange(n), index.shape)
-        return np.stack([source.ravel(), index.ravel()], axis=1)
+        sources = np.broadcast_to(np.arange(n), index.shape)
+        return np.stack([sources.ravel(), index.ravel()], axis=1)
     choices = _Choices(cumulative, n, (seed,))
     position = [0] * n
     exhausted = [length == 0 for length in lengths]

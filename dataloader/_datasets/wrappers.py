@@ -133,7 +133,7 @@ class Subset(Dataset[T_co], Sequence[T_co]):
             cls = type(self)
             if ("transform" not in self.__dict__ and cls.__getitem__ is Subset.__getitem__
                     and cls.__getitems__ is Subset.__getitems__
-                    and callable(getattr(dataset, "raw_item", None))
+                    and dataset is not None and callable(getattr(dataset, "raw_item", None))
                     and hasattr(dataset, "transform")):
                 return dataset.transform if name == "transform" else self._raw_item
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")

@@ -148,6 +148,7 @@ def check_padding(value: Any) -> tuple[int, int, int, int]:
 
     Returns ``(left, top, right, bottom)``, each 0..MAX_SIDE.
     """
+    values: list[Any]
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         values = [value]
     elif isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
@@ -156,18 +157,20 @@ def check_padding(value: Any) -> tuple[int, int, int, int]:
         raise TypeError(f"padding must be an int or a sequence of ints, got {value!r}")
     if len(values) not in (1, 2, 4):
         raise ValueError(f"padding must be an int or 1, 2 or 4 ints, got {value!r}")
-    values = [check_int("padding", v) for v in values]
-    if len(values) == 1:
-        values *= 4
-    elif len(values) == 2:
-        values *= 2
-    return tuple(values)
+    sides = [check_int("padding", v) for v in values]
+    if len(sides) == 1:
+        sides *= 4
+    elif len(sides) == 2:
+        sides *= 2
+    left, top, right, bottom = sides
+    return left, top, right, bottom
 
 
 # --- values ---------------------------------------------------------------------
 
 def _numbers(name: str, value: Any) -> tuple[float, ...]:
     """1 to 4 finite numbers within float32's range, from a number or a sequence."""
+    values: tuple[Any, ...]
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         values = (value,)
     elif isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes)):
@@ -177,10 +180,10 @@ def _numbers(name: str, value: Any) -> tuple[float, ...]:
         raise TypeError(f"{name} must be a number or a sequence of numbers, got {value!r}")
     if not 1 <= len(values) <= 4:
         raise ValueError(f"{name} must have 1 to 4 values (one per channel), got {value!r}")
-    values = tuple(check_real(name, v) for v in values)
-    if any(abs(v) > _FLOAT32_MAX for v in values):
+    checked = tuple(check_real(name, v) for v in values)
+    if any(abs(v) > _FLOAT32_MAX for v in checked):
         raise ValueError(f"{name} must be within float32's range, got {value!r}")
-    return values
+    return checked
 
 
 def check_fill(name: str, value: Any) -> tuple[float, ...]:

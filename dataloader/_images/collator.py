@@ -94,7 +94,8 @@ class ImageCollator:
         dtype = self.dtype or str(first.dtype)
         if dtype == "uint8" and first.dtype != np.uint8:
             raise ValueError("ImageCollator: cannot store float32 images as uint8")
-        batch = self.new_batch(len(arrays), *first.shape, dtype)
+        height, width, channels = first.shape  # (H, W, C): _hwc_array checked it
+        batch = self.new_batch(len(arrays), height, width, channels, dtype)
         slots = np.asarray(batch)
         for position, array in enumerate(arrays):
             slot = slots[position].transpose(1, 2, 0) if self.layout == "NCHW" else slots[position]

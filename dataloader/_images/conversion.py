@@ -26,6 +26,7 @@ from dataloader._images.arguments import (
     check_mean_std,
 )
 from dataloader._images.chains import Transform, frozen, set_checked
+from dataloader._images.decode import decode
 
 __all__ = ["Decode", "Normalize", "ToChw", "ToFloat", "ToGray", "ToHwc", "ToRgb", "ToRgba",
            "ToTensor"]
@@ -81,8 +82,6 @@ class Decode(Transform):
                      exact=self.exact, max_bytes=self.max_bytes)]
 
     def _fallback(self, data: Any) -> np.ndarray:
-        from dataloader.kernels import decode
-
         return decode(data, mode=self.mode, max_width=self.max_width,
                       max_height=self.max_height, max_bytes=self.max_bytes)
 

@@ -132,10 +132,36 @@ def default_collate(batch: list[Any]) -> Any:
     ((2, 2), [0, 1])
     """
     elem = batch[0]
-    collate = default_collate_fn_map.get(type(elem))
-    if collate is not None:
-        return collate(batch)
-    return _collate_by_isinstance(elem, batch)
+    try:
+        collate = default_collate_fn_map.get(type(elem))
+        if collate is not None:
+            return collate(batch)
+        return _collate_by_isinstance(elem, batch)
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise none_item_error(batch) or error from error
+
+
+def none_item_error(batch: list[Any]) -> TypeError | None:
+    """The error to raise when a failed batch holds ``None`` beside other values.
+
+    A ``__getitem__`` that falls off its end returns ``None``; the rule of
+    the first item then fails on it with a message about something else
+    (``object of type 'NoneType' has no len()``). This one names the
+    item, and its position travels as ``batch_position`` for the loader's
+    note to name its index.
+    """
+    positions = [position for position, item in enumerate(batch) if item is None]
+    if not positions or len(positions) == len(batch):
+        return None
+    first = positions[0]
+    other = next(position for position, item in enumerate(batch) if item is not None)
+    error = TypeError(
+        f"default_collate: item {first} of the batch is None where item {other} is a "
+        f"{type(batch[other]).__name__} (did __getitem__ or the transform return nothing "
+        "for it?)"
+    )
+    error.batch_position = first  # type: ignore[attr-defined]
+    return error
 
 
 def collate_arrays(batch: list[Any], empty: Allocator | None = None) -> np.ndarray:
@@ -216,8 +242,11 @@ def _collate_strings(batch: list[Any]) -> list[Any]:
 def _collate_mapping(elem: collections.abc.Mapping, batch: list[Any],
                      collate: Callable[[list[Any]], Any]) -> Any:
     collated = {key: collate([item[key] for item in batch]) for key in elem}
+    # The concrete type, whose constructor may take the items (the abstract
+    # ``Mapping``'s takes none); a ``TypeError`` says it does not.
+    mapping_type: Callable[..., Any] = type(elem)
     try:
-        return type(elem)(collated)
+        return mapping_type(collated)
     except TypeError:
         # The mapping type's constructor takes no dict: fall back to dict.
         return collated
@@ -235,8 +264,9 @@ def _collate_sequence(elem: collections.abc.Sequence, batch: list[Any],
     columns = [collate(list(column)) for column in zip(*batch, strict=True)]
     if isinstance(elem, tuple):
         return columns
+    sequence_type: Callable[..., Any] = type(elem)  # as in _collate_mapping
     try:
-        return type(elem)(columns)
+        return sequence_type(columns)
     except TypeError:
         return columns
 
@@ -372,8 +402,9 @@ def convert_container(data: Any, convert: Callable[[Any], Any]) -> Any:
     """
     if isinstance(data, collections.abc.Mapping):
         converted = {key: convert(value) for key, value in data.items()}
+        mapping_type: Callable[..., Any] = type(data)  # as in _collate_mapping
         try:
-            return type(data)(converted)
+            return mapping_type(converted)
         except TypeError:
             return converted
     if isinstance(data, tuple) and hasattr(data, "_fields"):
@@ -382,8 +413,9 @@ def convert_container(data: Any, convert: Callable[[Any], Any]) -> Any:
         return [convert(value) for value in data]
     if isinstance(data, collections.abc.Sequence):
         converted_items = [convert(value) for value in data]
+        sequence_type: Callable[..., Any] = type(data)  # as in _collate_mapping
         try:
-            return type(data)(converted_items)
+            return sequence_type(converted_items)
         except TypeError:
             return converted_items
     return data

@@ -42,7 +42,7 @@ from dataloader._loading.pinning import (
     pinning,
 )
 from dataloader._loading.plans import EpochPlan, StreamPlan
-from dataloader._loading.plugins import bind_epoch, item_source
+from dataloader._loading.plugins import EpochBound, bind_epoch, item_source
 from dataloader._loading.randomness import LoaderRandomness
 from dataloader._loading.reported_length import stream_length, warn_past_reported_length
 from dataloader._loading.stats import Stats
@@ -194,7 +194,7 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         pin_memory_device: str = "",
         in_order: bool = True,
         item_concurrency: int = 1,
-        transform: Callable[[int, Any], Any] | None = None,
+        transform: Callable[[int, Any], Any] | EpochBound | None = None,
         seed: int | None = None,
         equal_batches: bool = False,
         on_error: str = "raise",
@@ -237,6 +237,7 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
             else:
                 sampler = SequentialSampler(dataset)
         if batch_size is not None and batch_sampler is None and not iterable:
+            assert sampler is not None  # set just above for a map-style dataset
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
 
         self._iterable = iterable
@@ -296,6 +297,7 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
             )
         super().__setattr__(name, value)
 
+    # LoaderRandomness declares ``epoch: int`` only to read it; it is never set.
     @property
     def epoch(self) -> int:
         """The number of the epoch started last (before any, of the one to come).

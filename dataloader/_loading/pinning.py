@@ -9,8 +9,8 @@ mappings, namedtuples and sequences are rebuilt around their pinned leaves,
 and any other object with a ``pin_memory()`` method is replaced by what it
 returns (torch's protocol for custom batch types). A pooled ``ImageBatch``
 uses that protocol to register its buffer with the accelerator once
-(:data:`host_memory`) instead of being copied for every batch; this module
-knows nothing of images.
+(``dataloader._core.buffers.host_memory``) instead of being copied for
+every batch; this module knows nothing of images.
 
 Who pins (see ``docs/execution.md``, "Pinned memory"):
 
@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from dataloader._sampling.state import EpochProgress
 
 __all__ = [
-    "DirectPinnedEpoch", "PinnedEpoch", "Pinning", "check_pin_memory_device", "host_memory",
-    "pin_memory", "pinning",
+    "DirectPinnedEpoch", "PinnedEpoch", "Pinning", "check_pin_memory_device", "pin_memory",
+    "pinning",
 ]
 
 # Batches pinned ahead of the consumer, beyond the loader's window.
@@ -135,13 +135,16 @@ def pin_memory(data: Any) -> Any:
     if isinstance(data, (str, bytes)):
         return data
     if isinstance(data, collections.abc.Mapping):
+        # The concrete type, whose constructor may take the items (the abstract
+        # ``Mapping``'s takes none); a ``TypeError`` says it does not.
+        mapping_type: Callable[..., Any] = type(data)
         try:
             if isinstance(data, collections.abc.MutableMapping):
                 # A copy keeps what else the mapping type holds (as torch).
                 clone = copy.copy(data)
                 clone.update({key: pin_memory(value) for key, value in data.items()})
                 return clone
-            return type(data)({key: pin_memory(value) for key, value in data.items()})
+            return mapping_type({key: pin_memory(value) for key, value in data.items()})
         except TypeError:
             return {key: pin_memory(value) for key, value in data.items()}
     if isinstance(data, tuple):
@@ -149,13 +152,14 @@ def pin_memory(data: Any) -> Any:
             return type(data)(*(pin_memory(sample) for sample in data))
         return type(data)(pin_memory(sample) for sample in data)
     if isinstance(data, collections.abc.Sequence):
+        sequence_type: Callable[..., Any] = type(data)  # as for a mapping
         try:
             if isinstance(data, collections.abc.MutableSequence):
-                clone = copy.copy(data)
+                sequence_clone = copy.copy(data)
                 for position, sample in enumerate(data):
-                    clone[position] = pin_memory(sample)
-                return clone
-            return type(data)([pin_memory(sample) for sample in data])  # type: ignore[call-arg]
+                    sequence_clone[position] = pin_memory(sample)
+                return sequence_clone
+            return sequence_type([pin_memory(sample) for sample in data])
         except TypeError:
             return [pin_memory(sample) for sample in data]
     return data
@@ -170,32 +174,6 @@ def _plain_strides(array: np.ndarray) -> np.ndarray:
     return array.copy(order="C")
 
 
-class HostMemory:
-    """Registration of host buffers with the accelerator (CUDA's ``cudaHostRegister``).
-
-    A buffer that is reused batch after batch (a pooled ``ImageBatch``'s)
-    is registered once and stays page-locked until it is freed, instead of
-    being copied into pinned memory for every batch. ``register`` returns
-    ``False`` when the accelerator offers no registration (then the caller
-    copies, as ``tensor.pin_memory()`` does); the owner of the buffer must
-    call ``unregister`` before freeing it.
-    """
-
-    def register(self, address: int, nbytes: int) -> bool:
-        import torch
-
-        if not torch.cuda.is_available():
-            return False
-        cudart = torch.cuda.cudart()
-        return int(cudart.cudaHostRegister(address, nbytes, 0)) == 0
-
-    def unregister(self, address: int) -> None:
-        import torch
-
-        torch.cuda.cudart().cudaHostUnregister(address)
-
-
-host_memory = HostMemory()
 
 
 # -- the pinning thread ----------------------------------------------------------

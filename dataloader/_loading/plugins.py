@@ -34,13 +34,13 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["BatchAssembling", "EpochBound", "TransformingDataset", "bind_epoch", "item_source"]
 
 ItemTransform = Callable[[int, Any], Any]
-Assemble = Callable[[list[int], list[Any]], Any]
+Assemble = Callable[[list[int], Sequence[Any]], Any]
 
 
 @runtime_checkable

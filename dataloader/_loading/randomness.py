@@ -23,11 +23,15 @@ class LoaderRandomness:
     """The seed of a ``DataLoader`` and what derives from it (a mixin of ``DataLoader``)."""
 
     _seed: int
-    epoch: int
     sampler: Any
     batch_sampler: Any
     # The sampler the loader built for shuffle=True: its seed follows the loader's.
     _owned_sampler: Any = None
+
+    @property
+    def epoch(self) -> int:
+        """The current epoch (the loader's own, read here)."""
+        raise NotImplementedError
 
     @property
     def seed(self) -> int:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dataloader._core.epoch import Epoch
 from dataloader._core.load import Fetched, Recipe, load_fetched
@@ -159,13 +159,25 @@ def stream_recipe(transform: Any, collate: Any, batch_size: int | None,
     return Recipe(None, None, transform, collate, batch_size is not None, assemble)
 
 
+class CursorPlan(Protocol):
+    """What a ``Cursor`` reads of its plan: a ``StreamPlan``, or a worker process's
+    ``StreamSpec``."""
+
+    @property
+    def dataset(self) -> Any: ...
+    @property
+    def batch_size(self) -> int | None: ...
+    @property
+    def drop_last(self) -> bool: ...
+
+
 class Cursor:
     """One stream: its iterator, position and worker identity."""
 
     __slots__ = ("dataset", "stream", "info", "state", "iterator", "position", "ended",
                  "batch_size", "drop_last", "batches")
 
-    def __init__(self, plan: StreamPlan, stream: int, info: WorkerInfo | None,
+    def __init__(self, plan: CursorPlan, stream: int, info: WorkerInfo | None,
                  state: Any) -> None:
         self.dataset = plan.dataset
         self.batch_size = plan.batch_size
@@ -185,9 +197,11 @@ class Cursor:
         if self.info is not None:
             # A worker's get_worker_info() describes its stream while it runs.
             set_stream_worker(self.info)
-        self.iterator = iter(self.dataset)
+        # The dataset's own iterator: a saved state means it has load_state_dict.
+        iterator: Any = iter(self.dataset)
+        self.iterator = iterator
         if self.state is not None:
-            self.iterator.load_state_dict(self.state["iterator"])  # type: ignore[attr-defined]
+            iterator.load_state_dict(self.state["iterator"])
 
     def close(self) -> None:
         self.iterator = None

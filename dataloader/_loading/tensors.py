@@ -33,6 +33,7 @@ from dataloader._loading.collate import (
     collate_arrays,
     collate_container,
     convert_container,
+    none_item_error,
     registered_rule,
     stack_tensors,
 )
@@ -62,7 +63,13 @@ def default_collate(batch: list[Any]) -> Any:
     >>> images.dtype, labels.tolist()
     (torch.float32, [0, 1])
     """
-    elem = batch[0]
+    try:
+        return _collate(batch[0], batch)
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise none_item_error(batch) or error from error
+
+
+def _collate(elem: Any, batch: list[Any]) -> Any:
     if isinstance(elem, torch.Tensor):
         if _in_torch_worker() and elem.device.type == "cpu":
             return torch.stack(batch, 0, out=_shared((len(batch), *elem.shape), elem.dtype))

@@ -115,13 +115,14 @@ def answer_torch_worker_info() -> None:
     asks :func:`get_worker_info` first and torch's own otherwise. Code that
     bound ``get_worker_info`` by name before the first epoch keeps torch's.
     """
-    torch_data = sys.modules.get("torch.utils.data")
+    # torch's modules, untyped here: ``Any`` lets their functions be replaced.
+    torch_data: Any = sys.modules.get("torch.utils.data")
     if torch_data is None or torch_data.get_worker_info is _torch_get_worker_info:
         return
     original = torch_data.get_worker_info
     _torch_originals.append(original)
     torch_data.get_worker_info = _torch_get_worker_info
-    worker_module = sys.modules.get("torch.utils.data._utils.worker")
+    worker_module: Any = sys.modules.get("torch.utils.data._utils.worker")
     if worker_module is not None and worker_module.get_worker_info is original:
         worker_module.get_worker_info = _torch_get_worker_info
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from dataloader._core.consumer import wait_slice
 from dataloader._core.load import EMPTY_BATCH
@@ -30,12 +30,20 @@ from dataloader._errors import (
     CHECK,
     EpochClosedError,
     LoadingContext,
+    WorkerDied,
     add_context,
     check_same_process,
 )
 from dataloader._loading.stats import WAIT, monotonic_ns
-from dataloader._processes import worker as _worker
-from dataloader._processes.group import END, WorkerDied, WorkerGroup, close_with
+from dataloader._processes.group import (
+    EndOfSampler,
+    LoadBatch,
+    RejectBatch,
+    RejectedIndices,
+    WorkerGroup,
+    close_with,
+)
+from dataloader._processes.protocol import Failed, Loaded
 
 if TYPE_CHECKING:
     from dataloader._loading.loader import DataLoader
@@ -143,17 +151,17 @@ class ProcessEpoch:
 
     def _end_sampler(self) -> None:
         self._sampler_ended = True
-        self._group.post((END, self._channel))
+        self._group.post(EndOfSampler(self._channel))
 
     def _post(self, indices: Any) -> None:
-        request: tuple[Any, ...]
+        request: LoadBatch | RejectBatch
         try:
             if self._plan.check_indices is not None:
                 indices = self._plan.check_indices(indices)
-            request = (_worker.LOAD, self._channel, indices)
+            request = LoadBatch(self._channel, indices)
         except Exception as exc:  # noqa: BLE001 -- raised from its batch
             add_context(exc, LoadingContext(CHECK, batch=self._posted, indices=indices))
-            request = (_worker.FAILED, self._channel, exc)
+            request = RejectBatch(self._channel, exc)
         self._group.post(request)
         self._posted += 1
 
@@ -204,23 +212,21 @@ class ProcessEpoch:
                 channel.arrivals.popleft()
             channel.results.pop(position, None)
 
-    def _open(self, worker_id: int, message: Any) -> Any:
+    def _open(self, worker_id: int, message: Loaded | Failed | RejectedIndices) -> Any:
         """A reply as what ``next()`` returns or raises."""
-        if message[0] == _worker.FAILED:
-            if worker_id < 0:  # the sampler's indices failed their check
-                raise message[3]
-            self._plan.stats.add_remote(message[4])
-            raise _worker.restore_error(message[3])
-        _, _, _, packed, totals, skipped = message
-        self._plan.stats.add_remote(totals)
-        for index, portable in skipped:
-            error = _worker.restore_error(portable)
+        if isinstance(message, RejectedIndices):
+            raise message.error
+        self._plan.stats.add_remote(message.stats)
+        if isinstance(message, Failed):
+            raise message.error.restore()
+        for index, remote in message.skipped:
+            error = remote.restore()
             if not self._budget.spend(error, index):
-                self._group.discard(worker_id, packed)
+                self._group.discard(worker_id, message.packed)
                 raise error
-        if packed is None:
+        if message.packed is None:
             return EMPTY_BATCH
-        return self._group.open_batch(worker_id, packed)
+        return self._group.open_batch(worker_id, message.packed)
 
     # -- ending -------------------------------------------------------------
 
@@ -256,7 +262,7 @@ def wait_for_reply(channel: Any, ready: Callable[[], Any], timeout: float,
             channel.condition.wait(wait_slice(started, timeout, delivered))
 
 
-def raise_death(group: WorkerGroup, death: BaseException | None, loading: str) -> Any:
+def raise_death(group: WorkerGroup, death: BaseException | None, loading: str) -> NoReturn:
     """Stop the group and raise why it stopped serving: a worker's death names its pid,
     its signal and (``loading``) the batch it was loading."""
     group.close()

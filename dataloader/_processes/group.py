@@ -37,25 +37,84 @@ import weakref
 from collections.abc import Callable
 from multiprocessing.connection import wait
 from multiprocessing.reduction import recv_handle
-from typing import Any
+from typing import Any, NamedTuple
 
 from dataloader._core.pool import wait_bound
-from dataloader._errors import EpochClosedError, warn_at_caller
+from dataloader._errors import EpochClosedError, WorkerDied, warn_at_caller
 from dataloader._processes import worker as _worker
 from dataloader._processes.channel import Channel
+from dataloader._processes.protocol import (
+    BeginEpoch,
+    Failed,
+    GiveBack,
+    InitFailed,
+    Load,
+    Loaded,
+    Ready,
+    SlotShared,
+    Stop,
+    Streamed,
+)
 from dataloader._processes.transport import Packed, SlotReader, explained_descriptor_limit
 
-__all__ = ["END", "STREAM", "WorkerDied", "WorkerGroup", "close_every_group", "close_with",
-           "start_method"]
+__all__ = ["EndOfSampler", "LoadBatch", "LoadStreamBatch", "RejectBatch", "RejectedIndices",
+           "WorkerGroup", "close_every_group", "close_with", "start_method"]
 
 # How long stopping a worker waits for it to exit before killing it.
 _STOP_SECONDS = 5.0
 # The longest the I/O thread waits before looking at its requests again.
 _IO_SLICE_SECONDS = 0.1
-# Requests handled by the I/O thread besides the workers' own: the
-# sampler's end, stopping, and ``(STREAM, channel, worker_id, position)``,
-# the next batch of that worker's stream.
-END, STREAM, _STOP_IO = "end", "stream", "stop io"
+
+
+# What the consumer posts to the group's I/O thread (``WorkerGroup.post``).
+
+
+class LoadBatch(NamedTuple):
+    """Load ``indices`` as the epoch's next batch, on the worker whose turn it is."""
+
+    channel: Channel
+    indices: Any
+
+
+class LoadStreamBatch(NamedTuple):
+    """Load the next batch of ``worker_id``'s stream, at ``position``."""
+
+    channel: Channel
+    worker_id: int
+    position: int
+
+
+class RejectBatch(NamedTuple):
+    """The epoch's next batch failed before loading (its indices' check): ``error``."""
+
+    channel: Channel
+    error: BaseException
+
+
+class EndOfSampler(NamedTuple):
+    """The sampler has no more batches: the epoch ends after those posted."""
+
+    channel: Channel
+
+
+class _OpenEpoch(NamedTuple):
+    channel: Channel
+    seed: int
+    epoch: int
+    stream_states: list[Any] | None
+
+
+class _StopIO(NamedTuple):
+    pass
+
+
+_Posted = LoadBatch | LoadStreamBatch | RejectBatch | EndOfSampler | _OpenEpoch | _StopIO
+
+
+class RejectedIndices(NamedTuple):
+    """The reply a rejected batch gets in its channel, in place of a worker's."""
+
+    error: BaseException
 
 _tokens = itertools.count()
 
@@ -121,14 +180,6 @@ def _usable_cpus() -> int | None:
         return os.cpu_count()
 
 
-class WorkerDied(RuntimeError):
-    """A worker process ended while the consumer still needed it."""
-
-    def __init__(self, message: str, worker_id: int) -> None:
-        super().__init__(message)
-        self.worker_id = worker_id
-
-
 class WorkerGroup:
     """``num_workers`` worker processes serving one loader.
 
@@ -150,7 +201,7 @@ class WorkerGroup:
         self._conns: list[Any] = []
         self._pids: list[int] = []
         # Requests from the consumer, and a pipe that wakes the I/O thread.
-        self._outbox: collections.deque[tuple[Any, ...]] = collections.deque()
+        self._outbox: collections.deque[_Posted] = collections.deque()
         self._wake: Callable[[], None] = _Wake()
         # The epoch being served; ``_lock`` pairs it with ``death``.
         self._channel: Channel | None = None
@@ -211,11 +262,11 @@ class WorkerGroup:
     def _await_ready(self, worker_id: int) -> None:
         while True:
             message = self._receive_from(worker_id)
-            if message[0] == _worker.READY:
-                self._pids.append(message[1])
+            if isinstance(message, Ready):
+                self._pids.append(message.pid)
                 return
-            if message[0] == _worker.FAILED:
-                raise _worker.restore_error(message[3])
+            if isinstance(message, InitFailed):
+                raise message.error.restore()
 
     # -- the consumer's side ---------------------------------------------------
 
@@ -236,10 +287,10 @@ class WorkerGroup:
             death = self.death
         if death is not None:
             channel.fail(death)
-        self.post((_worker.EPOCH, channel, seed, epoch, stream_states))
+        self.post(_OpenEpoch(channel, seed, epoch, stream_states))
         return channel
 
-    def post(self, request: tuple[Any, ...]) -> None:
+    def post(self, request: _Posted) -> None:
         """Queue a request for the I/O thread (one atomic append: safe under Ctrl-C)."""
         self._outbox.append(request)
         self._wake()
@@ -269,6 +320,7 @@ class WorkerGroup:
         """Send requests, receive replies, watch the processes; until ``close``."""
         sentinels = [process.sentinel for process in self._processes]
         wake = self._wake
+        assert isinstance(wake, _Wake)  # close() sets _no_wake only after this thread ends
         try:
             while not self._stopping:
                 self._send_requests()
@@ -288,21 +340,21 @@ class WorkerGroup:
         self._give_back_slots()
         while self._outbox:
             request = self._outbox.popleft()
-            kind, channel = request[0], request[1]
-            if kind == _worker.EPOCH:
-                seed, epoch, states = request[2:]
+            if isinstance(request, _OpenEpoch):
+                channel, states = request.channel, request.stream_states
                 for worker_id, conn in enumerate(self._conns):
                     state = states[worker_id] if states is not None else None
-                    self._send(conn, (_worker.EPOCH, channel.token, seed, epoch, state))
-            elif kind == _worker.LOAD:
-                self._send_load(channel, request[2])
-            elif kind == STREAM:
-                self._send_load(channel, None, *request[2:])
-            elif kind == _worker.FAILED:
-                channel.store(channel.assign(), -1, (_worker.FAILED, channel.token, None,
-                                                     request[2], ()))
-            elif kind == END:
-                channel.finish()
+                    self._send(conn, BeginEpoch(channel.token, request.seed, request.epoch,
+                                                state))
+            elif isinstance(request, LoadBatch):
+                self._send_load(request.channel, request.indices)
+            elif isinstance(request, LoadStreamBatch):
+                self._send_load(request.channel, None, request.worker_id, request.position)
+            elif isinstance(request, RejectBatch):
+                channel = request.channel
+                channel.store(channel.assign(), -1, RejectedIndices(request.error))
+            elif isinstance(request, EndOfSampler):
+                request.channel.finish()
 
     def _send_load(self, channel: Channel, indices: Any, worker_id: int | None = None,
                    position: int | None = None) -> None:
@@ -313,8 +365,7 @@ class WorkerGroup:
             position = channel.assign()
             worker_id = channel.worker_for(position)
         channel.dispatch(position, worker_id)
-        request = (_worker.LOAD, channel.token, position, indices)
-        self._send(self._conns[worker_id], request, worker_id)
+        self._send(self._conns[worker_id], Load(channel.token, position, indices), worker_id)
 
     def _give_back_slots(self) -> None:
         """Tell each worker which of its slots the consumer has released since."""
@@ -323,7 +374,7 @@ class WorkerGroup:
             worker_id, slot = self._released.popleft()
             released.setdefault(worker_id, []).append(slot)
         for worker_id, slots in released.items():
-            self._send(self._conns[worker_id], (_worker.GIVE_BACK, slots), worker_id)
+            self._send(self._conns[worker_id], GiveBack(slots), worker_id)
 
     def _send(self, conn: Any, message: Any, worker_id: int | None = None) -> None:
         try:
@@ -332,14 +383,13 @@ class WorkerGroup:
             worker_id = self._conns.index(conn) if worker_id is None else worker_id
             raise WorkerDied(self._death_message(worker_id), worker_id) from None
 
-    def _deliver(self, worker_id: int, message: Any) -> None:
-        packed = message[3] if message[0] in (_worker.BATCH_DONE, _worker.STREAMED) else None
+    def _deliver(self, worker_id: int, message: Loaded | Failed | Streamed) -> None:
         channel = self._channel
-        if channel is None or message[1] != channel.token:
+        if channel is None or message.token != channel.token:
             # A reply to an abandoned epoch of a persistent group.
-            self.discard(worker_id, packed)
+            self.discard(worker_id, getattr(message, "packed", None))
             return
-        channel.store(message[2], worker_id, message)
+        channel.store(message.position, worker_id, message)
 
     def _broken(self, death: BaseException) -> None:
         """The group cannot serve on: a worker died, or a request could not be sent."""
@@ -353,9 +403,9 @@ class WorkerGroup:
         conn = self._conns[worker_id]
         try:
             message = conn.recv()
-            if message[0] == _worker.SLOT:
+            if isinstance(message, SlotShared):
                 with explained_descriptor_limit("the DataLoader's process"):
-                    self.reader.attach(worker_id, message[1], recv_handle(conn))
+                    self.reader.attach(worker_id, message.slot, recv_handle(conn))
                 message = conn.recv()
         except (EOFError, OSError):
             raise WorkerDied(self._death_message(worker_id), worker_id) from None
@@ -415,7 +465,7 @@ class WorkerGroup:
         self._stopping = True
         io = self._io
         if io is not None and io is not threading.current_thread():
-            self.post((_STOP_IO, None))
+            self.post(_StopIO())
             io.join()
         # A thread still waiting for a reply (a pinning thread, say) wakes
         # and raises, rather than wait for replies that will never come.
@@ -427,7 +477,7 @@ class WorkerGroup:
         self.reader = SlotReader()
         for conn in self._conns:
             try:
-                conn.send((_worker.STOP,))
+                conn.send(Stop())
             except OSError:
                 pass
         # At interpreter exit, the exit's one deadline (dataloader._core.pool).

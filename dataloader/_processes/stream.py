@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from dataloader._errors import check_same_process
 from dataloader._loading.stats import WAIT, monotonic_ns
-from dataloader._processes import worker as _worker
 from dataloader._processes.epoch import raise_death, wait_for_reply
-from dataloader._processes.group import STREAM, WorkerGroup, close_with
+from dataloader._processes.group import LoadStreamBatch, WorkerGroup, close_with
+from dataloader._processes.protocol import Streamed
 
 if TYPE_CHECKING:
     from dataloader._loading.plans import StreamPlan
@@ -84,7 +84,7 @@ class ProcessStream:
         position = self._posted
         self._posted = position + 1
         self._asked[stream].append(position)
-        self._group.post((STREAM, self._channel, stream, position))
+        self._group.post(LoadStreamBatch(self._channel, stream, position))
 
     def next(self) -> tuple[Any, bool, int, Any]:
         """The next entry, ``(payload, failed, stream, state)``; ``StopIteration`` at the end."""
@@ -136,21 +136,20 @@ class ProcessStream:
         self._asked[turn].popleft()
         return turn, channel.results.pop(position)[1]
 
-    def _open(self, stream: int, message: Any) -> tuple[Any, bool, int, Any] | None:
+    def _open(self, stream: int, message: Streamed) -> tuple[Any, bool, int, Any] | None:
         """A reply as an entry; ``None`` for the end of a stream that brought no batch."""
-        _, _, _, packed, totals, (error, state, ended) = message
-        self._plan.stats.add_remote(totals)
+        self._plan.stats.add_remote(message.stats)
         self._received[stream] += 1
-        if ended:
+        if message.ended:
             self._ended[stream] = True
-        if packed is None and error is None:
+        if message.packed is None and message.error is None:
             return None
         self._took[stream] += 1
-        if not ended:
+        if not message.ended:
             self._ask(stream)
-        if error is not None:
-            return _worker.restore_error(error), True, stream, state
-        return self._group.open_batch(stream, packed), False, stream, state
+        if message.error is not None:
+            return message.error.restore(), True, stream, message.state
+        return self._group.open_batch(stream, message.packed), False, stream, message.state
 
     def cancel(self) -> None:
         """End the epoch now; its workers stop too unless they are persistent."""

@@ -263,7 +263,8 @@ class SlotReader:
         # unpickler is a view of it, so it dies with the batch's last array.
         lease = np.frombuffer(mapping, np.uint8, count=end) if end else np.empty(0, np.uint8)
         weakref.finalize(lease, _release, mapping, release, keep_pages)
-        whole = memoryview(lease)
+        # numpy's stubs declare ndarray.__buffer__ only for Python >= 3.12.
+        whole = memoryview(lease)  # type: ignore[arg-type]
         buffers = [whole[start:start + nbytes] for start, nbytes in packed.layout]
         del whole, lease
         return pickle.loads(packed.header, buffers=buffers)

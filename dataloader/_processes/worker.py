@@ -4,30 +4,20 @@ A worker holds its own copy of the loader's :class:`WorkerSpec` (inherited
 by ``fork``, or unpickled under ``spawn`` / ``forkserver``) and loads
 whole batches with the engine's one loading routine
 (``dataloader._core.load``) -- with ``item_concurrency`` lanes on its own
-small pool of threads when asked. It answers three requests from the
-consumer, in order, over its pipe, and is given back the slots of the
-batches the consumer has released:
-
-* ``(EPOCH, token, seed, epoch, stream_state)`` -- bind this epoch's
-  transform and collate function; a persistent worker whose seeds follow
-  the loader's seed reseeds ``random``, numpy and torch for the epoch (a
-  new worker was seeded as it started, before ``worker_init_fn``); a
-  streaming worker also starts its stream afresh (from ``stream_state`` on
-  resume);
-* ``(LOAD, token, position, indices)`` -- load the batch and send
-  ``(BATCH, token, position, packed, stats, skipped)``, its arrays in the
-  lowest free slot (see :mod:`dataloader._processes.transport`), or
-  ``(FAILED, token, position, error, stats)``; a streaming worker
-  (``indices`` is ``None``) loads its stream's next batch and sends
-  ``(STREAMED, token, position, packed, stats, (error, state, ended))``:
-  ``packed`` is ``None`` after an error or at the end, ``state`` the
-  stream's saved state after the batch (as on threads,
-  ``dataloader._loading.streaming``) and ``ended`` whether the stream is
-  over (an error of its iterator ends it);
-* ``(STOP,)`` -- exit;
-* ``(GIVE_BACK, slots)`` -- whenever it comes: ``slots`` are free again.
-  The worker reads every message waiting before it chooses a slot, so a
-  batch released while it was busy frees its slot for the next one.
+small pool of threads when asked. It answers the consumer's requests in
+order, over its pipe, as :mod:`dataloader._processes.protocol` declares
+them: :class:`BeginEpoch` binds an epoch's transform and collate function
+(a new worker was seeded as it started, before ``worker_init_fn``; a
+persistent one whose seeds follow the loader's seed reseeds ``random``,
+numpy and torch for each later epoch; a streaming worker starts its
+stream afresh, from its saved state on resume); :class:`Load` loads a
+batch into the lowest free slot (see :mod:`dataloader._processes.transport`)
+and answers :class:`Loaded` or :class:`Failed`, or for a streaming worker
+:class:`Streamed` with the stream's state after the batch (as on threads,
+``dataloader._loading.streaming``); :class:`Stop` ends it. Slots come back
+in :class:`GiveBack` whenever the consumer releases batches: the worker
+reads every message waiting before it chooses a slot, so a batch released
+while it was busy frees its slot for the next one.
 
 The worker ignores Ctrl-C (the consumer stops it) and never outlives the
 consumer's process, whatever it is doing when that process dies -- loading
@@ -47,7 +37,6 @@ import ctypes
 import dataclasses
 import gc
 import os
-import pickle
 import random
 import select
 import signal
@@ -55,7 +44,6 @@ import socket
 import sys
 import threading
 import time
-import traceback
 from dataclasses import dataclass
 from multiprocessing.reduction import sendfds
 from typing import Any
@@ -81,18 +69,23 @@ from dataloader._loading.worker import (
     set_process_worker,
     use_one_torch_thread,
 )
+from dataloader._processes.protocol import (
+    BeginEpoch,
+    Failed,
+    GiveBack,
+    InitFailed,
+    Load,
+    Loaded,
+    Ready,
+    RemoteError,
+    SlotShared,
+    Stop,
+    Streamed,
+)
 from dataloader._processes.transport import SlotWriter, explained_descriptor_limit
 from dataloader._sampling.seeding import worker_base_seed
 
-__all__ = [
-    "BATCH_DONE", "EPOCH", "FAILED", "GIVE_BACK", "LOAD", "READY", "STOP", "STREAMED",
-    "Consumer", "StreamSpec", "WorkerSpec", "run",
-]
-
-# Requests (consumer -> worker) and replies (worker -> consumer).
-EPOCH, LOAD, STOP, GIVE_BACK = "epoch", "load", "stop", "give back"
-READY, BATCH_DONE, FAILED, SLOT = "ready", "batch", "failed", "slot"
-STREAMED = "streamed"
+__all__ = ["Consumer", "StreamSpec", "WorkerSpec", "run", "seed_globals"]
 
 # Where the kernel has no pidfd: how often the watchdog looks for the consumer.
 _WATCHDOG_POLL_SECONDS = 0.25
@@ -196,9 +189,9 @@ def run(spec: WorkerSpec, worker_id: int, conn: Any, consumer: Consumer) -> None
         if spec.worker_init_fn is not None:
             spec.worker_init_fn(worker_id)
     except Exception as exc:  # noqa: BLE001 -- raised in the consumer
-        conn.send((FAILED, None, None, _portable(exc), ()))
+        conn.send(InitFailed(RemoteError.of(exc)))
         return
-    conn.send((READY, os.getpid()))
+    conn.send(Ready(os.getpid()))
     _Worker(spec, worker_id, conn).serve()
 
 
@@ -268,7 +261,7 @@ class _Worker:
         self.conn = conn
         self.writer = SlotWriter()
         # Requests read while looking for slots given back.
-        self.requests: collections.deque[Any] = collections.deque()
+        self.requests: collections.deque[BeginEpoch | Load | Stop] = collections.deque()
         self.stats = Stats()
         self.sent_totals = [0] * len(self.stats.rows[0].totals())
         self.pool: Pool | None = None
@@ -279,15 +272,15 @@ class _Worker:
         # dataset's event loop.
         self.lanes = False
         self.event_loop: EventLoop | None = None
-        self.skipped: list[tuple[Any, Any]] = []
+        self.skipped: list[tuple[Any, RemoteError]] = []
 
     def serve(self) -> None:
         try:
-            while (kind := (request := self._next_request())[0]) != STOP:
-                if kind == EPOCH:
-                    self._begin_epoch(*request[1:])
-                elif kind == LOAD:
-                    self._load(*request[1:])
+            while not isinstance(request := self._next_request(), Stop):
+                if isinstance(request, BeginEpoch):
+                    self._begin_epoch(request)
+                elif isinstance(request, Load):
+                    self._load(request)
         except (EOFError, BrokenPipeError, ConnectionResetError):
             pass  # the consumer is gone
         finally:
@@ -297,7 +290,7 @@ class _Worker:
                 self.pool.shutdown(1.0)
             self.writer.close()
 
-    def _next_request(self) -> Any:
+    def _next_request(self) -> BeginEpoch | Load | Stop:
         # Slots given back while the last batch loaded are free for the next.
         while True:
             self._read_waiting()
@@ -310,19 +303,19 @@ class _Worker:
         """Read every message waiting: free the slots given back, queue the requests."""
         while self.conn.poll(0):
             message = self.conn.recv()
-            if message[0] == GIVE_BACK:
-                self.writer.give_back(message[1])
+            if isinstance(message, GiveBack):
+                self.writer.give_back(message.slots)
             else:
                 self.requests.append(message)
 
-    def _begin_epoch(self, token: Any, seed: int, epoch: int, stream_state: Any) -> None:
-        spec = self.spec
-        self.token = token
+    def _begin_epoch(self, request: BeginEpoch) -> None:
+        spec, seed, epoch = self.spec, request.seed, request.epoch
+        self.token = request.token
         if self.served_epochs and spec.seeds_follow_seed:
             self._reseed(worker_base_seed(seed, epoch))
         self.served_epochs += 1
         if spec.stream is not None:
-            self._begin_stream(seed, epoch, stream_state)
+            self._begin_stream(seed, epoch, request.stream_state)
             return
         lanes = spec.item_concurrency > 1
         source = spec.dataset
@@ -336,6 +329,7 @@ class _Worker:
         transform, assemble = bind_epoch(unbound, spec.collate_fn, seed=seed,
                                          epoch=epoch, lanes=lanes)
         skip = _RecordingBudget(self.skipped, spec.report_skipped) if spec.skipping else None
+        # plugins.Assemble says list[Any]; an assembler takes any sequence of items.
         self.recipe = dataset_recipe(source, transform=transform, collate=spec.collate_fn,
                                      batched=spec.batched,
                                      assemble=None if self.event_loop else assemble,
@@ -349,28 +343,28 @@ class _Worker:
         """Seed the global generators for a later epoch, and say so in ``WorkerInfo.seed``."""
         seed_globals(base_seed, self.worker_id)
         info = get_worker_info()
+        assert info is not None  # set_process_worker ran when this process started
         set_process_worker(dataclasses.replace(info, seed=base_seed + self.worker_id))
 
     def _begin_stream(self, seed: int, epoch: int, state: Any) -> None:
         """A new epoch of this worker's stream: its transform bound, its iterator not
         yet started (the first request opens it, as a producer task does on threads)."""
-        spec = self.spec
+        spec, stream = self.spec, self.spec.stream
+        assert stream is not None  # _begin_epoch calls this for a streaming spec only
         set_epoch = getattr(spec.dataset, "set_epoch", None)
         if callable(set_epoch):
             set_epoch(epoch)
         transform, assemble = bind_epoch(spec.transform, spec.collate_fn, seed=seed,
                                          epoch=epoch, lanes=False)
-        self.recipe = stream_recipe(transform, spec.collate_fn,
-                                    spec.stream.batch_size,  # type: ignore[union-attr]
-                                    assemble)
-        self.cursor = Cursor(spec.stream, self.worker_id, None, state)
+        self.recipe = stream_recipe(transform, spec.collate_fn, stream.batch_size, assemble)
+        self.cursor = Cursor(stream, self.worker_id, None, state)
 
-    def _load(self, token: Any, position: int, indices: Any) -> None:
+    def _load(self, request: Load) -> None:
         slot = self.writer.take()
-        if not self._load_into(slot, token, position, indices):
+        if not self._load_into(slot, *request):
             self.writer.give_back((slot,))  # no batch came back in it
 
-    def _load_into(self, slot: int, token: Any, position: int, indices: Any) -> bool:
+    def _load_into(self, slot: int, token: int, position: int, indices: Any) -> bool:
         """Load a batch into ``slot`` and send the reply; whether it holds a batch."""
         del self.skipped[:]
         # The batch's arrays are collated straight into its slot when they fit.
@@ -391,22 +385,22 @@ class _Worker:
         except Exception as exc:  # noqa: BLE001 -- raised in the consumer
             return self._fail(token, position, indices, exc)
         del batch
-        self.conn.send((BATCH_DONE, token, position, packed, self._stats_delta(),
-                        list(self.skipped)))
+        self.conn.send(Loaded(token, position, packed, self._stats_delta(), list(self.skipped)))
         return packed is not None
 
-    def _fail(self, token: Any, position: int, indices: Any, error: Exception) -> bool:
+    def _fail(self, token: int, position: int, indices: Any, error: Exception) -> bool:
         """Send ``error`` as the batch's outcome; its slot holds no batch (``False``)."""
         add_context(error, LoadingContext(BATCH, batch=position, indices=indices,
                                           worker=self.worker_id))
-        self.conn.send((FAILED, token, position, _portable(error), self._stats_delta()))
+        self.conn.send(Failed(token, position, RemoteError.of(error), self._stats_delta()))
         return False
 
-    def _stream_next(self, token: Any, position: int, slot: int, arena: Any) -> bool:
+    def _stream_next(self, token: int, position: int, slot: int, arena: Any) -> bool:
         """Load the stream's next batch (see the module docstring for the reply)."""
         cursor = self.cursor
         assert cursor is not None
-        packed = error = state = None
+        packed = state = None
+        error: RemoteError | None = None
         try:
             if cursor.iterator is None and not cursor.ended:
                 self._open_stream(cursor)
@@ -415,14 +409,14 @@ class _Worker:
                 payload, failed, _, state = load_fetched(self.recipe, fetched,
                                                          self.stats.rows[0])
                 if failed:
-                    error = _portable(payload)
+                    error = RemoteError.of(payload)
                 else:
                     packed = self._pack(slot, payload, arena)
                 del payload  # the batch's arrays are in the slot: free the slot's arena
         except Exception as exc:  # noqa: BLE001 -- an error of the iterator ends the stream
-            error, state = _portable(exc), None
-        outcome = (error, state, cursor.ended)
-        self.conn.send((STREAMED, token, position, packed, self._stats_delta(), outcome))
+            error, state = RemoteError.of(exc), None
+        self.conn.send(Streamed(token, position, packed, self._stats_delta(), error, state,
+                                cursor.ended))
         return packed is not None
 
     def _open_stream(self, cursor: Cursor) -> None:
@@ -442,7 +436,7 @@ class _Worker:
                 # descriptors fails before the consumer waits for the file.
                 with socket.fromfd(self.conn.fileno(), socket.AF_UNIX,
                                    socket.SOCK_STREAM) as sock:
-                    self.conn.send((SLOT, slot))
+                    self.conn.send(SlotShared(slot))
                     sendfds(sock, [self.writer.share(slot)])
         return packed
 
@@ -453,6 +447,7 @@ class _Worker:
         plan = EpochPlan(iter([indices]), 1, None, self.recipe, None, self.stats,  # type: ignore[arg-type]
                          item_lanes=True, window=1, item_concurrency=self.spec.item_concurrency,
                          worker_setup=_no_setup)
+        assert self.pool is not None  # made by _begin_epoch whenever it sets lanes
         engine = Epoch(self.pool, plan)
         engine.start()
         try:
@@ -483,14 +478,14 @@ class _RecordingBudget(SkipBudget):
 
     __slots__ = ("records", "report")
 
-    def __init__(self, records: list[tuple[Any, Any]], report: bool) -> None:
+    def __init__(self, records: list[tuple[Any, RemoteError]], report: bool) -> None:
         super().__init__(None)
         self.records = records
         self.report = report
 
     def spend(self, error: BaseException, index: Any) -> bool:
         if self.report:
-            self.records.append((index, _portable(error)))
+            self.records.append((index, RemoteError.of(error)))
         return True
 
 
@@ -507,40 +502,3 @@ def seed_globals(base_seed: int, worker_id: int) -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.manual_seed(seed)
-
-
-class RemoteTraceback(Exception):
-    """The traceback of an error raised in a worker process, as its text."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def _portable(error: BaseException) -> tuple[Any, str]:
-    """An error and its traceback's text, in a form that crosses the pipe.
-
-    An error that cannot be pickled becomes a ``RuntimeError`` naming its
-    type and carrying its message.
-    """
-    text = "".join(traceback.format_exception(error))
-    try:
-        blob = pickle.dumps(error, protocol=5)
-        pickle.loads(blob)
-    except Exception:  # noqa: BLE001 -- whatever pickling raises, the text goes
-        name = f"{type(error).__module__}.{type(error).__qualname__}"
-        replacement = RuntimeError(f"{name}: {error} (the original error could not be pickled)")
-        replacement.__notes__ = list(getattr(error, "__notes__", ()))
-        blob = pickle.dumps(replacement, protocol=5)
-    return blob, text
-
-
-def restore_error(portable: tuple[Any, str]) -> BaseException:
-    """The error a worker sent, its traceback's text attached as its cause."""
-    blob, text = portable
-    error = pickle.loads(blob)
-    error.__cause__ = RemoteTraceback(text)
-    return error

@@ -52,6 +52,7 @@ def world(num_replicas: int | None = None, rank: int | None = None) -> tuple[int
     """
     if num_replicas is None or rank is None:
         dist = _torch_distributed()
+        found: tuple[int, int] | None
         if dist is not None:
             found = dist.get_world_size(), dist.get_rank()
         else:
