@@ -21,12 +21,12 @@ from dataloader._datasets.dataset import (
     shard,
 )
 from dataloader._datasets.interleave import interleave
+from dataloader._datasets.worker_info import WorkerInfo, get_worker_info
 from dataloader._datasets.wrappers import StackDataset, Subset, TensorDataset, random_split
 from dataloader._images.collator import ImageCollator
 from dataloader._images.folder import ImageFolder
+from dataloader._loader import DataLoader
 from dataloader._loading.collate import default_collate, default_convert
-from dataloader._loading.loader import DataLoader
-from dataloader._loading.worker import WorkerInfo, get_worker_info
 from dataloader._sampling.distributed import DistributedSampler
 from dataloader._sampling.sampler import (
     BatchSampler,

@@ -117,6 +117,47 @@ def test_no_module_of_the_package_imports_itself_back():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
+def stage_of(module):
+    """The stage a module belongs to: its subpackage of ``dataloader`` (``dataloader._loading``),
+    or the module itself at the top (``dataloader._errors``, ``dataloader.kernels``)."""
+    return ".".join(module.split(".")[:2])
+
+
+def stage_graph(graph):
+    """``graph``'s imports between stages, each stage drawn as one node."""
+    stages = {}
+    for module, imported in graph.items():
+        stages.setdefault(stage_of(module), set()).update(
+            stage_of(other) for other in imported if stage_of(other) != stage_of(module))
+    return stages
+
+
+def test_the_stage_graph_draws_each_subpackage_as_one_node():
+    graph = {"dataloader._a.x": {"dataloader._b.y"}, "dataloader._b.y": {"dataloader._a.z"},
+             "dataloader._a.z": set(), "dataloader.top": {"dataloader._a.x"}}
+    assert find_cycle(graph) is None  # no module imports itself back...
+    # ...but the two stages import each other.
+    assert find_cycle(stage_graph(graph)) == ["dataloader._a", "dataloader._b", "dataloader._a"]
+
+
+def test_no_stage_of_the_package_imports_another_back():
+    # The stages are layered: a lower one never imports a higher one, even
+    # through a third, so each can be read (and replaced) without those above.
+    cycle = find_cycle(stage_graph(import_graph()))
+    assert cycle is None, "import cycle between stages: " + " -> ".join(cycle)
+
+
+def test_the_core_imports_only_itself_and_the_exceptions():
+    graph = import_graph()
+    upward = {
+        (module, other)
+        for module, imported in graph.items() if stage_of(module) == "dataloader._core"
+        for other in imported if stage_of(other) not in ("dataloader._core", "dataloader._errors")
+    }
+    assert not upward, f"_core imports upward: {sorted(upward)}"
+    assert not graph["dataloader._errors"], "the exceptions import nothing of the package"
+
+
 @pytest.mark.parametrize(
     "path",
     [path for path in sorted(PACKAGE.rglob("*")) if path.suffix in SOURCE_SUFFIXES],

@@ -32,7 +32,7 @@ from dataloader._cli.common import (
     wrap,
 )
 from dataloader._images.collator import ImageCollator
-from dataloader._loading.loader import DataLoader
+from dataloader._loader import DataLoader
 from dataloader._loading.stats import STAGES
 from dataloader.transforms import (
     Compose,

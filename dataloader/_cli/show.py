@@ -22,7 +22,7 @@ from dataloader import transforms as _transforms
 from dataloader._cli.common import image_dataset, named_error, positive_int, require, wrap
 from dataloader._errors import UsageError
 from dataloader._images.names import transform_hint
-from dataloader._loading.loader import DataLoader
+from dataloader._loader import DataLoader
 
 __all__ = ["add_show_command", "image_grid", "parse_transforms", "viewable"]
 

@@ -21,8 +21,8 @@ from itertools import islice
 from typing import Any, Generic, TypeVar
 
 from dataloader._datasets.asynchronous import is_async_dataset
+from dataloader._datasets.worker_info import get_worker_info
 from dataloader._errors import DatasetTypeError, DatasetValueError
-from dataloader._loading.worker import get_worker_info
 from dataloader._sampling.distributed import check_rank, world
 
 T_co = TypeVar("T_co", covariant=True)

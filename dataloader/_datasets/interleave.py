@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from dataloader._datasets.dataset import Dataset, IterableDataset, is_iterable_style, is_map_style
-from dataloader._loading.worker import WorkerInfo, get_worker_info, set_stream_worker
+from dataloader._datasets.worker_info import WorkerInfo, get_worker_info, set_stream_worker
 
 __all__ = ["interleave"]
 

@@ -338,7 +338,7 @@ class PinnedEpoch:
         self._pinner = _Pinner(epoch, inner, plan, pin_memory)
         self._finalizer = weakref.finalize(self, self._pinner.stop, join_timeout)
         # At exit the loader closes it, with its other threads, under one
-        # deadline (dataloader._loading.iterators.close_at_exit).
+        # deadline (dataloader._lifetime.close_at_exit).
         self._finalizer.atexit = False
         self._pinner.thread.start()
 

@@ -43,14 +43,14 @@ from dataloader._core.load import Fetched, Recipe, load_fetched
 from dataloader._core.stats import Row
 from dataloader._core.stream import Stream
 from dataloader._datasets.dataset import ShardedIterable
+from dataloader._datasets.worker_info import WorkerInfo, set_stream_worker
 from dataloader._errors import STREAM_ITERATOR, EpochClosedError, LoadingContext, add_context
 from dataloader._loading.plans import EpochPlan, StreamPlan
 from dataloader._loading.stats import FETCH, WAIT, monotonic_ns
-from dataloader._loading.worker import WorkerInfo, set_stream_worker
 from dataloader._sampling.distributed import AgreedBatches, RankGroup
 
 if TYPE_CHECKING:
-    from dataloader._loading.loader import DataLoader
+    from dataloader._loader import DataLoader
     from dataloader._sampling.state import EpochProgress
 
 __all__ = [

@@ -46,7 +46,7 @@ from dataloader._processes.group import (
 from dataloader._processes.protocol import Failed, Loaded
 
 if TYPE_CHECKING:
-    from dataloader._loading.loader import DataLoader
+    from dataloader._loader import DataLoader
     from dataloader._loading.plans import EpochPlan
 
 __all__ = ["ProcessEpoch", "raise_death", "wait_for_reply"]

@@ -55,6 +55,12 @@ from dataloader._core.load import EMPTY_BATCH, load_batch, load_fetched
 from dataloader._core.pool import Pool
 from dataloader._datasets.asynchronous import is_async_dataset
 from dataloader._datasets.event_loop import EpochItems, EventLoop
+from dataloader._datasets.worker_info import (
+    WorkerInfo,
+    answer_torch_worker_info,
+    get_worker_info,
+    set_process_worker,
+)
 from dataloader._errors import BATCH, STREAM_START, LoadingContext, add_context
 from dataloader._loading.collate import batch_allocator
 from dataloader._loading.fetch import SkipBudget, dataset_recipe
@@ -62,13 +68,7 @@ from dataloader._loading.plans import EpochPlan
 from dataloader._loading.plugins import bind_epoch, item_source
 from dataloader._loading.stats import Stats
 from dataloader._loading.streaming import Cursor, drops_partial, stream_recipe
-from dataloader._loading.worker import (
-    WorkerInfo,
-    answer_torch_worker_info,
-    get_worker_info,
-    set_process_worker,
-    use_one_torch_thread,
-)
+from dataloader._loading.worker import use_one_torch_thread
 from dataloader._processes.protocol import (
     BeginEpoch,
     Failed,

@@ -211,7 +211,7 @@ class TarDataset(IterableDataset[dict]):
         return self._counts.snapshot()
 
     def __iter__(self) -> _TarIterator:
-        from dataloader._loading.worker import get_worker_info
+        from dataloader._datasets.worker_info import get_worker_info
 
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)

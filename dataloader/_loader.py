@@ -15,7 +15,7 @@ from dataloader._core.pool import CLOSE_WAIT_SECONDS, Pool, wait_bound
 from dataloader._datasets.asynchronous import check_async_dataset, is_async_dataset
 from dataloader._datasets.dataset import is_iterable_style
 from dataloader._datasets.event_loop import EpochItems, EventLoop
-from dataloader._loading import iterators as _iterators
+from dataloader._lifetime import close_at_exit, pool_finalizer, stop_pool
 from dataloader._loading import streaming as _streaming
 from dataloader._loading.arguments import (
     check_counts,
@@ -364,7 +364,7 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
             return DirectPinnedEpoch(epoch)
         pinned = PinnedEpoch(epoch, self._progress, pin)
         self._pinned.add(pinned)
-        _iterators.close_at_exit(self)
+        close_at_exit(self)
         return pinned
 
     def _live_pool(self) -> Pool:
@@ -378,7 +378,7 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
                                          self.worker_init_fn,
                                          self.prefetch_factor)
         self._stats.ensure_threads(size)
-        self._pool_finalizer = _iterators.pool_finalizer(self, pool, self._streams)
+        self._pool_finalizer = pool_finalizer(self, pool, self._streams)
         return pool
 
     def _start_process_epoch(self, plan: EpochPlan) -> ProcessEpoch:
@@ -412,7 +412,7 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         finalizer, self._pool, self._pool_finalizer = self._pool_finalizer, None, None
         if finalizer is not None and (found := finalizer.detach()) is not None:
             pool, streams = found[2]
-            _iterators.stop_pool(pool, streams, seconds)
+            stop_pool(pool, streams, seconds)
 
     def close(self) -> None:
         """Stop the workers; epochs still running raise on their next batch (or end).
