@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 from dataloader._core.pool import CLOSE_WAIT_SECONDS, Pool, wait_bound
 from dataloader._datasets.asynchronous import check_async_dataset, is_async_dataset
 from dataloader._datasets.dataset import is_iterable_style
-from dataloader._datasets.event_loop import EpochItems, EventLoop
+from dataloader._datasets.event_loop import EventLoop
 from dataloader._lifetime import close_at_exit, pool_finalizer, stop_pool
 from dataloader._loading import streaming as _streaming
 from dataloader._loading.arguments import (
@@ -28,10 +28,10 @@ from dataloader._loading.arguments import (
 from dataloader._loading.collate import default_collate, default_convert
 from dataloader._loading.fetch import (
     SkipBudget,
+    bind_map_epoch,
     check_batch_indices,
     check_index,
     check_skip_policy,
-    dataset_recipe,
 )
 from dataloader._loading.handles import guarded_dataset
 from dataloader._loading.iterators import DirectEpoch, ThreadedEpoch
@@ -42,7 +42,7 @@ from dataloader._loading.pinning import (
     pinning,
 )
 from dataloader._loading.plans import EpochPlan, StreamPlan
-from dataloader._loading.plugins import EpochBound, bind_epoch, item_source
+from dataloader._loading.plugins import EpochBound, item_source
 from dataloader._loading.randomness import LoaderRandomness
 from dataloader._loading.reported_length import stream_length, warn_past_reported_length
 from dataloader._loading.stats import Stats
@@ -533,16 +533,6 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
             self.sampler.load_state_dict(state["sampler"])
         self.seed = self._progress.load_state_dict(state)
 
-    def _epoch_transform(self, transform: Any) -> tuple[Any, Any]:
-        """This epoch's ``transform(index, item)``, and a batch assembler when one applies.
-
-        See :mod:`dataloader._loading.plugins`: a native chain is bound to the
-        loader's seed and this epoch; with an ``ImageCollator``, batch tasks
-        write each item straight into its batch slot (lanes go item by item).
-        """
-        return bind_epoch(transform, self.collate_fn, seed=self.seed, epoch=self.epoch,
-                          lanes=self.item_concurrency > 1)
-
     def _plan_epoch(self, processes: bool) -> EpochPlan:
         progress, _resume = self._progress.start_epoch(self._epoch_samplers())
         skipped = progress.delivered
@@ -558,28 +548,20 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
             check = None
         else:
             check = check_batch_indices if self._auto_collation else check_index
-        # A dataset's own native transform runs here (an async dataset's coroutines fetch).
-        raw_item, unbound = item_source(None if self._event_loop else self.dataset, self.transform)
-        transform, assemble = self._epoch_transform(unbound)
-        source, item_lanes, on_cancel = guarded_dataset(self, processes), False, None
-        if self._event_loop is not None and not self._processes:  # a loop in each process
-            source = EpochItems(self.dataset, self._event_loop)
-            item_lanes, on_cancel = source.item_lanes, source.cancel
-            assemble = None  # async items are loaded by lanes, item by item
-        recipe = dataset_recipe(
-            source,
-            transform=transform,
-            collate=self.collate_fn,
-            batched=self._auto_collation,
-            assemble=assemble,
+        bound = bind_map_epoch(
+            self.dataset, transform=self.transform, collate=self.collate_fn,
+            batched=self._auto_collation, seed=self.seed, epoch=self.epoch,
+            lanes=self.item_concurrency > 1,
             skip=SkipBudget.for_epoch(self.on_error, self.max_skipped, self.sampler),
-            raw_item=raw_item,
+            event_loop=None if processes else self._event_loop,  # a loop in each process
+            fetch_from=guarded_dataset(self, processes),
         )
         batches = skip_batches(index_sampler, self._auto_collation, skipped)
         # A threaded epoch's pool comes first: its worker set-up belongs to it.
         pool = self._live_pool() if self._threaded and not processes else None
         return EpochPlan(
-            batches, total, check, recipe, progress, self._stats, item_lanes, on_cancel,
+            batches, total, check, bound.recipe, progress, self._stats, bound.item_lanes,
+            bound.on_cancel,
             window=epoch_window(self.num_workers, self.prefetch_factor, total),
             item_concurrency=self.item_concurrency,
             in_order=self.in_order,
@@ -593,10 +575,9 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         for previous in list(self._streams):
             previous.cancel(replaced=True)
         progress, resume = self._progress.start_epoch(())
-        # A native chain, bound to this epoch; with an ImageCollator, written
-        # straight into the batch (the fused path of map-style datasets).
-        transform, assemble = self._epoch_transform(self.transform)
-        recipe = _streaming.stream_recipe(transform, self.collate_fn, self.batch_size, assemble)
+        recipe = _streaming.bind_stream_epoch(self.transform, self.collate_fn, self.batch_size,
+                                              seed=self.seed, epoch=self.epoch,
+                                              lanes=self.item_concurrency > 1)
         limit = _streaming.epoch_limit(self, self._rank_group)
         processes = self._processes
         pool = self._live_pool() if self._threaded and not processes else None

@@ -5,6 +5,8 @@ engine's, one routine for every path (``dataloader._core.load``). This
 module builds its ``Recipe`` once per epoch (which fetch method, which
 collate function), so the per-batch code does no lookups; ``SkipBudget``
 is the ``on_error="skip"`` budget that routine spends from.
+:func:`bind_map_epoch` is the one place an epoch over a map-style dataset
+is bound, on the consumer's side and in each worker process alike.
 """
 
 from __future__ import annotations
@@ -13,14 +15,18 @@ import math
 import operator
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dataloader._core.load import Recipe
+from dataloader._datasets.event_loop import EpochItems, EventLoop
 from dataloader._loading.collate import default_collate
+from dataloader._loading.plugins import bind_epoch, item_source
 from dataloader._loading.rows import start_rows
 
 __all__ = [
-    "SkipBudget", "check_batch_indices", "check_index", "check_skip_policy", "dataset_recipe",
+    "BoundEpoch", "SkipBudget", "bind_map_epoch", "check_batch_indices", "check_index",
+    "check_skip_policy", "dataset_recipe",
 ]
 
 ON_ERROR_CHOICES = ("raise", "skip")
@@ -153,3 +159,68 @@ def dataset_recipe(
         skip,
         start_rows if collate is default_collate else None,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class BoundEpoch:
+    """One epoch over a map-style dataset, bound: what its batches are loaded with.
+
+    Attributes
+    ----------
+    recipe : Recipe
+        The fetch, transform, collate function and skip budget of the epoch.
+    item_lanes : bool
+        The items are an async dataset's, fetched on its event loop one
+        item per lane (an async ``__getitems__`` takes whole batches: False).
+    on_cancel : callable or None
+        Cancels the epoch's pending coroutines (an async dataset's).
+    """
+
+    recipe: Recipe
+    item_lanes: bool = False
+    on_cancel: Callable[[], None] | None = None
+
+
+def bind_map_epoch(
+    dataset: Any,
+    *,
+    transform: Any,
+    collate: Callable[[Any], Any],
+    batched: bool,
+    seed: int,
+    epoch: int,
+    lanes: bool,
+    skip: SkipBudget | None,
+    event_loop: EventLoop | None = None,
+    fetch_from: Any = None,
+) -> BoundEpoch:
+    """Bind epoch ``epoch`` of ``dataset`` for the loader's ``seed``.
+
+    A dataset's own native transform is run by the loader
+    (``plugins.item_source``); a native chain is bound to the seed and the
+    epoch, with a batch assembler for an ``ImageCollator`` unless items load
+    on ``lanes`` (``plugins.bind_epoch``); with an ``event_loop``, the items
+    are the dataset's coroutines run on it. ``fetch_from`` is what
+    ``__getitem__`` is called on, when not ``dataset`` itself (a dataset
+    fetched one item at a time, ``handles.guarded_dataset``).
+
+    Examples
+    --------
+    >>> from dataloader._loading.collate import default_collate
+    >>> from dataloader._loading.fetch import bind_map_epoch
+    >>> bound = bind_map_epoch([10, 20], transform=None, collate=default_collate,
+    ...                        batched=True, seed=0, epoch=0, lanes=False, skip=None)
+    >>> bound.recipe.fetch_items([1, 0]), bound.item_lanes
+    ([20, 10], False)
+    """
+    raw_item, unbound = item_source(None if event_loop else dataset, transform)
+    bound, assemble = bind_epoch(unbound, collate, seed=seed, epoch=epoch, lanes=lanes)
+    source = dataset if fetch_from is None else fetch_from
+    item_lanes, on_cancel = False, None
+    if event_loop is not None:
+        items = EpochItems(dataset, event_loop)
+        source, item_lanes, on_cancel = items, items.item_lanes, items.cancel
+        assemble = None  # async items are collated as they come
+    recipe = dataset_recipe(source, transform=bound, collate=collate, batched=batched,
+                            assemble=assemble, skip=skip, raw_item=raw_item)
+    return BoundEpoch(recipe, item_lanes, on_cancel)

@@ -46,6 +46,7 @@ from dataloader._datasets.dataset import ShardedIterable
 from dataloader._datasets.worker_info import WorkerInfo, set_stream_worker
 from dataloader._errors import STREAM_ITERATOR, EpochClosedError, LoadingContext, add_context
 from dataloader._loading.plans import EpochPlan, StreamPlan
+from dataloader._loading.plugins import bind_epoch
 from dataloader._loading.stats import FETCH, WAIT, monotonic_ns
 from dataloader._sampling.distributed import AgreedBatches, RankGroup
 
@@ -54,8 +55,13 @@ if TYPE_CHECKING:
     from dataloader._sampling.state import EpochProgress
 
 __all__ = [
-    "Cursor", "check_options", "drops_partial", "epoch_limit", "loader_length",
-    "start_epoch", "stream_recipe",
+    "Cursor",
+    "bind_stream_epoch",
+    "check_options",
+    "drops_partial",
+    "epoch_limit",
+    "loader_length",
+    "start_epoch",
 ]
 
 # The state of a batch from an iterator without ``state_dict``; and of an
@@ -153,10 +159,18 @@ def check_resumable_state(state: dict[str, Any]) -> None:
 # -- the streams -------------------------------------------------------------
 
 
-def stream_recipe(transform: Any, collate: Any, batch_size: int | None,
-                  assemble: Any = None) -> Recipe:
-    """How a stream's items become a batch: its items arrive fetched (``Fetched``)."""
-    return Recipe(None, None, transform, collate, batch_size is not None, assemble)
+def bind_stream_epoch(transform: Any, collate: Any, batch_size: int | None, *, seed: int,
+                      epoch: int, lanes: bool) -> Recipe:
+    """How a stream's items become a batch in epoch ``epoch``: the one binder of a
+    streaming epoch, on the consumer's side and in each worker process alike.
+
+    Its items arrive fetched (``Fetched``); a native chain is bound to the
+    seed and the epoch, and with an ``ImageCollator`` (unless items load on
+    ``lanes``) writes each item straight into its batch, the fused path of
+    map-style datasets (``plugins.bind_epoch``).
+    """
+    bound, assemble = bind_epoch(transform, collate, seed=seed, epoch=epoch, lanes=lanes)
+    return Recipe(None, None, bound, collate, batch_size is not None, assemble)
 
 
 class CursorPlan(Protocol):

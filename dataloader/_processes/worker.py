@@ -54,7 +54,7 @@ from dataloader._core.epoch import Epoch
 from dataloader._core.load import EMPTY_BATCH, load_batch, load_fetched
 from dataloader._core.pool import Pool
 from dataloader._datasets.asynchronous import is_async_dataset
-from dataloader._datasets.event_loop import EpochItems, EventLoop
+from dataloader._datasets.event_loop import EventLoop
 from dataloader._datasets.worker_info import (
     WorkerInfo,
     answer_torch_worker_info,
@@ -63,11 +63,10 @@ from dataloader._datasets.worker_info import (
 )
 from dataloader._errors import BATCH, STREAM_START, LoadingContext, add_context
 from dataloader._loading.collate import batch_allocator
-from dataloader._loading.fetch import SkipBudget, dataset_recipe
+from dataloader._loading.fetch import SkipBudget, bind_map_epoch
 from dataloader._loading.plans import EpochPlan
-from dataloader._loading.plugins import bind_epoch, item_source
 from dataloader._loading.stats import Stats
-from dataloader._loading.streaming import Cursor, drops_partial, stream_recipe
+from dataloader._loading.streaming import Cursor, bind_stream_epoch, drops_partial
 from dataloader._loading.worker import use_one_torch_thread
 from dataloader._processes.protocol import (
     BeginEpoch,
@@ -317,23 +316,17 @@ class _Worker:
         if spec.stream is not None:
             self._begin_stream(seed, epoch, request.stream_state)
             return
-        lanes = spec.item_concurrency > 1
-        source = spec.dataset
-        if is_async_dataset(source):
+        if is_async_dataset(spec.dataset) and self.event_loop is None:
             # This process's own event loop, started by its first async epoch.
-            if self.event_loop is None:
-                self.event_loop = EventLoop(source)
-            source = EpochItems(source, self.event_loop)
-            lanes = lanes and source.item_lanes  # an async __getitems__ takes whole batches
-        raw_item, unbound = item_source(None if self.event_loop else source, spec.transform)
-        transform, assemble = bind_epoch(unbound, spec.collate_fn, seed=seed,
-                                         epoch=epoch, lanes=lanes)
+            self.event_loop = EventLoop(spec.dataset)
         skip = _RecordingBudget(self.skipped, spec.report_skipped) if spec.skipping else None
-        # plugins.Assemble says list[Any]; an assembler takes any sequence of items.
-        self.recipe = dataset_recipe(source, transform=transform, collate=spec.collate_fn,
-                                     batched=spec.batched,
-                                     assemble=None if self.event_loop else assemble,
-                                     skip=skip, raw_item=raw_item)
+        bound = bind_map_epoch(spec.dataset, transform=spec.transform, collate=spec.collate_fn,
+                               batched=spec.batched, seed=seed, epoch=epoch,
+                               lanes=spec.item_concurrency > 1, skip=skip,
+                               event_loop=self.event_loop)
+        self.recipe = bound.recipe
+        # An async __getitems__ takes whole batches: its items need no lanes.
+        lanes = spec.item_concurrency > 1 and (self.event_loop is None or bound.item_lanes)
         self.lanes = lanes and spec.batched
         if lanes and self.pool is None:
             self.pool = Pool(spec.item_concurrency)
@@ -354,9 +347,8 @@ class _Worker:
         set_epoch = getattr(spec.dataset, "set_epoch", None)
         if callable(set_epoch):
             set_epoch(epoch)
-        transform, assemble = bind_epoch(spec.transform, spec.collate_fn, seed=seed,
-                                         epoch=epoch, lanes=False)
-        self.recipe = stream_recipe(transform, spec.collate_fn, stream.batch_size, assemble)
+        self.recipe = bind_stream_epoch(spec.transform, spec.collate_fn, stream.batch_size,
+                                        seed=seed, epoch=epoch, lanes=False)
         self.cursor = Cursor(stream, self.worker_id, None, state)
 
     def _load(self, request: Load) -> None:
