@@ -21,6 +21,7 @@ from itertools import islice
 from typing import Any, Generic, TypeVar
 
 from dataloader._datasets.asynchronous import is_async_dataset
+from dataloader._datasets.hooks import batch_fetch
 from dataloader._datasets.worker_info import get_worker_info
 from dataloader._errors import DatasetTypeError, DatasetValueError
 from dataloader._sampling.distributed import check_rank, world
@@ -346,8 +347,8 @@ def forwarded_getitems(dataset: Any, indices: list[Any]) -> list[Any]:
     The wrappers (``ConcatDataset``, ``Subset``, ``StackDataset``) fetch
     through this, so a wrapped dataset's batched fetching is kept.
     """
-    getitems = getattr(dataset, "__getitems__", None)
-    if not callable(getitems):
+    getitems = batch_fetch(dataset)
+    if getitems is None:
         return [dataset[index] for index in indices]
     items = getitems(indices)
     if len(items) != len(indices):

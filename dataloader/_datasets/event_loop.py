@@ -35,6 +35,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from dataloader._datasets.asynchronous import has_coroutine_method
+from dataloader._datasets.hooks import batch_fetch
 from dataloader._errors import EpochClosedError
 
 __all__ = ["EpochItems", "EventLoop", "LoopThread"]
@@ -247,12 +248,12 @@ class EpochItems:
         async_getitem = has_coroutine_method(dataset, "__getitem__")
         if not async_getitem:
             self.__getitem__ = dataset.__getitem__  # type: ignore[method-assign]
-        getitems = getattr(dataset, "__getitems__", None)
-        if not getitems:
+        getitems = batch_fetch(dataset)
+        if getitems is None:
             # An instance attribute shadowing the method: mypy cannot express it.
             self.__getitems__ = None  # type: ignore[method-assign, assignment]
         elif not has_coroutine_method(dataset, "__getitems__"):
-            self.__getitems__ = getitems  # type: ignore[method-assign]  # as above
+            self.__getitems__ = getitems  # type: ignore[method-assign, assignment]  # as above
         self.item_lanes = async_getitem and not getitems
 
     def __getitem__(self, index: int) -> Any:

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from dataloader._datasets.dataset import Dataset, IterableDataset, is_iterable_style, is_map_style
+from dataloader._datasets.hooks import announce_epoch, state_saver
 from dataloader._datasets.worker_info import WorkerInfo, get_worker_info, set_stream_worker
 
 __all__ = ["interleave"]
@@ -231,9 +232,7 @@ class InterleavedStream(IterableDataset):
     def set_epoch(self, epoch: int) -> None:
         self.epoch = int(epoch)
         for dataset in self.datasets:
-            setter = getattr(dataset, "set_epoch", None)
-            if callable(setter):
-                setter(epoch)
+            announce_epoch(dataset, epoch)
 
     def stats(self) -> dict[str, list]:
         """Examples taken from each source, and their proportions of all taken."""
@@ -295,7 +294,7 @@ class _WholeStream:
         return item if keep else None
 
     def state_dict(self) -> Any:
-        save = getattr(self._iterator, "state_dict", None)
+        save = state_saver(self._iterator)
         return save() if save is not None else None
 
     def load_state_dict(self, state: Any) -> None:

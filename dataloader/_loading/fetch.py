@@ -20,6 +20,7 @@ from typing import Any
 
 from dataloader._core.load import Recipe
 from dataloader._datasets.event_loop import EpochItems, EventLoop
+from dataloader._datasets.hooks import batch_fetch
 from dataloader._loading.collate import default_collate
 from dataloader._loading.plugins import bind_epoch, item_source
 from dataloader._loading.rows import start_rows
@@ -148,9 +149,9 @@ def dataset_recipe(
     each item of a batch fetched item by item as soon as it is made
     (``dataloader._loading.rows``).
     """
-    getitems = getattr(dataset, "__getitems__", None) if raw_item is None else None
+    getitems = batch_fetch(dataset) if raw_item is None else None
     return Recipe(
-        getitems if getitems and batched else None,
+        getitems if batched else None,
         raw_item if raw_item is not None else dataset.__getitem__,
         transform,
         collate,

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from itertools import islice
 from typing import Any
 
+from dataloader._datasets.hooks import batch_fetch
 from dataloader._errors import warn_at_caller
 
 __all__ = ["SerialisedDataset", "guarded_dataset", "open_files"]
@@ -165,8 +166,8 @@ class SerialisedDataset:
         self._getitem = dataset.__getitem__
         self._length = dataset.__len__
         self._lock = lock
-        getitems = getattr(dataset, "__getitems__", None)
-        if getitems:
+        getitems = batch_fetch(dataset)
+        if getitems is not None:
             self._getitems = getitems
         else:
             self.__getitems__ = None  # type: ignore[method-assign, assignment]

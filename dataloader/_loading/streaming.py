@@ -43,6 +43,7 @@ from dataloader._core.load import Fetched, Recipe, load_fetched
 from dataloader._core.stats import Row
 from dataloader._core.stream import Stream
 from dataloader._datasets.dataset import ShardedIterable
+from dataloader._datasets.hooks import announce_epoch, state_saver
 from dataloader._datasets.worker_info import WorkerInfo, set_stream_worker
 from dataloader._errors import STREAM_ITERATOR, EpochClosedError, LoadingContext, add_context
 from dataloader._loading.plans import EpochPlan, StreamPlan
@@ -243,7 +244,7 @@ class Cursor:
         start = self.position
         self.position += len(items)
         self.batches += 1
-        save = getattr(self.iterator, "state_dict", None)
+        save = state_saver(self.iterator)
         state = {"batches": self.batches, "iterator": save()} if save is not None else _NO_STATE
         if self.batch_size is None:
             return Fetched(self.stream, start, items[0], state)
@@ -300,9 +301,7 @@ def start_epoch(loader: DataLoader, plan: StreamPlan) -> StreamEpoch:
     """
     progress, resume = plan.progress, plan.resume
     # A stream that shuffles by epoch (a TarDataset) learns the epoch's number.
-    set_epoch = getattr(plan.dataset, "set_epoch", None)
-    if callable(set_epoch):
-        set_epoch(progress.epoch)
+    announce_epoch(plan.dataset, progress.epoch)
     streams = plan.streams
     states: dict[int, Any] = {}
     if resume is not None and resume.batches:

@@ -55,6 +55,7 @@ from dataloader._core.load import EMPTY_BATCH, load_batch, load_fetched
 from dataloader._core.pool import Pool
 from dataloader._datasets.asynchronous import is_async_dataset
 from dataloader._datasets.event_loop import EventLoop
+from dataloader._datasets.hooks import announce_epoch
 from dataloader._datasets.worker_info import (
     WorkerInfo,
     answer_torch_worker_info,
@@ -344,9 +345,7 @@ class _Worker:
         yet started (the first request opens it, as a producer task does on threads)."""
         spec, stream = self.spec, self.spec.stream
         assert stream is not None  # _begin_epoch calls this for a streaming spec only
-        set_epoch = getattr(spec.dataset, "set_epoch", None)
-        if callable(set_epoch):
-            set_epoch(epoch)
+        announce_epoch(spec.dataset, epoch)
         self.recipe = bind_stream_epoch(spec.transform, spec.collate_fn, stream.batch_size,
                                         seed=seed, epoch=epoch, lanes=False)
         self.cursor = Cursor(stream, self.worker_id, None, state)

@@ -1,0 +1,83 @@
+"""The optional hooks a dataset (or its iterator) may offer the loader, declared once.
+
+Each is looked up by name, as torch looks up ``__getitems__``, so a
+dataset offers one by defining the method; nothing needs to be inherited:
+
+* ``__getitems__(indices)`` (:class:`BatchFetching`): a batch's items in
+  one call, torch's hook for batched reads; :func:`batch_fetch` finds it
+  (a dataset may set it to ``None`` to say it has none);
+* ``set_epoch(epoch)`` (:class:`EpochAware`): told each epoch's number
+  before its items are taken, so that a stream can shuffle by epoch;
+  :func:`announce_epoch` calls it;
+* ``state_dict()`` and ``load_state_dict(state)`` on a stream's iterator
+  (:class:`ResumableIterator`): where the stream is, for a loader's
+  ``state_dict`` to resume from; :func:`state_saver` finds it.
+
+A dataset with its own native transform offers ``transform`` and
+``raw_item(index)`` (``dataloader._loading.plugins.TransformingDataset``);
+that hook belongs with the transforms it plugs in.
+
+Examples
+--------
+>>> from dataloader._datasets.hooks import announce_epoch, batch_fetch
+>>> class Letters:
+...     def __getitems__(self, indices):
+...         return ["abc"[i] for i in indices]
+...     def set_epoch(self, epoch):
+...         print("epoch", epoch)
+>>> batch_fetch(Letters())([2, 0])
+['c', 'a']
+>>> announce_epoch(Letters(), 3)
+epoch 3
+>>> batch_fetch([1, 2]) is None, announce_epoch([1, 2], 3)
+(True, None)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+__all__ = [
+    "BatchFetching", "EpochAware", "ResumableIterator", "announce_epoch", "batch_fetch",
+    "state_saver",
+]
+
+
+class BatchFetching(Protocol):
+    """A dataset that fetches a batch's items in one call."""
+
+    def __getitems__(self, indices: list[Any]) -> Sequence[Any]: ...
+
+
+class EpochAware(Protocol):
+    """A dataset told each epoch's number before its items are taken."""
+
+    def set_epoch(self, epoch: int) -> None: ...
+
+
+class ResumableIterator(Protocol):
+    """A stream's iterator that can say where it is, and start from there."""
+
+    def state_dict(self) -> Any: ...
+
+    def load_state_dict(self, state: Any) -> None: ...
+
+
+def batch_fetch(dataset: Any) -> Callable[[list[Any]], Sequence[Any]] | None:
+    """``dataset.__getitems__``, or ``None`` when it offers none (or sets it to ``None``)."""
+    getitems = getattr(dataset, "__getitems__", None)
+    return getitems if callable(getitems) else None
+
+
+def announce_epoch(dataset: Any, epoch: int) -> None:
+    """Call ``dataset.set_epoch(epoch)`` when it has one."""
+    set_epoch = getattr(dataset, "set_epoch", None)
+    if callable(set_epoch):
+        set_epoch(epoch)
+
+
+def state_saver(iterator: Any) -> Callable[[], Any] | None:
+    """``iterator.state_dict``, or ``None`` when the iterator cannot say where it is."""
+    save = getattr(iterator, "state_dict", None)
+    return save if callable(save) else None
