@@ -178,8 +178,8 @@ class BoundEpoch:
     """
 
     recipe: Recipe
-    item_lanes: bool = False
-    on_cancel: Callable[[], None] | None = None
+    item_lanes: bool
+    on_cancel: Callable[[], None] | None
 
 
 def bind_map_epoch(
