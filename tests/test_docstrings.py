@@ -18,12 +18,19 @@ def _modules():
 
 
 MODULES = _modules()
+# Modules whose examples need an optional dependency, and which one.
+NEEDS = {
+    "dataloader.sources._object_store": "obstore",  # the s3 extra
+    "dataloader.torch": "torch",
+    "dataloader._loading.tensors": "torch",
+    "dataloader._sampling.torch_order": "torch",
+}
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
-    if name.endswith("_object_store"):
-        pytest.importorskip("obstore")  # the s3 extra
+    if name in NEEDS:
+        pytest.importorskip(NEEDS[name])
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0

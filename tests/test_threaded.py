@@ -475,6 +475,32 @@ def test_fork_child_rebuilds_the_pool_and_refuses_an_inherited_epoch():
     assert result.stdout.strip() == "child 0"
 
 
+def test_a_forked_child_leaves_the_parents_pool_alone_from_its_first_instruction():
+    # A free-threaded child frees objects the parent's other threads held
+    # before any Python fork hook runs; a loader freed then stops its pool.
+    # A hook registered before dataloader's import runs first, as that does.
+    result = run_script("""
+        import os
+        held = {}
+
+        def shut_down_in_child():
+            os._exit(0 if held["loader"]._pool.shutdown(5.0) else 6)
+
+        os.register_at_fork(after_in_child=shut_down_in_child)
+        from dataloader import DataLoader
+        held["loader"] = loader = DataLoader(list(range(8)), batch_size=2, num_workers=2)
+        assert [b.tolist() for b in loader][0] == [0, 1]  # its threads now wait for work
+        pid = os.fork()
+        if pid == 0:
+            os._exit(7)  # the hook did not run
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status))
+        assert [b.tolist() for b in loader][-1] == [6, 7]  # the parent's pool serves on
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "child 0"
+
+
 def test_interpreter_exit_with_live_loaders_and_unfinished_epochs():
     result = run_script("""
         import time

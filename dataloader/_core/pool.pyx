@@ -25,7 +25,6 @@ in C++ code that released the GIL (torch's operators): an exit that
 leaves threads behind makes ``std::terminate`` park them instead
 (``abandon_threads``), as CPython 3.14 parks them.
 """
-import os
 import threading
 import weakref
 
@@ -52,10 +51,13 @@ cdef extern from "dl_python.h" nogil:
 cdef extern from "<dlfcn.h>" nogil:
     const int RTLD_NOLOAD
 
+ctypedef void (*fork_handler)() noexcept nogil
+
 cdef extern from "<pthread.h>" nogil:
     ctypedef unsigned long pthread_t
     pthread_t pthread_self()
     int pthread_equal(pthread_t a, pthread_t b)
+    int pthread_atfork(fork_handler prepare, fork_handler parent, fork_handler child)
 
 ctypedef void (*terminate_handler)() noexcept nogil
 ctypedef terminate_handler (*set_terminate_fn)(terminate_handler) noexcept nogil
@@ -127,14 +129,19 @@ cdef bint may_attach() noexcept nogil:
     return not dl_interpreter_finalizing()
 
 
-def _after_fork_in_child():
+cdef void _after_fork_in_child() noexcept nogil:
     global _fork_generation
     _fork_generation += 1
     # The parent's threads do not exist here; its lock may have been held.
     _init_thread_count()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+# Inside fork() itself, not through os.register_at_fork: on a free-threaded
+# build the child frees objects whose references the parent's other threads
+# held (merging their counts) before any Python-level fork hook runs, and a
+# loader freed then would shut down its pool, whose threads are the parent's
+# (waking them would wait forever), unless the generation has changed already.
+pthread_atfork(NULL, NULL, _after_fork_in_child)
 
 
 def begin_exit():
