@@ -387,7 +387,7 @@ class WorkerGroup:
         channel = self._channel
         if channel is None or message.token != channel.token:
             # A reply to an abandoned epoch of a persistent group.
-            self.discard(worker_id, getattr(message, "packed", None))
+            self.discard(worker_id, None if isinstance(message, Failed) else message.packed)
             return
         channel.store(message.position, worker_id, message)
 
