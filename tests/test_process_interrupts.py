@@ -2,6 +2,7 @@
 workers (which ignore SIGINT, as torch's do) stop with the loader, and
 streams also start under spawn and forkserver."""
 
+import gc
 import os
 import signal
 import subprocess
@@ -9,10 +10,11 @@ import sys
 import textwrap
 import threading
 
+import numpy as np
 import pytest
 from stream_datasets import Range
 
-from dataloader import DataLoader
+from dataloader import DataLoader, Dataset
 
 INTERRUPTED = """
     import os, signal, sys, time
@@ -93,6 +95,42 @@ def test_ctrl_c_interrupts_the_consumer_and_the_workers_stop_with_the_loader(kin
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+class Arrays(Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, index):
+        return {"label": index, "image": np.full((4, 4), index, np.uint8)}
+
+
+def test_dropping_a_batch_runs_no_python_code_in_which_a_ctrl_c_would_be_lost():
+    # A batch's slot goes back to its worker when the batch is freed, wherever
+    # the consumer's code drops it. A Ctrl-C landing in Python code run from
+    # there (a finalizer) is printed and lost, and the training loop goes on,
+    # so the release is done in C: the signal is raised after it, in the loop.
+    with DataLoader(Arrays(), batch_size=2, num_workers=1, worker_type="process",
+                    timeout=120) as loader:
+        batches = iter(loader)
+        batch = next(batches)
+        assert batch["image"].base is not None  # a view of the worker's slot
+        python_calls = []
+
+        def profile(frame, event, arg):
+            if event == "call":
+                python_calls.append(frame.f_code.co_qualname)
+
+        gc.collect()
+        gc.disable()  # no unrelated finalizer may run meanwhile
+        sys.setprofile(profile)
+        try:
+            del batch
+        finally:
+            sys.setprofile(None)
+            gc.enable()
+        assert python_calls == []
+        assert [batch["label"].tolist() for batch in batches] == [[2, 3], [4, 5], [6, 7]]
 
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])

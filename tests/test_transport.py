@@ -29,7 +29,7 @@ def pipe():
         packed = writer.pack(slot, batch)
         if writer.needs_sharing(slot):
             reader.attach(0, slot, os.dup(writer.share(slot)))
-        return reader.unpack(0, packed, lambda: released.append(slot))
+        return reader.unpack(0, packed, released)
 
     send.writer, send.released = writer, released
     yield send
@@ -74,7 +74,7 @@ def test_a_slot_is_released_once_no_array_views_it(pipe):
     assert pipe.released == []
     del kept
     gc.collect()
-    assert pipe.released == [0]
+    assert pipe.released == [(0, 0)]
 
 
 def test_a_reused_slot_keeps_its_file_until_a_batch_needs_more(pipe):
@@ -152,11 +152,13 @@ def test_buffers_out_of_offset_order_come_back_whole():
         if writer.needs_sharing(slot):
             reader.attach(0, slot, os.dup(writer.share(slot)))
         del batch
-        received = reader.unpack(0, packed, lambda slot=slot: writer.give_back([slot]))
+        returned = []
+        received = reader.unpack(0, packed, returned)
         assert received["label"].tolist() == [0, 1, 2, 3], round_
         assert received["image"][:, 0, 0, 0].tolist() == [0, 1, 2, 3], round_
         del received
         gc.collect()
+        writer.give_back(slot for _, slot in returned)
     offsets = [start for start, _ in packed.layout]
     assert offsets != sorted(offsets)  # the case this test is about did happen
     writer.close()
@@ -207,7 +209,7 @@ def test_a_released_slot_keeps_its_pages_mapped_for_the_next_batch(pipe):
     np.testing.assert_array_equal(batch["x"], values)
     del batch
     gc.collect()
-    assert pipe.released == [0]
+    assert pipe.released == [(0, 0)]
     assert os.fstat(pipe.writer.share(0)).st_blocks * 512 >= values.nbytes
     reversed_values = values[::-1].copy()
     faults = page_faults()
@@ -222,7 +224,7 @@ def test_a_slot_beyond_the_kept_ones_returns_its_pages_once_released():
     values = np.arange(1 << 20, dtype=np.float64)  # 8 MiB
     packed = writer.pack(0, {"x": values})
     reader.attach(0, 0, os.dup(writer.share(0)))
-    batch = reader.unpack(0, packed, release=lambda: None, keep_pages=False)
+    batch = reader.unpack(0, packed, [], keep_pages=False)
     np.testing.assert_array_equal(batch["x"], values)
     del batch
     gc.collect()
@@ -266,7 +268,7 @@ def test_an_arena_holds_arrays_from_one_byte_to_the_whole_slot(pipe):
     assert packed.layout == ((0, 1), (64, 100)) and not writer.needs_sharing(0)
     reader = SlotReader()
     reader.attach(0, 0, os.dup(writer.share(0)))
-    got = reader.unpack(0, packed, release=lambda: None)
+    got = reader.unpack(0, packed, [])
     assert got[0].tolist() == [3] and got[1].tolist() == list(range(100))
     del one, rest, got
 

@@ -18,6 +18,14 @@ class BufferPool:
 
 def pooled_array(pool: BufferPool, shape: tuple[int, ...], dtype: Any) -> np.ndarray: ...
 
+class Lease:
+    """The first ``nbytes`` of ``exporter``'s buffer, lent out until the last view of them
+    is gone."""
+
+    def __init__(self, exporter: Any, nbytes: int, returned: Any, token: Any,
+                 wake: Any = None, remove_pages: bool = False) -> None: ...
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+
 class HostMemory:
     """Registration of host buffers with the accelerator (CUDA's ``cudaHostRegister``)."""
 

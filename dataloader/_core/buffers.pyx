@@ -1,4 +1,5 @@
-"""Batch memory that is reused instead of freed: ``BufferPool``.
+"""Batch memory that is reused instead of freed: ``BufferPool``; memory lent
+until its last view is gone: ``Lease``.
 
 A training epoch makes batches of one size over and over. Memory freed to
 the system and allocated again costs a page fault and a page of zeroes per
@@ -9,8 +10,12 @@ on worker threads, ``default_collate`` (as numpy arrays, see
 ``dataloader._loading.collate``).
 """
 cimport cython
-from cpython.buffer cimport PyBUF_WRITABLE
+from cpython.buffer cimport (
+    PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer,
+)
 from libc.stdlib cimport free
+from posix.mman cimport MADV_REMOVE, madvise
+from posix.unistd cimport write
 
 from dataloader._core._sync cimport (
     pthread_mutex_destroy, pthread_mutex_init, pthread_mutex_lock, pthread_mutex_unlock,
@@ -195,6 +200,76 @@ def pooled_array(BufferPool pool, tuple shape, dtype):
     share_refcount(flat)
     share_refcount(array)
     return array
+
+
+# Not tracked by the cyclic garbage collector: it can be in no cycle (what it
+# holds refers to no lease), and must find ``returned`` whole when freed.
+@cython.no_gc
+cdef class Lease:
+    """The first ``nbytes`` of ``exporter``'s buffer, lent out until the last view of them
+    is gone: then ``token`` is appended to ``returned`` and, if given, a byte written to
+    ``wake.write_fd`` (``wake`` is kept, and with it its descriptor, until then).
+
+    With ``remove_pages``, the exporter's pages are first given back to the
+    system (``MADV_REMOVE``: a shared mapping's file loses them too).
+
+    All of it runs in C, without a line of Python: a lease is freed by a
+    garbage collection, anywhere in the consumer's code, and a Ctrl-C that
+    lands in Python code run by a collection is printed and lost instead of
+    raised (the reason this is not a ``weakref.finalize``).
+
+    Examples
+    --------
+    >>> import collections
+    >>> from dataloader._core.buffers import Lease
+    >>> returned = collections.deque()
+    >>> view = memoryview(Lease(bytearray(b"abcdef"), 3, returned, "slot 0"))
+    >>> bytes(view), list(returned)
+    (b'abc', [])
+    >>> view.release(); list(returned)
+    ['slot 0']
+    """
+
+    cdef Py_buffer lent
+    cdef bint lending
+    cdef Py_ssize_t nbytes
+    cdef object returned
+    cdef object token
+    cdef object wake
+    cdef int wake_fd
+    cdef bint remove_pages
+
+    def __cinit__(self, exporter, Py_ssize_t nbytes, returned, token, wake=None,
+                  bint remove_pages=False):
+        try:
+            PyObject_GetBuffer(exporter, &self.lent, PyBUF_WRITABLE)
+        except BufferError:
+            PyObject_GetBuffer(exporter, &self.lent, PyBUF_SIMPLE)
+        self.lending = True
+        if not 0 <= nbytes <= self.lent.len:
+            raise ValueError(f"cannot lend {nbytes} bytes of a buffer of {self.lent.len}")
+        self.nbytes = nbytes
+        self.returned = returned
+        self.token = token
+        self.wake = wake
+        self.wake_fd = -1 if wake is None else wake.write_fd
+        self.remove_pages = remove_pages
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        PyBuffer_FillInfo(view, self, self.lent.buf, self.nbytes, self.lent.readonly, flags)
+
+    def __dealloc__(self):
+        if not self.lending:
+            return  # __cinit__ failed
+        if self.remove_pages:
+            madvise(self.lent.buf, self.lent.len, MADV_REMOVE)
+        PyBuffer_Release(&self.lent)
+        if self.returned is None:
+            return  # __cinit__ failed
+        self.returned.append(self.token)
+        if self.wake_fd >= 0:
+            # Full pipe: its reader is awake already, or gone.
+            write(self.wake_fd, b"!", 1)
 
 
 class HostMemory:

@@ -297,16 +297,12 @@ class WorkerGroup:
 
     def open_batch(self, worker_id: int, packed: Packed) -> Any:
         """The batch of a reply, as views of its slot; the slot is free again once released."""
-        released, wake = self._released, self._wake
-
-        def release(worker_id: int = worker_id, slot: int = packed.slot) -> None:
-            released.append((worker_id, slot))
-            wake()  # the worker may choose its next slot soon
-
+        # The I/O thread is woken: the worker may choose its next slot soon.
+        wake = self._wake if isinstance(self._wake, _Wake) else None
         # Workers fill their lowest free slot, so a steady epoch cycles
         # through the kept ones; a slot beyond them (the consumer kept many
         # batches) returns its pages once released.
-        return self.reader.unpack(worker_id, packed, release,
+        return self.reader.unpack(worker_id, packed, self._released, wake,
                                   keep_pages=packed.slot < self._kept_slots)
 
     def discard(self, worker_id: int, packed: Packed | None) -> None:
@@ -518,19 +514,19 @@ class _Wake:
     """Wakes the I/O thread: from the consumer's thread, or from a garbage collection
     on any thread releasing a batch, maybe after the group is closed.
 
-    The pipe lives as long as this object, which every batch's release
-    holds: a late release writes into the pipe nobody reads any more (until
-    it is full), never into a descriptor since reused for something else.
+    The pipe lives as long as this object, which every batch's lease holds
+    (it writes to ``write_fd`` itself): a late release writes into the pipe
+    nobody reads any more (until it is full), never into a descriptor since
+    reused for something else.
     """
 
     def __init__(self) -> None:
-        self.fd, write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self._write_fd = write_fd
-        weakref.finalize(self, _close_pipe, self.fd, write_fd)
+        self.fd, self.write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        weakref.finalize(self, _close_pipe, self.fd, self.write_fd)
 
     def __call__(self) -> None:
         try:
-            os.write(self._write_fd, b"!")
+            os.write(self.write_fd, b"!")
         except OSError:
             pass  # the pipe is full: the I/O thread is awake already, or gone
 

@@ -39,9 +39,12 @@ Examples
 >>> slot = writer.take()
 >>> packed = writer.pack(slot, {"x": np.arange(4), "name": "a"})
 >>> reader.attach(0, 0, writer.share(0))
->>> batch = reader.unpack(0, packed, release=lambda: None)
+>>> returned = []
+>>> batch = reader.unpack(0, packed, returned)
 >>> batch["x"].tolist(), batch["name"]
 ([0, 1, 2, 3], 'a')
+>>> del batch; returned
+[(0, 0)]
 """
 
 from __future__ import annotations
@@ -54,12 +57,13 @@ import os
 import pickle
 import resource
 import sys
-import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from dataloader._core.buffers import Lease
 
 __all__ = ["Arena", "Packed", "SlotReader", "SlotWriter", "explained_descriptor_limit"]
 
@@ -247,28 +251,27 @@ class SlotReader:
         finally:
             os.close(fd)
 
-    def unpack(self, worker: int, packed: Packed, release: Callable[[], None],
+    def unpack(self, worker: int, packed: Packed, returned: Any, wake: Any = None,
                keep_pages: bool = True) -> Any:
-        """The batch of ``packed``; ``release()`` is called once no array views its slot.
+        """The batch of ``packed``; once no array views its slot, ``(worker, slot)`` is
+        appended to ``returned`` and a byte written to ``wake.write_fd`` (if given).
 
         The slot's pages then stay in its file, and mapped, for its next
         batch, or with ``keep_pages=False`` go back to the system.
         """
         mapping = self._mappings[worker, packed.slot]
         # Buffers are not in offset order once a slot is reused (an arena's
-        # arrays come first, whatever their place in the batch): the view
+        # arrays come first, whatever their place in the batch): the lease
         # reaches the end of the furthest one.
         end = max((start + nbytes for start, nbytes in packed.layout), default=0)
-        # One array per batch holds the slot: every buffer handed to the
+        # One lease per batch holds the slot: every buffer handed to the
         # unpickler is a view of it, so it dies with the batch's last array.
-        lease = np.frombuffer(mapping, np.uint8, count=end) if end else np.empty(0, np.uint8)
-        weakref.finalize(lease, _release, mapping, release, keep_pages)
-        # numpy's stubs declare ndarray.__buffer__ only for Python >= 3.12.
-        whole = memoryview(lease)  # type: ignore[arg-type]
+        lease = Lease(mapping, end, returned, (worker, packed.slot), wake,
+                      remove_pages=not keep_pages)
+        whole = memoryview(lease)
         buffers = [whole[start:start + nbytes] for start, nbytes in packed.layout]
         del whole, lease
         return pickle.loads(packed.header, buffers=buffers)
-
 
 
 @contextlib.contextmanager
@@ -315,17 +318,6 @@ def _descriptor_advice(who: str, code: int) -> str:
         "torch.multiprocessing.set_sharing_strategy('file_system'), does not apply: these "
         "batches do not go through torch's sharing"
     )
-
-
-def _release(mapping: mmap.mmap, release: Callable[[], None], keep_pages: bool) -> None:
-    """A slot's batch is gone: the slot goes back to its worker, its pages kept for
-    its next batch, or freed."""
-    if not keep_pages:
-        try:
-            mapping.madvise(mmap.MADV_REMOVE)
-        except (OSError, ValueError):
-            pass  # unmapped meanwhile: the pages go with the file
-    release()
 
 
 class _BatchPickler(pickle.Pickler):
