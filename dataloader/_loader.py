@@ -11,11 +11,11 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
-from dataloader._core.pool import CLOSE_WAIT_SECONDS, Pool, wait_bound
+from dataloader._core.pool import CLOSE_WAIT_SECONDS, wait_bound
 from dataloader._datasets.asynchronous import check_async_dataset, is_async_dataset
 from dataloader._datasets.dataset import is_iterable_style
 from dataloader._datasets.event_loop import EventLoop
-from dataloader._lifetime import close_at_exit, pool_finalizer, stop_pool
+from dataloader._lifetime import close_at_exit
 from dataloader._loading import streaming as _streaming
 from dataloader._loading.arguments import (
     check_counts,
@@ -34,7 +34,7 @@ from dataloader._loading.fetch import (
     check_skip_policy,
 )
 from dataloader._loading.handles import guarded_dataset
-from dataloader._loading.iterators import DirectEpoch, ThreadedEpoch
+from dataloader._loading.iterators import MapIterator
 from dataloader._loading.pinning import (
     DirectPinnedEpoch,
     PinnedEpoch,
@@ -46,15 +46,12 @@ from dataloader._loading.plugins import EpochBound, item_source
 from dataloader._loading.randomness import LoaderRandomness
 from dataloader._loading.reported_length import stream_length, warn_past_reported_length
 from dataloader._loading.stats import Stats
-from dataloader._loading.worker import WorkerSetup
+from dataloader._loading.streaming import StreamIterator
 from dataloader._processes.choice import WorkerTypeChoice, check_worker_type
-from dataloader._processes.epoch import ProcessEpoch
-from dataloader._processes.group import WorkerGroup, close_with, start_method
-from dataloader._processes.stream import ProcessStream
-from dataloader._processes.worker import WorkerSpec
 from dataloader._sampling.distributed import RankGroup
 from dataloader._sampling.sampler import BatchSampler, SequentialSampler, yields_valid_indices
 from dataloader._sampling.state import LoaderProgress, check_resumable, skip_batches
+from dataloader._worker_kinds import WORKER_KINDS, WorkerKind, kind_name
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -266,13 +263,9 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         if collate_fn is None:
             collate_fn = self._collate if self._auto_collation else self._convert
         self.collate_fn = collate_fn
-        self._pool: Pool | None = None
-        self._pool_finalizer: weakref.finalize | None = None
-        # Worker processes kept across epochs (persistent_workers=True), and
-        # the process epochs running, stopped by close().
-        self._workers: WorkerGroup | None = None
-        self._process_epochs: weakref.WeakSet[ProcessEpoch | ProcessStream] = weakref.WeakSet()
-        self._worker_setup: WorkerSetup | None = None
+        # What each kind of worker runs on (its pool, its processes), made when
+        # an epoch first needs it and stopped by close().
+        self._worker_kinds = {name: make() for name, make in WORKER_KINDS.items()}
         # An async dataset's coroutines run on an event loop owned by the
         # loader (see dataloader/_datasets/event_loop.py); the finalizer holds the loop's
         # owner, not the loader, like the pool's.
@@ -335,84 +328,19 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         """
         return self._worker_type.of(self)
 
-    @property
-    def _threaded(self) -> bool:
-        return self.num_workers > 0 or self.item_concurrency > 1
-
-    @property
-    def _processes(self) -> bool:
-        return self.num_workers > 0 and self.worker_type == "process"
-
     def __iter__(self) -> Any:
         self._begin_iteration()
         pin = pinning(self.pin_memory, self.pin_memory_device)
-        epoch: Any
-        if self._iterable:
-            epoch = self._start_stream()
-        else:
-            processes = self._processes  # resolved once per epoch
-            plan = self._plan_epoch(processes)
-            if not self._threaded:
-                epoch = DirectEpoch(self, plan)
-            elif processes:
-                epoch = self._start_process_epoch(plan)
-            else:
-                epoch = ThreadedEpoch(self, plan, self._live_pool())
+        kind = self._worker_kinds[kind_name(self)]  # resolved once per epoch
+        iterator = self._start_stream(kind) if self._iterable else self._start_map_epoch(kind)
         if pin is None:
-            return epoch
-        if not self._threaded:
-            return DirectPinnedEpoch(epoch)
-        pinned = PinnedEpoch(epoch, self._progress, pin)
+            return iterator
+        if not kind.loads_ahead:
+            return DirectPinnedEpoch(iterator)
+        pinned = PinnedEpoch(iterator, self._progress, pin)
         self._pinned.add(pinned)
         close_at_exit(self)
         return pinned
-
-    def _live_pool(self) -> Pool:
-        """The loader's pool, created on the first threaded epoch and kept after it."""
-        size = max(self.num_workers, 1) * self.item_concurrency
-        if self._pool is not None and self._pool.alive and self._pool.size == size:
-            return self._pool
-        self._shutdown_pool()
-        self._pool = pool = Pool(size)
-        self._worker_setup = WorkerSetup(size, self._worker_base_seed(), self.dataset,
-                                         self.worker_init_fn,
-                                         self.prefetch_factor)
-        self._stats.ensure_threads(size)
-        self._pool_finalizer = pool_finalizer(self, pool, self._streams)
-        return pool
-
-    def _start_process_epoch(self, plan: EpochPlan) -> ProcessEpoch:
-        """A map-style epoch on worker processes: the loader's persistent ones, or new ones."""
-        epoch = ProcessEpoch(self, plan, self._worker_group(), seed=self.seed, epoch=self.epoch,
-                             owns_group=not self.persistent_workers)
-        self._process_epochs.add(epoch)
-        return epoch
-
-    def _start_process_streams(self, plan: StreamPlan, states: dict[int, Any]) -> Any:
-        """A streaming epoch's engine on worker processes (``StreamPlan.processes``)."""
-        engine = ProcessStream(self._worker_group(), plan, states, seed=self.seed,
-                               owns_group=not self.persistent_workers)
-        self._process_epochs.add(engine)
-        return engine
-
-    def _worker_group(self) -> WorkerGroup:
-        """The loader's persistent worker processes, or new ones for one epoch."""
-        group = self._workers
-        if group is not None and not group.closed:
-            return group
-        spec = WorkerSpec.of_loader(self, self._worker_base_seed(), self._auto_collation,
-                                    self._iterable)
-        group = WorkerGroup(spec, start_method(self.multiprocessing_context))
-        if self.persistent_workers:
-            self._workers = group
-            close_with(self, group)
-        return group
-
-    def _shutdown_pool(self, seconds: float = CLOSE_WAIT_SECONDS) -> None:
-        finalizer, self._pool, self._pool_finalizer = self._pool_finalizer, None, None
-        if finalizer is not None and (found := finalizer.detach()) is not None:
-            pool, streams = found[2]
-            stop_pool(pool, streams, seconds)
 
     def close(self) -> None:
         """Stop the workers; epochs still running raise on their next batch (or end).
@@ -443,12 +371,8 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         # Then the pinning threads, which take batches from the pool's epochs.
         for pinned in list(self._pinned):
             pinned.close(max(deadline - time.monotonic(), 0.0))
-        for epoch in list(self._process_epochs):
-            epoch.cancel()
-        if self._workers is not None:
-            self._workers.close()
-            self._workers = None
-        self._shutdown_pool(max(deadline - time.monotonic(), 0.0))
+        for kind in self._worker_kinds.values():
+            kind.close(max(deadline - time.monotonic(), 0.0))
 
     def __enter__(self) -> DataLoader[T_co]:
         return self
@@ -533,7 +457,8 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
             self.sampler.load_state_dict(state["sampler"])
         self.seed = self._progress.load_state_dict(state)
 
-    def _plan_epoch(self, processes: bool) -> EpochPlan:
+    def _start_map_epoch(self, kind: WorkerKind) -> MapIterator:
+        """``iter(loader)`` over a map-style dataset: plan the epoch, start its engine."""
         progress, _resume = self._progress.start_epoch(self._epoch_samplers())
         skipped = progress.delivered
         try:
@@ -548,28 +473,27 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
             check = None
         else:
             check = check_batch_indices if self._auto_collation else check_index
+        elsewhere = kind.other_processes
         bound = bind_map_epoch(
             self.dataset, transform=self.transform, collate=self.collate_fn,
             batched=self._auto_collation, seed=self.seed, epoch=self.epoch,
             lanes=self.item_concurrency > 1,
             skip=SkipBudget.for_epoch(self.on_error, self.max_skipped, self.sampler),
-            event_loop=None if processes else self._event_loop,  # a loop in each process
-            fetch_from=guarded_dataset(self, processes),
+            event_loop=None if elsewhere else self._event_loop,  # a loop in each process
+            fetch_from=guarded_dataset(self, elsewhere),
         )
         batches = skip_batches(index_sampler, self._auto_collation, skipped)
-        # A threaded epoch's pool comes first: its worker set-up belongs to it.
-        pool = self._live_pool() if self._threaded and not processes else None
-        return EpochPlan(
+        plan = EpochPlan(
             batches, total, check, bound.recipe, progress, self._stats, bound.item_lanes,
             bound.on_cancel,
             window=epoch_window(self.num_workers, self.prefetch_factor, total),
             item_concurrency=self.item_concurrency,
             in_order=self.in_order,
             timeout=float(self.timeout),
-            worker_setup=self._worker_setup if pool is not None else None,
         )
+        return MapIterator(self, plan, kind.map_engine(self, plan))
 
-    def _start_stream(self) -> Any:
+    def _start_stream(self, kind: WorkerKind) -> StreamIterator:
         """``iter(loader)`` over a stream: end the previous epoch, plan this one, start it."""
         # The previous epoch's workers are needed by the new one.
         for previous in list(self._streams):
@@ -579,8 +503,6 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
                                               seed=self.seed, epoch=self.epoch,
                                               lanes=self.item_concurrency > 1)
         limit = _streaming.epoch_limit(self, self._rank_group)
-        processes = self._processes
-        pool = self._live_pool() if self._threaded and not processes else None
         plan = StreamPlan(
             dataset=self.dataset,
             num_workers=self.num_workers,
@@ -591,17 +513,17 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
             resume=resume,
             limit=limit,
             stats=self._stats,
-            pool=pool,
-            worker_setup=self._worker_setup if pool is not None else None,
             base_seed=self._worker_base_seed(),
             prefetch_factor=self.prefetch_factor,
             timeout=float(self.timeout),
             rank_group=self._rank_group,
             in_order=self.in_order,
-            processes=self._start_process_streams if processes else None,
         )
-        epoch = _streaming.start_epoch(self, plan)
+
+        def engine_for(plan: StreamPlan, states: dict[int, Any]) -> Any:
+            return kind.stream_engine(self, plan, states)
+
+        epoch = _streaming.start_epoch(self, plan, engine_for)
         warn_past_reported_length(epoch, self)
         self._streams.add(epoch)
         return epoch
-

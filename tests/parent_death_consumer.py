@@ -142,7 +142,7 @@ def consume(state, method, folder):
                             persistent_workers=True, **common)
         for batch in loader:
             del batch
-        for pid in loader._workers.pids:
+        for pid in loader._worker_kinds["process"].group.pids:
             mark(folder, f"ready-{pid}")
         sys.stdin.read()
     elif state == "held":
@@ -150,7 +150,7 @@ def consume(state, method, folder):
                             persistent_workers=True, **common)
         it = iter(loader)
         held = [next(it) for _ in range(HELD)]
-        for pid in loader._workers.pids:
+        for pid in loader._worker_kinds["process"].group.pids:
             mark(folder, f"ready-{pid}")
         sys.stdin.read()
         del held

@@ -218,10 +218,10 @@ def test_persistent_workers_started_by_a_thread_outlive_that_thread():
         runner = threading.Thread(target=lambda: first.extend(b.tolist() for b in loader))
         runner.start()
         runner.join()
-        pids = loader._workers.pids
+        pids = loader._worker_kinds["process"].group.pids
         assert first == [[0, 1, 2, 3], [4, 5, 6, 7]]
         assert [batch.tolist() for batch in loader] == first
-        assert loader._workers.pids == pids
+        assert loader._worker_kinds["process"].group.pids == pids
     finally:
         loader.close()
 
@@ -235,10 +235,11 @@ def test_a_forked_worker_holds_none_of_the_consumers_ends_of_the_pipes():
     try:
         for loader in loaders:
             assert sum(1 for _ in loader) == 2  # each batch dropped before the next
+        groups = [loader._worker_kinds["process"].group for loader in loaders]
         ends = {f"socket:[{os.fstat(conn.fileno()).st_ino}]"
-                for loader in loaders for conn in loader._workers._conns}
+                for group in groups for conn in group._conns}
         assert len(ends) == 4
-        for pid in [pid for loader in loaders for pid in loader._workers.pids]:
+        for pid in [pid for group in groups for pid in group.pids]:
             held = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
             assert held & ends == set()
     finally:

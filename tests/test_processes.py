@@ -614,7 +614,7 @@ class Slow:
 loader = DataLoader(Slow(), batch_size=4, num_workers=2, worker_type="process")
 it = iter(loader)
 next(it)
-print(" ".join(map(str, loader._process_epochs.pop()._group.pids)), flush=True)
+print(" ".join(map(str, loader._worker_kinds['process']._engines.pop()._group.pids)), flush=True)
 time.sleep(600)
 """
 

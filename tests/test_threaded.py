@@ -484,7 +484,7 @@ def test_a_forked_child_leaves_the_parents_pool_alone_from_its_first_instruction
         held = {}
 
         def shut_down_in_child():
-            os._exit(0 if held["loader"]._pool.shutdown(5.0) else 6)
+            os._exit(0 if held["loader"]._worker_kinds["thread"].pool.shutdown(5.0) else 6)
 
         os.register_at_fork(after_in_child=shut_down_in_child)
         from dataloader import DataLoader

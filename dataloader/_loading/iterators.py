@@ -1,7 +1,12 @@
 """Epochs: one pass of the loader's sampler, turned into batches.
 
-``iter(loader)`` returns an epoch iterator. Every kind of epoch shares the
-same semantics (see ``docs/architecture.md``, "Epoch semantics"):
+``iter(loader)`` over a map-style dataset returns a :class:`MapIterator`
+over the engine of the loader's kind of worker (see
+``dataloader._worker_kinds``): :class:`InlineEngine` on the calling
+thread, ``dataloader._core.epoch.Epoch`` on worker threads,
+``dataloader._processes.epoch.ProcessEngine`` on worker processes. The
+iterator gives every kind the same semantics (see
+``docs/architecture.md``, "Epoch semantics"):
 
 * batches come out in sampler order;
 * ``len(it)`` is the number of batches still to come;
@@ -10,129 +15,130 @@ same semantics (see ``docs/architecture.md``, "Epoch semantics"):
 * an error of the sampler itself ends the epoch where it is found;
 * after the end, ``next()`` raises ``StopIteration`` every time.
 
-The threads that threaded epochs run on live as long as their loader (see
-``dataloader._lifetime``).
+An engine's ``next()`` gives the next batch -- ``EMPTY_BATCH`` for one
+whose every item was skipped (``on_error="skip"``), which the iterator
+passes over -- or raises ``StopIteration`` at the end; ``delivered``
+counts the batches it gave; ``cancel()`` ends it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from dataloader._core.epoch import Epoch
 from dataloader._core.load import EMPTY_BATCH, load_direct
-from dataloader._core.pool import Pool
 from dataloader._errors import BATCH, LoadingContext, add_context
 
 if TYPE_CHECKING:
-    from dataloader._loader import DataLoader
     from dataloader._loading.plans import EpochPlan
 
-__all__ = ["DirectEpoch", "ThreadedEpoch"]
+__all__ = ["Engine", "InlineEngine", "MapIterator"]
 
 
-class DirectEpoch:
-    """An epoch run on the calling thread: no threads, no queues.
+class Engine(Protocol):
+    """What loads an epoch's batches, for one kind of worker (see the module docstring)."""
+
+    @property
+    def delivered(self) -> int: ...
+    def next(self) -> Any: ...
+    def cancel(self) -> None: ...
+
+
+class MapIterator:
+    """The iterator of a map-style epoch: progress, length and skipped batches, over an
+    engine of any kind.
+
+    ``owner`` (the loader) is held so that its dataset, and its pool or
+    worker processes, stay alive while the epoch runs. Dropping the
+    iterator (``break``, ``del``, garbage collection) cancels the epoch at
+    once: batches in flight finish in the background and are discarded.
+    """
+
+    __slots__ = ("_owner", "_engine", "_total", "_progress", "_skipped", "_on_cancel")
+
+    def __init__(self, owner: Any, plan: EpochPlan, engine: Engine) -> None:
+        self._owner = owner
+        self._engine = engine
+        self._total = plan.total
+        # The batch position lives in the loader's progress record alone.
+        self._progress = plan.progress
+        self._skipped = plan.progress.delivered
+        self._on_cancel = plan.on_cancel
+
+    def __iter__(self) -> MapIterator:
+        return self
+
+    @property
+    def _workers(self) -> list[Any]:
+        """Worker processes only: their ``multiprocessing.Process`` objects, as torch's
+        iterator names them (``AttributeError`` for other kinds, as torch's single-process
+        one)."""
+        return self._engine._workers  # type: ignore[attr-defined]
+
+    def __len__(self) -> int:
+        if self._total is None:
+            raise TypeError("this epoch's length is unknown: its sampler has no __len__")
+        if self._progress.finished:
+            return 0
+        return max(self._total - self._engine.delivered, 0)
+
+    def __next__(self) -> Any:
+        engine = self._engine
+        try:
+            # A batch whose every item was skipped (on_error="skip") is passed over.
+            while (batch := engine.next()) is EMPTY_BATCH:
+                pass
+        except StopIteration:
+            self._progress.finished = True
+            raise
+        finally:
+            self._progress.delivered = self._skipped + engine.delivered
+        return batch
+
+    def cancel(self) -> None:
+        """End the epoch now: batches in flight finish in the background, discarded."""
+        self._engine.cancel()
+        if self._on_cancel is not None:
+            self._on_cancel()
+
+    def __del__(self) -> None:
+        if hasattr(self, "_on_cancel"):  # not when __init__ failed
+            self.cancel()
+
+
+class InlineEngine:
+    """An epoch loaded on the calling thread: no threads, no queues.
 
     Each ``next()`` takes the sampler's next batch of indices, then fetches,
     transforms and collates it before returning.
     """
 
-    __slots__ = ("_loader", "_plan", "_progress", "_skipped", "_row", "_finished")
+    __slots__ = ("_plan", "_row", "delivered", "_finished")
 
-    def __init__(self, loader: DataLoader, plan: EpochPlan) -> None:
-        # Holding the loader keeps its dataset alive while the epoch runs.
-        self._loader = loader
+    def __init__(self, plan: EpochPlan) -> None:
         self._plan = plan
-        # The batch position lives in the loader's progress record alone.
-        self._progress = plan.progress
-        self._skipped = plan.progress.delivered
         self._row = plan.stats.rows[0]  # the consumer's counters
+        self.delivered = 0
         self._finished = False
 
-    def __iter__(self) -> DirectEpoch:
-        return self
-
-    def __len__(self) -> int:
-        if self._plan.total is None:
-            raise TypeError("this epoch's length is unknown: its sampler has no __len__")
-        if self._finished:
-            return 0
-        return max(self._plan.total - (self._progress.delivered - self._skipped), 0)
-
-    def __next__(self) -> Any:
-        # A batch whose every item was skipped (on_error="skip") is passed over.
-        while (batch := self._load_next()) is EMPTY_BATCH:
-            pass
-        return batch
-
-    def _load_next(self) -> Any:
+    def next(self) -> Any:
         if self._finished:
             raise StopIteration
         plan = self._plan
-        progress = self._progress
         try:
             indices = next(plan.batches)
         except BaseException:
             # The sampler is exhausted or broken: either way the epoch ends here.
             self._finished = True
-            progress.finished = True
+            plan.progress.finished = True
             raise
-        progress.delivered += 1
+        self.delivered += 1
         try:
             if plan.check_indices is not None:
                 indices = plan.check_indices(indices)
             return load_direct(plan.recipe, indices, self._row)
         except Exception as exc:
-            position = progress.delivered - 1 - self._skipped
-            add_context(exc, LoadingContext(BATCH, batch=position, indices=indices))
+            add_context(exc, LoadingContext(BATCH, batch=self.delivered - 1, indices=indices))
             raise
-
-
-class ThreadedEpoch:
-    """An epoch loaded by the loader's worker threads (``dataloader._core.epoch``).
-
-    Dropping the iterator (``break``, ``del``, garbage collection) cancels
-    the epoch at once: batches in flight finish in the background and are
-    discarded.
-    """
-
-    __slots__ = ("_loader", "_engine", "_total", "_progress", "_skipped", "_on_cancel")
-
-    def __init__(self, loader: DataLoader, plan: EpochPlan, pool: Pool) -> None:
-        # Holding the loader keeps its pool and dataset alive while the epoch runs.
-        self._loader = loader
-        self._total = plan.total
-        self._progress = plan.progress
-        self._skipped = plan.progress.delivered
-        self._on_cancel = plan.on_cancel
-        self._engine = Epoch(pool, plan)
-        self._engine.start()
-
-    def __iter__(self) -> ThreadedEpoch:
-        return self
-
-    def __next__(self) -> Any:
-        try:
-            return self._engine.next()
-        except StopIteration:
-            self._progress.finished = True
-            raise
-        finally:
-            self._progress.delivered = self._skipped + self._engine.delivered
-
-    def __len__(self) -> int:
-        if self._total is None:
-            raise TypeError("this epoch's length is unknown: its sampler has no __len__")
-        return max(self._total - self._engine.delivered, 0)
 
     def cancel(self) -> None:
-        """End the epoch now: batches in flight finish in the background, discarded."""
-        engine = getattr(self, "_engine", None)
-        if engine is not None:
-            engine.cancel()
-        on_cancel = getattr(self, "_on_cancel", None)
-        if on_cancel is not None:
-            on_cancel()
-
-    def __del__(self) -> None:
-        self.cancel()
+        self._finished = True

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dataloader._core.load import Recipe
-    from dataloader._core.pool import Pool
     from dataloader._loading.stats import Stats
     from dataloader._sampling.distributed import RankGroup
     from dataloader._sampling.state import EpochProgress, Resume
@@ -100,10 +99,6 @@ class StreamPlan:
         agree on it as the epoch goes (``rank_group``); ``None``: no limit.
     stats : Stats
         The loader's counters.
-    pool : Pool or None
-        The loader's pool; ``None`` loads on the calling thread.
-    worker_setup : callable or None
-        ``worker_setup(thread_index)``, run on a pool thread before it loads.
     base_seed : int
         A stream's ``WorkerInfo.seed`` is ``base_seed + stream``.
     prefetch_factor : int
@@ -116,11 +111,9 @@ class StreamPlan:
         Deliver the workers' batches by turn, batch ``j`` of every stream
         before batch ``j + 1`` of any, as torch does (the loader's
         ``in_order``); else in arrival order.
-    processes : callable or None
-        With worker processes: ``processes(plan, states)`` starts the
-        epoch's streams on them (each stream's saved state on resume) and
-        returns the engine (``next()``, ``cancel()``); ``pool`` is then
-        ``None``.
+    worker_setup : callable or None
+        On worker threads: ``worker_setup(thread_index)``, run on a pool
+        thread before it loads (set by ``dataloader._worker_kinds.Threads``).
     """
 
     dataset: Any
@@ -132,14 +125,12 @@ class StreamPlan:
     resume: Resume | None
     limit: int | None
     stats: Stats
-    pool: Pool | None
-    worker_setup: Callable[[int], None] | None
     base_seed: int
     prefetch_factor: int
     timeout: float
     rank_group: RankGroup | None = None
     in_order: bool = False
-    processes: Callable[[StreamPlan, dict[int, Any]], Any] | None = None
+    worker_setup: Callable[[int], None] | None = None
 
     @property
     def streams(self) -> int:

@@ -43,7 +43,7 @@ def stream_length(loader: Any) -> int:
 def warn_past_reported_length(epoch: Any, loader: Any) -> None:
     """Make a streaming epoch warn at each batch past what ``len(loader)`` reported.
 
-    ``epoch`` is a ``StreamEpoch``; its source of batches is wrapped by one
+    ``epoch`` is a ``StreamIterator``; its source of batches is wrapped by one
     that counts them. Nothing changes before ``len(loader)`` is first asked.
     """
     reported = getattr(loader, "_reported_length", None)

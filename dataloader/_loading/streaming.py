@@ -34,12 +34,13 @@ continues the turns where they were).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dataloader._core.epoch import Epoch
 from dataloader._core.load import Fetched, Recipe, load_fetched
+from dataloader._core.pool import Pool
 from dataloader._core.stats import Row
 from dataloader._core.stream import Stream
 from dataloader._datasets.dataset import ShardedIterable
@@ -57,12 +58,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Cursor",
+    "InlineStreamEngine",
+    "StreamIterator",
     "bind_stream_epoch",
     "check_options",
     "drops_partial",
     "epoch_limit",
+    "inline_stream_engine",
     "loader_length",
     "start_epoch",
+    "threaded_stream_engine",
 ]
 
 # The state of a batch from an iterator without ``state_dict``; and of an
@@ -260,7 +265,7 @@ def _consumer_batches(cursor: Cursor, row: Row) -> Iterator[Fetched]:
             yield fetched
 
 
-class _DirectEngine:
+class InlineStreamEngine:
     """A stream loaded on the consumer thread: ``num_workers=0``, no lanes."""
 
     __slots__ = ("_cursor", "_recipe", "_row", "delivered", "_finished")
@@ -294,8 +299,10 @@ class _DirectEngine:
         self._finished = True
 
 
-def start_epoch(loader: DataLoader, plan: StreamPlan) -> StreamEpoch:
-    """``iter(loader)`` for a stream: restore a saved position, start the streams.
+def start_epoch(loader: DataLoader, plan: StreamPlan,
+                engine_for: Callable[[StreamPlan, dict[int, Any]], Any]) -> StreamIterator:
+    """``iter(loader)`` for a stream: restore a saved position, start the streams on the
+    engine ``engine_for(plan, states)`` makes (``states``: each stream's saved state).
 
     ``loader`` is kept alive by the epoch and asked only its length.
     """
@@ -313,8 +320,8 @@ def start_epoch(loader: DataLoader, plan: StreamPlan) -> StreamEpoch:
             )
         states = {key: value for key, value in saved.items() if value is not None}
     progress.streams = {stream: states.get(stream) for stream in range(streams)}
-    epoch = StreamEpoch(loader, progress, plan.limit)
-    epoch.engine = _engine(plan, states)
+    epoch = StreamIterator(loader, progress, plan.limit)
+    epoch.engine = engine_for(plan, states)
     if plan.limit == AGREE and plan.rank_group is not None:
         epoch.source = AgreedBatches(
             epoch.engine.next, plan.rank_group, streams * plan.prefetch_factor
@@ -344,18 +351,21 @@ def epoch_limit(loader: DataLoader, rank_group: RankGroup | None) -> int | None:
     )
 
 
-def _engine(plan: StreamPlan, states: dict[int, Any]) -> Any:
+def inline_stream_engine(plan: StreamPlan, states: dict[int, Any]) -> InlineStreamEngine:
+    """The engine of a stream iterated and loaded on the calling thread."""
+    return InlineStreamEngine(Cursor(plan, 0, None, states.get(0)), plan.recipe,
+                              plan.stats.rows[0])
+
+
+def threaded_stream_engine(plan: StreamPlan, states: dict[int, Any], pool: Pool) -> Any:
+    """The engine of streams loaded on ``pool``: one stream per worker thread, or (with
+    ``num_workers=0``) one iterated on the calling thread whose batches the pool transforms
+    and collates."""
     stats, recipe = plan.stats, plan.recipe
     engine: Epoch | Stream
-    if plan.processes is not None:
-        return plan.processes(plan, states)
-    if plan.pool is None:
-        return _DirectEngine(Cursor(plan, 0, None, states.get(0)), recipe, stats.rows[0])
     if plan.num_workers == 0:
-        # The stream is iterated on the consumer thread; its batches are
-        # transformed and collated on the pool (item_concurrency > 1).
         cursor = Cursor(plan, 0, None, states.get(0))
-        engine = Epoch(plan.pool, EpochPlan(
+        engine = Epoch(pool, EpochPlan(
             _consumer_batches(cursor, stats.rows[0]), None, None, recipe, plan.progress,
             stats, window=plan.prefetch_factor, timeout=plan.timeout,
             worker_setup=plan.worker_setup,
@@ -370,12 +380,12 @@ def _engine(plan: StreamPlan, states: dict[int, Any]) -> Any:
                 states.get(stream))
         for stream in range(streams)
     ]
-    engine = Stream(plan.pool, cursors, recipe, streams * plan.prefetch_factor, plan)
+    engine = Stream(pool, cursors, recipe, streams * plan.prefetch_factor, plan)
     engine.start()
     return engine
 
 
-class StreamEpoch:
+class StreamIterator:
     """The iterator of a streaming epoch (see the module docstring).
 
     Starting another epoch of the same loader ends this one: its workers
@@ -396,7 +406,7 @@ class StreamEpoch:
         # Where batches come from: the engine, or the ranks' agreement over it.
         self.source: Any = None
 
-    def __iter__(self) -> StreamEpoch:
+    def __iter__(self) -> StreamIterator:
         return self
 
     @property

@@ -1,10 +1,10 @@
-"""An epoch loaded by worker processes: the consumer's side.
+"""The engine of a map-style epoch loaded by worker processes: the consumer's side.
 
-The same semantics as every other epoch (``dataloader._loading.iterators``):
+The same semantics as every other engine (``dataloader._loading.iterators``):
 sampler order (or completion order with ``in_order=False``), at most
 ``window`` batches in flight or waiting, an error raised from its own
-batch's ``next()``, ``timeout`` per batch, the loader's progress record
-kept for ``state_dict``, and an iterator that stays usable after Ctrl-C.
+batch's ``next()``, ``timeout`` per batch, and an engine that stays
+usable after Ctrl-C.
 What differs is where batches are loaded: each is posted, as its indices,
 to the group's I/O thread, which sends it to a worker process -- batch ``p``
 of the epoch to worker ``p % num_workers`` in order, as torch does, the
@@ -46,13 +46,12 @@ from dataloader._processes.group import (
 from dataloader._processes.protocol import Failed, Loaded
 
 if TYPE_CHECKING:
-    from dataloader._loader import DataLoader
     from dataloader._loading.plans import EpochPlan
 
-__all__ = ["ProcessEpoch", "raise_death", "wait_for_reply"]
+__all__ = ["ProcessEngine", "raise_death", "wait_for_reply"]
 
 
-class ProcessEpoch:
+class ProcessEngine:
     """An epoch whose batches are loaded by a :class:`WorkerGroup`.
 
     ``owns_group``: the group serves this epoch only (``persistent_workers``
@@ -61,10 +60,8 @@ class ProcessEpoch:
     batches in flight to finish; the next epoch recycles their slots.
     """
 
-    def __init__(self, loader: DataLoader, plan: EpochPlan, group: WorkerGroup, *,
-                 owns_group: bool, seed: int, epoch: int) -> None:
-        # Holding the loader keeps its dataset alive while the epoch runs.
-        self._loader = loader
+    def __init__(self, plan: EpochPlan, group: WorkerGroup, *, owns_group: bool, seed: int,
+                 epoch: int) -> None:
         self._plan = plan
         self._group = group
         # Its workers answer this process only (not a forked child).
@@ -73,18 +70,17 @@ class ProcessEpoch:
         # not __del__, because collecting a reference cycle may finalize
         # the group's pipes before the epoch.
         self._stop_group = close_with(self, group) if owns_group else None
-        self._progress = plan.progress
-        self._skipped = plan.progress.delivered
+        first = plan.progress.delivered  # the batches delivered before (a resumed epoch)
         self._budget = plan.recipe.skip
         self._consumer_row = plan.stats.rows[0]
         self._posted = 0
-        self._delivered = 0
+        self.delivered = 0
         self._sampler_ended = False
         self._sampler_error: BaseException | None = None
         self._finished = False
         # The batch being taken: (position, delivered before), until it is.
         self._taking: tuple[int, int] | None = None
-        self._channel = group.open_channel(seed, epoch, plan.in_order, first=self._skipped)
+        self._channel = group.open_channel(seed, epoch, plan.in_order, first=first)
         self._refill()
 
     @property
@@ -92,25 +88,13 @@ class ProcessEpoch:
         """The worker processes (``multiprocessing.Process``), as torch's iterator names them."""
         return self._group.processes
 
-    def __iter__(self) -> ProcessEpoch:
-        return self
-
-    def __len__(self) -> int:
-        if self._plan.total is None:
-            raise TypeError("this epoch's length is unknown: its sampler has no __len__")
-        return max(self._plan.total - self._delivered, 0)
-
-    def __next__(self) -> Any:
+    def next(self) -> Any:
         check_same_process(self._pid)
         started = monotonic_ns()
         try:
-            # A batch whose every item was skipped (on_error="skip") is passed over.
-            while (batch := self._next()) is EMPTY_BATCH:
-                pass
-            return batch
+            return self._next()
         finally:
             self._consumer_row.add(WAIT, 1, monotonic_ns() - started)
-            self._progress.delivered = self._skipped + self._delivered
 
     def _next(self) -> Any:
         if self._finished:
@@ -119,7 +103,7 @@ class ProcessEpoch:
         self._refill()
         position, entry = self._wait()
         if position < 0:  # the end
-            self._finish()
+            self.cancel()
             error, self._sampler_error = self._sampler_error, None
             if error is not None:
                 raise error
@@ -133,7 +117,7 @@ class ProcessEpoch:
     def _refill(self) -> None:
         """Post batches from the sampler until the window is full or the sampler ends."""
         plan = self._plan
-        while not self._sampler_ended and self._posted - self._delivered < plan.window:
+        while not self._sampler_ended and self._posted - self.delivered < plan.window:
             try:
                 indices = next(plan.batches)
             except StopIteration:
@@ -169,7 +153,7 @@ class ProcessEpoch:
 
     def _wait(self) -> tuple[int, Any]:
         """The next reply as ``(position, entry)``, or ``(-1, None)`` at the end."""
-        found = wait_for_reply(self._channel, self._ready, self._plan.timeout, self._delivered)
+        found = wait_for_reply(self._channel, self._ready, self._plan.timeout, self.delivered)
         if found is None:
             self._fail(self._channel.death)
         return found
@@ -178,21 +162,21 @@ class ProcessEpoch:
         """The next reply to take, ``(-1, None)`` at the end (``condition`` held)."""
         channel = self._channel
         if self._plan.in_order:
-            entry = channel.results.get(self._delivered)
+            entry = channel.results.get(self.delivered)
             if entry is not None:
-                return self._delivered, entry
+                return self.delivered, entry
         elif channel.arrivals:
             position = channel.arrivals[0]
             return position, channel.results[position]
-        if channel.end is not None and self._delivered >= channel.end:
+        if channel.end is not None and self.delivered >= channel.end:
             return -1, None
         return None
 
     def _take(self, position: int) -> None:
         """Count ``position`` delivered and drop its reply. Ctrl-C at any point leaves a
         state ``_recover`` completes: the batch delivered at most once."""
-        self._taking = (position, self._delivered)
-        self._delivered += 1
+        self._taking = (position, self.delivered)
+        self.delivered += 1
         self._drop(position)
         self._taking = None
 
@@ -201,7 +185,7 @@ class ProcessEpoch:
         if self._taking is None:
             return
         position, before = self._taking
-        if self._delivered > before:
+        if self.delivered > before:
             self._drop(position)
         self._taking = None
 
@@ -234,10 +218,6 @@ class ProcessEpoch:
         self.cancel()
         batches = self._channel.loading(getattr(death, "worker_id", -1))
         raise_death(self._group, death, f" while loading batch {batches[0]}" if batches else "")
-
-    def _finish(self) -> None:
-        self._progress.finished = True
-        self.cancel()
 
     def cancel(self) -> None:
         """End the epoch now; its workers stop too unless they are persistent."""

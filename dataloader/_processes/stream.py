@@ -12,7 +12,7 @@ leaving the rotation, so the order is the same on every run; with
 ``in_order=False``, in arrival order.
 
 What ``next()`` returns is the streaming engines' entry, ``(payload,
-failed, stream, state)``, so :class:`dataloader._loading.streaming.StreamEpoch`
+failed, stream, state)``, so :class:`dataloader._loading.streaming.StreamIterator`
 (resume states, ``equal_batches`` limits, the ranks' agreement) is the
 same for both kinds of worker. An error of a stream's iterator ends that
 stream only; one of ``transform`` or ``collate_fn`` fails its batch only.
