@@ -473,19 +473,22 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
             check = None
         else:
             check = check_batch_indices if self._auto_collation else check_index
-        elsewhere = kind.other_processes
-        bound = bind_map_epoch(
-            self.dataset, transform=self.transform, collate=self.collate_fn,
-            batched=self._auto_collation, seed=self.seed, epoch=self.epoch,
-            lanes=self.item_concurrency > 1,
-            skip=SkipBudget.for_epoch(self.on_error, self.max_skipped, self.sampler),
-            event_loop=None if elsewhere else self._event_loop,  # a loop in each process
-            fetch_from=guarded_dataset(self, elsewhere),
-        )
+        source = guarded_dataset(self, kind.other_processes)  # warns of open files once
+        skip = SkipBudget.for_epoch(self.on_error, self.max_skipped, self.sampler)
+        if kind.other_processes:  # the workers bind the epoch, each in its own process
+            recipe, item_lanes, on_cancel = None, False, None
+        else:
+            bound = bind_map_epoch(
+                self.dataset, transform=self.transform, collate=self.collate_fn,
+                batched=self._auto_collation, seed=self.seed, epoch=self.epoch,
+                lanes=self.item_concurrency > 1, skip=skip, event_loop=self._event_loop,
+                fetch_from=source,
+            )
+            recipe, item_lanes, on_cancel = bound.recipe, bound.item_lanes, bound.on_cancel
         batches = skip_batches(index_sampler, self._auto_collation, skipped)
         plan = EpochPlan(
-            batches, total, check, bound.recipe, progress, self._stats, bound.item_lanes,
-            bound.on_cancel,
+            batches, total, check, recipe, progress, self._stats, item_lanes, on_cancel,
+            skip=skip,
             window=epoch_window(self.num_workers, self.prefetch_factor, total),
             item_concurrency=self.item_concurrency,
             in_order=self.in_order,

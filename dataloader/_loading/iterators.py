@@ -112,10 +112,12 @@ class InlineEngine:
     transforms and collates it before returning.
     """
 
-    __slots__ = ("_plan", "_row", "delivered", "_finished")
+    __slots__ = ("_plan", "_recipe", "_row", "delivered", "_finished")
 
     def __init__(self, plan: EpochPlan) -> None:
+        assert plan.recipe is not None  # bound by the loader: items load in this process
         self._plan = plan
+        self._recipe = plan.recipe
         self._row = plan.stats.rows[0]  # the consumer's counters
         self.delivered = 0
         self._finished = False
@@ -135,7 +137,7 @@ class InlineEngine:
         try:
             if plan.check_indices is not None:
                 indices = plan.check_indices(indices)
-            return load_direct(plan.recipe, indices, self._row)
+            return load_direct(self._recipe, indices, self._row)
         except Exception as exc:
             add_context(exc, LoadingContext(BATCH, batch=self.delivered - 1, indices=indices))
             raise

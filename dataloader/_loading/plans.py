@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dataloader._core.load import Recipe
+    from dataloader._loading.fetch import SkipBudget
     from dataloader._loading.stats import Stats
     from dataloader._sampling.distributed import RankGroup
     from dataloader._sampling.state import EpochProgress, Resume
@@ -34,8 +35,9 @@ class EpochPlan:
     check_indices : callable or None
         Validates (and normalises) what the sampler yielded; ``None`` when
         the sampler is one of ours and yields valid indices by construction.
-    recipe : Recipe
-        How indices become a batch (``dataloader._core.load``).
+    recipe : Recipe or None
+        How indices become a batch (``dataloader._core.load``); ``None`` on
+        worker processes, which bind the epoch themselves.
     progress : EpochProgress
         The loader's record of this epoch, kept up to date by the iterator.
     stats : Stats
@@ -45,6 +47,9 @@ class EpochPlan:
     on_cancel : callable or None
         Called when a threaded epoch is dropped, after the engine's own
         cancel (an async dataset cancels its coroutines in flight).
+    skip : SkipBudget or None
+        ``on_error="skip"``: the epoch's budget of skipped items, spent by
+        the recipe, or (on worker processes) by the engine in delivery order.
     window : int
         Threaded epochs: batches in flight or waiting to be delivered.
     item_concurrency : int
@@ -61,11 +66,12 @@ class EpochPlan:
     batches: Iterator[Any]
     total: int | None
     check_indices: Callable[[Any], Any] | None
-    recipe: Recipe
+    recipe: Recipe | None
     progress: EpochProgress
     stats: Stats
     item_lanes: bool = False
     on_cancel: Callable[[], None] | None = None
+    skip: SkipBudget | None = None
     window: int = 1
     item_concurrency: int = 1
     in_order: bool = True

@@ -71,7 +71,7 @@ class ProcessEngine:
         # the group's pipes before the epoch.
         self._stop_group = close_with(self, group) if owns_group else None
         first = plan.progress.delivered  # the batches delivered before (a resumed epoch)
-        self._budget = plan.recipe.skip
+        self._budget = plan.skip
         self._consumer_row = plan.stats.rows[0]
         self._posted = 0
         self.delivered = 0
@@ -205,7 +205,7 @@ class ProcessEngine:
             raise message.error.restore()
         for index, remote in message.skipped:
             error = remote.restore()
-            if not self._budget.spend(error, index):
+            if self._budget is None or not self._budget.spend(error, index):
                 self._group.discard(worker_id, message.packed)
                 raise error
         if message.packed is None:
