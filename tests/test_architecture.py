@@ -158,6 +158,24 @@ def test_the_core_imports_only_itself_and_the_exceptions():
     assert not graph["dataloader._errors"], "the exceptions import nothing of the package"
 
 
+# What makes the engines of one kind of worker: known to the kinds' module alone.
+KIND_MODULES = {"dataloader._processes.kind", "dataloader._processes.epoch",
+                "dataloader._processes.stream", "dataloader._core.epoch", "dataloader._core.stream"}
+
+
+def test_only_the_kinds_module_and_the_kinds_make_engines():
+    # A new kind of worker then touches its own module, the kinds' registry
+    # and worker_type's values -- not the loader or the iterators.
+    graph = import_graph()
+    below = ("dataloader._core", "dataloader._processes")
+    makers = {
+        module for module, imported in graph.items()
+        if imported & KIND_MODULES and not module.startswith(below)
+    }
+    assert makers <= {"dataloader._worker_kinds", "dataloader._loading.streaming"}, makers
+    assert "dataloader._processes.kind" in graph["dataloader._worker_kinds"]
+
+
 @pytest.mark.parametrize(
     "path",
     [path for path in sorted(PACKAGE.rglob("*")) if path.suffix in SOURCE_SUFFIXES],
