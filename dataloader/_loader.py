@@ -53,7 +53,12 @@ from dataloader._processes.group import WorkerGroup, close_with, start_method
 from dataloader._processes.stream import ProcessStream
 from dataloader._processes.worker import WorkerSpec
 from dataloader._sampling.distributed import RankGroup
-from dataloader._sampling.sampler import BatchSampler, SequentialSampler, yields_valid_indices
+from dataloader._sampling.sampler import (
+    BatchSampler,
+    SequentialSampler,
+    is_epoch_seeded,
+    yields_valid_indices,
+)
 from dataloader._sampling.state import LoaderProgress, check_resumable, skip_batches
 
 T_co = TypeVar("T_co", covariant=True)
@@ -485,8 +490,9 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         """Where this loader is: a small JSON-serialisable dict for ``load_state_dict``.
 
         It holds the epoch, the batches delivered in it, the seed, and the
-        sampler's own ``state_dict`` when it has one (streaming: each
-        stream iterator's state). See ``docs/distributed.md``, "Resume".
+        sampler's own ``state_dict`` when it has one, a seeded batch
+        sampler's too (streaming: each stream iterator's state). See
+        ``docs/distributed.md``, "Resume".
 
         Examples
         --------
@@ -504,6 +510,8 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         True
         """
         state = self._progress.state_dict(self.seed, self.sampler, self.in_order)
+        if is_epoch_seeded(self.batch_sampler):
+            state["batch_sampler"] = self.batch_sampler.state_dict()
         if state["batches"]:
             if self._iterable:
                 _streaming.check_resumable_state(state)
@@ -531,6 +539,8 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
             _streaming.check_resumable_state(state)
         if "sampler" in state and hasattr(self.sampler, "load_state_dict"):
             self.sampler.load_state_dict(state["sampler"])
+        if "batch_sampler" in state and is_epoch_seeded(self.batch_sampler):
+            self.batch_sampler.load_state_dict(state["batch_sampler"])
         self.seed = self._progress.load_state_dict(state)
 
     def _plan_epoch(self, processes: bool) -> EpochPlan:
