@@ -2,6 +2,9 @@
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from dataloader import DataLoader, Dataset, PadCollator
 
@@ -76,6 +79,30 @@ def test_padding_matches_the_python_reference(dtype, side, multiple, max_length)
     np.testing.assert_array_equal(padded, np.array(rows, dtype=dtype))
     np.testing.assert_array_equal(mask, np.array(masks, dtype=np.int64))
     assert lengths.tolist() == [min(len(a), max_length or len(a)) for a in arrays]
+
+
+@st.composite
+def batches(draw):
+    """A batch of 1-D arrays of one dtype, any lengths (empty included), any steps."""
+    dtype = draw(st.sampled_from([np.uint8, np.int16, np.int64, np.float32, np.bool_]))
+    arrays = []
+    for _ in range(draw(st.integers(1, 6))):
+        array = draw(hnp.arrays(dtype, draw(st.integers(0, 30))))
+        arrays.append(array[::draw(st.sampled_from([1, 2, -1, -3]))])
+    return arrays
+
+
+@given(batches(), st.integers(1, 9), st.one_of(st.none(), st.integers(1, 4)),
+       st.booleans())
+def test_any_batch_is_padded_as_the_reference_pads_it(arrays, multiple, cut, left):
+    max_length = None if cut is None else cut * multiple
+    collator = PadCollator(1, pad_to_multiple_of=multiple, max_length=max_length,
+                           padding_side="left" if left else "right")
+    padded, mask = collator(arrays)
+    rows, masks = reference_pad(arrays, 1, multiple, max_length, left)
+    np.testing.assert_array_equal(padded, np.array(rows, dtype=arrays[0].dtype).reshape(
+        padded.shape))
+    np.testing.assert_array_equal(mask, np.array(masks, dtype=np.int64).reshape(mask.shape))
 
 
 @pytest.mark.parametrize("side", ["right", "left"])
