@@ -175,3 +175,26 @@ def pack_into(list documents, const int64_t[::1] counts, const int64_t[::1] row_
                 segments[r, j] = 0
             first = row_ends[r]
     free(sources)
+
+
+def cut_batches(const int64_t[::1] padded, int64_t batch_size, int64_t max_tokens,
+                int64_t[::1] cuts):
+    """Cut items of ``padded`` lengths, in order, into batches of at most ``batch_size``
+    items whose count times their longest is at most ``max_tokens`` (an item alone
+    always makes a batch). ``cuts`` (room for ``n + 1``) gets ``0``, each batch's end;
+    returns how many it got."""
+    cdef Py_ssize_t i = 0, n = padded.shape[0], written = 1
+    cdef int64_t items, longest, widened
+    cuts[0] = 0
+    with nogil:
+        while i < n:
+            items, longest = 0, 0
+            while i < n:
+                widened = max(longest, padded[i])
+                if items and (items + 1 > batch_size or (items + 1) * widened > max_tokens):
+                    break
+                items, longest = items + 1, widened
+                i += 1
+            cuts[written] = i
+            written += 1
+    return written

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from dataloader._core.sequences import cut_batches
 from dataloader._sampling.distributed import in_distributed_job, world
 from dataloader._sampling.sampler import Sampler
 from dataloader._sampling.seeding import EpochSeeded, check_seed, epoch_generator
@@ -32,6 +33,8 @@ __all__ = ["BucketBatchSampler", "cut_by_budget"]
 # a window to be close to each other after sorting, few enough for them to be
 # a random draw of the epoch.
 _BATCHES_PER_WINDOW = 256
+# No limit, for the kernel: batch_size or max_tokens not given.
+_UNBOUNDED = np.iinfo(np.int64).max
 
 
 class BucketBatchSampler(Sampler[list[int]], EpochSeeded):
@@ -182,7 +185,8 @@ def cut_by_budget(padded: np.ndarray, batch_size: int | None,
     """Where to cut ``padded`` (ascending padded lengths) into batches: ``[0, ..., n]``.
 
     Each batch takes as many items as fit: at most ``batch_size``, and with
-    ``max_tokens`` as long as ``count * its longest <= max_tokens``.
+    ``max_tokens`` as long as ``count * its longest <= max_tokens``
+    (natively, ``dataloader._core.sequences.cut_batches``).
 
     Examples
     --------
@@ -193,16 +197,7 @@ def cut_by_budget(padded: np.ndarray, batch_size: int | None,
     >>> cut_by_budget(np.array([1, 2, 2, 3, 8]), 2, None)
     [0, 2, 4, 5]
     """
-    n = len(padded)
-    cuts = [0]
-    while cuts[-1] < n:
-        start = cuts[-1]
-        most = n - start if batch_size is None else min(batch_size, n - start)
-        if max_tokens is not None:
-            # Ascending lengths: the k-th item is the longest of the first k.
-            most = min(most, max_tokens // max(int(padded[start]), 1))
-            counts = np.arange(1, most + 1)
-            fits = counts * padded[start:start + most] <= max_tokens
-            most = int(np.argmin(fits)) if not fits.all() else most
-        cuts.append(start + max(most, 1))
-    return cuts
+    cuts = np.empty(len(padded) + 1, np.int64)
+    count = cut_batches(np.ascontiguousarray(padded, np.int64), batch_size or _UNBOUNDED,
+                        max_tokens or _UNBOUNDED, cuts)
+    return cuts[:count].tolist()
