@@ -115,8 +115,9 @@ def sampler_rows(lengths: np.ndarray, rng: np.random.Generator) -> list[list]:
     table = []
     for budget in BUDGETS:
         start = time.perf_counter()
-        bucketed = [np.array(batch) for batch in BucketBatchSampler(items, max_tokens=budget)]
+        batches = list(BucketBatchSampler(items, max_tokens=budget))
         seconds = time.perf_counter() - start
+        bucketed = [np.array(batch) for batch in batches]
         whole = [np.array(batch) for batch in BucketBatchSampler(
             items, max_tokens=budget, window=len(items), shuffle=False)]
         drawn = np.array_split(rng.permutation(len(items)), len(bucketed))
@@ -144,7 +145,7 @@ def main() -> None:
     sampler = sampler_rows(lengths, rng)
     print(f"\nBucketBatchSampler over {ITEMS:,} items: padding of its batches")
     print_table(["max_tokens", "batches", "bucketed", "whole sort", "random", "difference",
-                 "seconds"], sampler)
+                 "epoch's batches, s"], sampler)
     print(f"load {load_average()}")
     write_json(RESULTS, "sequences_batching", {
         "load_average": load_average(),

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from dataloader import BucketBatchSampler, DataLoader, Dataset, PadCollator
+from dataloader._sequences.buckets import cut_by_budget
 
 WORKER_KINDS = {
     "direct": {"num_workers": 0},
@@ -44,6 +45,27 @@ def test_each_epoch_visits_every_item_once_within_the_budget(batch_size, max_tok
                 assert len(batch) * max(padded[i] for i in batch) <= max_tokens
     if batch_size is not None and max_tokens is None:
         assert Counter(map(len, batches)) == {32: 3000 // 32, 3000 % 32: 1}
+
+
+def reference_cuts(padded, batch_size, max_tokens):
+    cuts, batch = [0], []
+    for position, length in enumerate(padded):
+        wider = (len(batch) + 1) * max([*batch, length])
+        if batch and ((batch_size and len(batch) == batch_size)
+                      or (max_tokens and wider > max_tokens)):
+            cuts.append(position)
+            batch = []
+        batch.append(length)
+    return cuts + [len(padded)] if batch else cuts
+
+
+@pytest.mark.parametrize("batch_size,max_tokens", [(None, 100), (3, None), (4, 64), (1, 1)])
+def test_cuts_are_the_greedy_ones_of_a_python_loop(batch_size, max_tokens):
+    rng = np.random.default_rng(batch_size or 0)
+    for size in (0, 1, 7, 300):
+        padded = np.sort(rng.integers(0, 60, size))
+        assert cut_by_budget(padded, batch_size, max_tokens) == reference_cuts(
+            padded.tolist(), batch_size, max_tokens)
 
 
 def test_the_order_is_a_function_of_seed_and_epoch():
