@@ -145,8 +145,9 @@ class PackingIterator:
     def state_dict(self) -> dict[str, Any]:
         """The source's state where the current window began, the documents carried
         into it, and how many of its rows were given."""
+        dtype = self._carried[0].dtype.str if self._carried else None
         return {"source": self._window_start, "given": self._given,
-                "carried": [document.tolist() for document in self._carried]}
+                "carried": [document.tolist() for document in self._carried], "dtype": dtype}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue after the row :meth:`state_dict` was taken at."""
@@ -161,7 +162,7 @@ class PackingIterator:
                 pass
         self._ended = False
         self._window_start = state["source"]
-        self._carried = [np.asarray(document, np.int64) for document in state["carried"]]
+        self._carried = [np.asarray(document, state["dtype"]) for document in state["carried"]]
         self._rows, self._next_carry = self._pack_window(self._carried)
         self._given = int(state["given"])
 

@@ -106,7 +106,15 @@ class PadCollator:
         return int(self.padded_lengths(np.array([longest]))[0])
 
     def padded_lengths(self, lengths: np.ndarray) -> np.ndarray:
-        """:meth:`padded_length` of each of ``lengths`` (int64)."""
+        """:meth:`padded_length` of each of ``lengths`` (int64).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dataloader import PadCollator
+        >>> PadCollator(pad_to_multiple_of=4).padded_lengths(np.array([1, 4, 5])).tolist()
+        [4, 4, 8]
+        """
         capped = lengths if self.max_length is None else np.minimum(lengths, self.max_length)
         multiple = self.pad_to_multiple_of
         return -(-capped // multiple) * multiple
@@ -129,7 +137,7 @@ class PadCollator:
     def _collate_mappings(self, items: Sequence[Any]) -> dict[str, Any]:
         keys = list(items[0])
         for position, item in enumerate(items):
-            if not isinstance(item, Mapping) or list(item) != keys:
+            if not isinstance(item, Mapping) or item.keys() != items[0].keys():
                 raise ValueError(f"PadCollator: item {position} should be a mapping with the "
                                  f"keys of item 0 ({keys}), got {_describe(item)}")
         batch: dict[str, Any] = {}
