@@ -1,5 +1,7 @@
 """``PadCollator``: against a padding loop in Python and Hugging Face's collator's output."""
 
+import pickle
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -153,6 +155,16 @@ def test_batch_memory_is_reused_once_a_batch_is_dropped():
     assert address in (again.__array_interface__["data"][0], mask.__array_interface__["data"][0])
 
 
+def test_a_pickled_collator_pads_alike_with_a_pool_of_its_own():
+    collator = PadCollator({"ids": -1}, pad_to_multiple_of=4, padding_side="left",
+                           lengths=True)
+    copy = pickle.loads(pickle.dumps(collator))
+    assert repr(copy) == repr(collator) and copy.pool is not collator.pool
+    items = [{"ids": np.arange(5)}, {"ids": np.arange(2)}]
+    for name, value in collator(items).items():
+        np.testing.assert_array_equal(copy(items)[name], value)
+
+
 @pytest.mark.parametrize("arguments,error,message", [
     ({"pad_value": "0"}, TypeError, "pad_value should be a number"),
     ({"pad_to_multiple_of": 0}, ValueError, "pad_to_multiple_of should be a positive"),
@@ -221,3 +233,15 @@ def test_batches_through_the_loader_on_every_worker_kind(kind):
     for indices, batch in held:
         rows, _ = reference_pad([dataset.tokens[i] for i in indices], 0, 8, None, left=True)
         np.testing.assert_array_equal(batch["input_ids"], np.array(rows, np.int32))
+
+
+def test_spawned_worker_processes_take_the_collator_pickled():
+    dataset = Sentences(40)
+    with DataLoader(dataset, batch_size=8, collate_fn=PadCollator(-1), num_workers=2,
+                    worker_type="process", multiprocessing_context="spawn",
+                    timeout=120) as loader:
+        for batch in loader:
+            indices = batch["label"].tolist()
+            rows, _ = reference_pad([dataset.tokens[i] for i in indices], -1)
+            np.testing.assert_array_equal(batch["input_ids"], np.array(rows, np.int32))
+            del batch

@@ -94,6 +94,15 @@ class PadCollator:
                 f"{self.pad_to_multiple_of}, max_length={self.max_length}, "
                 f"padding_side={self.padding_side!r}, mask={self.mask}, lengths={self.lengths})")
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The pool's memory stays in this process: a collator unpickled in a
+        # spawned worker takes a pool of its own.
+        return {name: value for name, value in self.__dict__.items() if name != "pool"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.pool = BufferPool()
+
     def padded_length(self, longest: int) -> int:
         """The length of a batch whose longest item has ``longest`` elements.
 
