@@ -37,6 +37,9 @@ from dataloader._sampling.sampler import (
     WeightedRandomSampler,
 )
 from dataloader._sampling.seeding import item_seed
+from dataloader._sequences.buckets import BucketBatchSampler
+from dataloader._sequences.packing import PackedDataset, collate_packed
+from dataloader._sequences.padding import PadCollator
 from dataloader.sources import FileDataset, HttpDataset, ObjectStoreDataset, Retry
 
 __version__ = "0.1.0"
@@ -44,6 +47,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncDataset",
     "BatchSampler",
+    "BucketBatchSampler",
     "ChainDataset",
     "ConcatDataset",
     "DataLoader",
@@ -55,6 +59,8 @@ __all__ = [
     "ImageFolder",
     "IterableDataset",
     "ObjectStoreDataset",
+    "PackedDataset",
+    "PadCollator",
     "RandomSampler",
     "Retry",
     "Sampler",
@@ -65,6 +71,7 @@ __all__ = [
     "TensorDataset",
     "WeightedRandomSampler",
     "WorkerInfo",
+    "collate_packed",
     "default_collate",
     "default_convert",
     "get_worker_info",

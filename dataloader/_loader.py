@@ -49,7 +49,12 @@ from dataloader._loading.stats import Stats
 from dataloader._loading.streaming import StreamIterator
 from dataloader._processes.choice import WorkerTypeChoice, check_worker_type
 from dataloader._sampling.distributed import RankGroup
-from dataloader._sampling.sampler import BatchSampler, SequentialSampler, yields_valid_indices
+from dataloader._sampling.sampler import (
+    BatchSampler,
+    SequentialSampler,
+    is_epoch_seeded,
+    yields_valid_indices,
+)
 from dataloader._sampling.state import LoaderProgress, check_resumable, skip_batches
 from dataloader._worker_kinds import WORKER_KINDS, WorkerKind, kind_name
 
@@ -409,8 +414,9 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         """Where this loader is: a small JSON-serialisable dict for ``load_state_dict``.
 
         It holds the epoch, the batches delivered in it, the seed, and the
-        sampler's own ``state_dict`` when it has one (streaming: each
-        stream iterator's state). See ``docs/distributed.md``, "Resume".
+        sampler's own ``state_dict`` when it has one, a seeded batch
+        sampler's too (streaming: each stream iterator's state). See
+        ``docs/distributed.md``, "Resume".
 
         Examples
         --------
@@ -428,6 +434,8 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         True
         """
         state = self._progress.state_dict(self.seed, self.sampler, self.in_order)
+        if is_epoch_seeded(self.batch_sampler):
+            state["batch_sampler"] = self.batch_sampler.state_dict()
         if state["batches"]:
             if self._iterable:
                 _streaming.check_resumable_state(state)
@@ -455,6 +463,8 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
             _streaming.check_resumable_state(state)
         if "sampler" in state and hasattr(self.sampler, "load_state_dict"):
             self.sampler.load_state_dict(state["sampler"])
+        if "batch_sampler" in state and is_epoch_seeded(self.batch_sampler):
+            self.batch_sampler.load_state_dict(state["batch_sampler"])
         self.seed = self._progress.load_state_dict(state)
 
     def _start_map_epoch(self, kind: WorkerKind) -> MapIterator:

@@ -16,7 +16,8 @@ TIMEOUT = 300
 # ``print(...)  # text`` asserting what it prints. Other pages show
 # fragments of larger programs.
 RUNNABLE_PAGES = ["README.md", *(f"docs/{name}" for name in [
-    "index.md", "quickstart.md", "datasets.md", "execution.md", "from-torch.md", "recipes.md"])]
+    "index.md", "quickstart.md", "datasets.md", "execution.md", "from-torch.md", "recipes.md",
+    "sequences.md"])]
 
 
 def test_mkdocs_build_strict(tmp_path):

@@ -40,7 +40,8 @@ from dataloader._core.collate import collate_numbers, stack_arrays
 
 __all__ = [
     "allocate", "batch_allocator", "collate_arrays", "collate_container", "convert_container",
-    "default_collate", "default_collate_fn_map", "default_convert", "own_rule", "register_collate",
+    "default_collate", "default_collate_fn_map", "default_convert", "has_batch_memory",
+    "own_rule", "register_collate",
     "registered_rule", "stack_tensors", "tensor_batch",
 ]
 
@@ -78,6 +79,12 @@ def batch_allocator(empty: Allocator | None, *, this_thread: bool = False) -> No
 
 def _allocator() -> Allocator:
     return getattr(_local, "empty", None) or _empty
+
+
+def has_batch_memory() -> bool:
+    """Whether this thread or process has batch memory of its own (a worker thread's pool,
+    a worker process's slot), where batches are not allocated with ``numpy.empty``."""
+    return _allocator() is not np.empty
 
 
 def allocate(shape: tuple[int, ...], dtype: Any) -> np.ndarray:

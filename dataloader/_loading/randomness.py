@@ -69,7 +69,8 @@ class LoaderRandomness:
     def _epoch_samplers(self) -> list[Any]:
         """The samplers whose order depends on the epoch number."""
         found: list[Any] = []
-        for sampler in (self.sampler, getattr(self.batch_sampler, "sampler", None)):
+        for sampler in (self.sampler, self.batch_sampler,
+                        getattr(self.batch_sampler, "sampler", None)):
             if is_epoch_seeded(sampler) and all(sampler is not other for other in found):
                 found.append(sampler)
         return found

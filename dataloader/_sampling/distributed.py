@@ -25,7 +25,9 @@ from dataloader._sampling.sampler import _ChunkedSampler
 from dataloader._sampling.seeding import EpochSeeded, check_seed, epoch_generator
 from dataloader._sampling.shuffle import Order, draw_key, strided_indices
 
-__all__ = ["AgreedBatches", "DistributedSampler", "RankGroup", "check_rank", "world"]
+__all__ = [
+    "AgreedBatches", "DistributedSampler", "RankGroup", "check_rank", "in_distributed_job", "world",
+]
 
 
 def _torch_distributed() -> Any:
@@ -66,6 +68,11 @@ def world(num_replicas: int | None = None, rank: int | None = None) -> tuple[int
         num_replicas = found[0] if num_replicas is None else num_replicas
         rank = found[1] if rank is None else rank
     return check_rank(num_replicas, rank)
+
+
+def in_distributed_job() -> bool:
+    """Whether torch.distributed or the environment (``WORLD_SIZE``, ``RANK``) defines ranks."""
+    return _torch_distributed() is not None or _from_environment() is not None
 
 
 def check_rank(size: Any, rank: Any, size_name: str = "num_replicas") -> tuple[int, int]:

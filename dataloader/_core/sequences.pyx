@@ -1,0 +1,200 @@
+"""Sequence kernels: variable-length items padded into a batch, documents packed into rows.
+
+``pad_into`` copies each item of one field into its row of a preallocated
+batch and pads the rest of the row with one value's bytes (on the right or
+on the left), writing the attention mask in the same ``nogil`` pass.
+``assign_bins`` places documents into rows of a fixed capacity, first fit or
+best fit, and ``pack_into`` copies them there with their positions and
+segment ids. The Python layer (``dataloader._sequences``) checks every
+argument; these functions trust what they are given.
+"""
+cimport numpy as cnp
+from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset
+
+cnp.import_array()
+
+
+# One 1-D source array: where its elements are, how many to copy, the bytes between them.
+ctypedef struct dl_source_t:
+    const char* data
+    Py_ssize_t count
+    Py_ssize_t stride
+
+
+cdef void _fill(char* out, const char* pattern, Py_ssize_t itemsize,
+                Py_ssize_t count) noexcept nogil:
+    """Write ``count`` copies of the ``itemsize`` bytes at ``pattern`` from ``out`` on."""
+    cdef Py_ssize_t total = count * itemsize
+    cdef Py_ssize_t done = itemsize
+    cdef Py_ssize_t byte
+    if total == 0:
+        return
+    for byte in range(itemsize):
+        if pattern[byte] != 0:
+            break
+    else:
+        memset(out, 0, total)
+        return
+    memcpy(out, pattern, itemsize)
+    # Doubling copies: log2(count) calls, each from the part already written.
+    while done < total:
+        memcpy(out + done, out, min(done, total - done))
+        done += min(done, total - done)
+
+
+cdef void _copy_source(char* out, const dl_source_t* source, Py_ssize_t itemsize) noexcept nogil:
+    cdef Py_ssize_t j
+    if source.stride == itemsize:
+        memcpy(out, source.data, source.count * itemsize)
+        return
+    for j in range(source.count):
+        memcpy(out + j * itemsize, source.data + j * source.stride, itemsize)
+
+
+cdef void _pad_rows(char* out, Py_ssize_t width, Py_ssize_t itemsize,
+                    const dl_source_t* sources, Py_ssize_t n, const char* pad, bint left,
+                    int64_t* mask) noexcept nogil:
+    """Row ``i`` of ``out`` (``width`` elements) holds source ``i``, padded with ``pad``."""
+    cdef Py_ssize_t i, j, count, start
+    cdef char* row
+    cdef int64_t* mask_row
+    for i in range(n):
+        row = out + i * width * itemsize
+        count = sources[i].count
+        start = width - count if left else 0
+        _copy_source(row + start * itemsize, &sources[i], itemsize)
+        _fill(row + (0 if left else count) * itemsize, pad, itemsize, width - count)
+        if mask != NULL:
+            mask_row = mask + i * width
+            for j in range(width):
+                mask_row[j] = start <= j < start + count
+
+
+cdef dl_source_t* _sources(list arrays, const int64_t[::1] counts) except NULL:
+    """The arrays' data, ``counts[i]`` elements of array ``i`` (freed by the caller)."""
+    cdef Py_ssize_t i, n = len(arrays)
+    cdef cnp.ndarray array
+    cdef dl_source_t* sources = <dl_source_t*> malloc(max(n, 1) * sizeof(dl_source_t))
+    if sources == NULL:
+        raise MemoryError()
+    for i in range(n):
+        array = arrays[i]
+        sources[i].data = <const char*> cnp.PyArray_DATA(array)
+        sources[i].count = counts[i]
+        sources[i].stride = cnp.PyArray_STRIDE(array, 0)
+    return sources
+
+
+def pad_into(list arrays, cnp.ndarray out, const int64_t[::1] counts, bytes pad, bint left,
+             mask=None):
+    """Row ``i`` of ``out`` (C-contiguous, ``(n, width)``): the first ``counts[i]``
+    elements of ``arrays[i]`` (1-D, ``out``'s dtype), the rest ``pad`` (one element's
+    bytes); tokens last when ``left``. ``mask`` (int64 ``(n, width)``, optional): 1 where
+    a row holds a token, else 0."""
+    cdef int64_t[:, ::1] mask_view
+    cdef int64_t* mask_data = NULL
+    if mask is not None:
+        mask_view = mask
+        mask_data = &mask_view[0, 0] if mask_view.shape[0] * mask_view.shape[1] else NULL
+    cdef char* out_data = <char*> cnp.PyArray_DATA(out)
+    cdef Py_ssize_t width = cnp.PyArray_DIM(out, 1)
+    cdef Py_ssize_t itemsize = cnp.PyArray_ITEMSIZE(out)
+    cdef const char* pattern = pad
+    cdef Py_ssize_t n = len(arrays)
+    cdef dl_source_t* sources = _sources(arrays, counts)
+    with nogil:
+        _pad_rows(out_data, width, itemsize, sources, n, pattern, left, mask_data)
+    free(sources)
+
+
+def assign_bins(const int64_t[::1] lengths, int64_t[::1] fill, Py_ssize_t open_bins,
+                int64_t capacity, bint best_fit, int64_t[::1] bin_of):
+    """Place each length (in the given order) in a bin of ``capacity``; return the bins used.
+
+    ``fill`` holds the bins' contents, the first ``open_bins`` already in use,
+    and has room for one more bin per length. Item ``i`` goes to
+    ``bin_of[i]``: the first bin with room for it (``best_fit=False``), or
+    the one it leaves least room in, the first of those (``best_fit=True``);
+    a new bin when none has room. Every length is at most ``capacity``.
+    """
+    cdef Py_ssize_t i, b, chosen
+    cdef Py_ssize_t used = open_bins
+    cdef int64_t length, room, best_room
+    with nogil:
+        for i in range(lengths.shape[0]):
+            length = lengths[i]
+            chosen = used
+            best_room = capacity + 1
+            for b in range(used):
+                room = capacity - fill[b] - length
+                if room >= 0 and room < best_room:
+                    chosen, best_room = b, room
+                    if not best_fit or room == 0:
+                        break
+            if chosen == used:
+                fill[used] = 0
+                used += 1
+            fill[chosen] += length
+            bin_of[i] = chosen
+    return used
+
+
+def pack_into(list documents, const int64_t[::1] counts, const int64_t[::1] row_ends,
+              cnp.ndarray tokens, int64_t[:, ::1] positions, int32_t[:, ::1] segments,
+              bytes pad):
+    """Row ``r`` of ``tokens`` (C-contiguous ``(rows, seq_len)``, the documents' dtype):
+    documents ``row_ends[r - 1]`` to ``row_ends[r] - 1`` (``counts`` elements of each)
+    one after the other, then ``pad``. ``positions``: each token's position in its
+    document, 0 in the padding; ``segments``: 1 for the row's first document, 2 for
+    its second..., 0 in the padding."""
+    cdef char* out_data = <char*> cnp.PyArray_DATA(tokens)
+    cdef Py_ssize_t seq_len = cnp.PyArray_DIM(tokens, 1)
+    cdef Py_ssize_t itemsize = cnp.PyArray_ITEMSIZE(tokens)
+    cdef Py_ssize_t rows = row_ends.shape[0]
+    cdef const char* pattern = pad
+    cdef Py_ssize_t r, d, j, first, used
+    cdef int32_t segment
+    cdef dl_source_t* sources = _sources(documents, counts)
+    with nogil:
+        first = 0
+        for r in range(rows):
+            used = 0
+            segment = 0
+            for d in range(first, row_ends[r]):
+                segment += 1
+                _copy_source(out_data + (r * seq_len + used) * itemsize, &sources[d], itemsize)
+                for j in range(sources[d].count):
+                    positions[r, used + j] = j
+                    segments[r, used + j] = segment
+                used += sources[d].count
+            _fill(out_data + (r * seq_len + used) * itemsize, pattern, itemsize, seq_len - used)
+            for j in range(used, seq_len):
+                positions[r, j] = 0
+                segments[r, j] = 0
+            first = row_ends[r]
+    free(sources)
+
+
+def cut_batches(const int64_t[::1] padded, int64_t batch_size, int64_t max_tokens,
+                int64_t[::1] cuts):
+    """Cut items of ``padded`` lengths, in order, into batches of at most ``batch_size``
+    items whose count times their longest is at most ``max_tokens`` (an item alone
+    always makes a batch). ``cuts`` (room for ``n + 1``) gets ``0``, each batch's end;
+    returns how many it got."""
+    cdef Py_ssize_t i = 0, n = padded.shape[0], written = 1
+    cdef int64_t items, longest, widened
+    cuts[0] = 0
+    with nogil:
+        while i < n:
+            items, longest = 0, 0
+            while i < n:
+                widened = max(longest, padded[i])
+                if items and (items + 1 > batch_size or (items + 1) * widened > max_tokens):
+                    break
+                items, longest = items + 1, widened
+                i += 1
+            cuts[written] = i
+            written += 1
+    return written
