@@ -1,0 +1,263 @@
+"""What ``ParquetDataset`` and ``ArrowDataset`` share: rows of Arrow groups as numpy views.
+
+A columnar file is a list of *groups* (Parquet row groups, Arrow record
+batches), each read whole. The map-style dataset numbers the rows of every
+group of every file one after the other:
+
+    files ──> groups (file, group, rows) ──> cumulative row counts ──> index
+
+A batch of indices is sorted into groups, each group is read once (a
+bounded cache keeps recently read groups, decoded) and every row of the
+batch is cut out of its group's columns without a copy:
+
+* a fixed-width column without nulls is one numpy array over Arrow's
+  buffer, and a row's value is its element;
+* a list of such values is the offsets and the flat values, and a row's
+  value is the slice ``values[offsets[i]:offsets[i + 1]]``, a view;
+* anything else (strings, nulls, nested structures) is converted to
+  Python objects once per group read.
+
+:class:`RowGroupStream` (``_row_stream.py``) streams the same groups.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from dataloader._datasets.dataset import Dataset
+from dataloader.sources._common import item_index, require
+from dataloader.sources._row_stream import RowGroupStream
+
+__all__ = ["DEFAULT_CACHE_BYTES", "ColumnarDataset", "GroupCache", "GroupColumns"]
+
+# Groups decoded (Parquet) or viewed (Arrow) kept for later batches, per process.
+DEFAULT_CACHE_BYTES = 256 << 20
+
+
+class GroupColumns:
+    """One group's columns, each as numpy views where Arrow's layout allows."""
+
+    __slots__ = ("names", "nbytes", "_values")
+
+    def __init__(self, table: Any) -> None:
+        self.names: tuple[str, ...] = tuple(table.schema.names)
+        self.nbytes: int = table.nbytes
+        self._values = [_column_rows(table.column(name)) for name in self.names]
+
+    def row(self, position: int) -> dict[str, Any]:
+        """The row at ``position`` of the group, as ``{column: value}``."""
+        return {name: value(position) for name, value in zip(self.names, self._values,
+                                                             strict=True)}
+
+
+def _column_rows(column: Any) -> Callable[[int], Any]:
+    """A function from a row's position in the group to the column's value there."""
+    import pyarrow as pa
+    import pyarrow.types as types
+
+    # A table's column is chunked (a record batch's is not); a row group is one chunk.
+    chunk = column
+    if isinstance(column, pa.ChunkedArray):
+        chunk = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    if chunk.null_count == 0:
+        kind = chunk.type
+        if types.is_integer(kind) or types.is_floating(kind):
+            return chunk.to_numpy(zero_copy_only=True).__getitem__
+        if (types.is_list(kind) or types.is_large_list(kind)) and _flat_numbers(chunk.values):
+            offsets = chunk.offsets.to_numpy()
+            values = chunk.values.to_numpy(zero_copy_only=True)
+            return lambda i: values[offsets[i]:offsets[i + 1]]
+    return chunk.to_pylist().__getitem__
+
+
+def _flat_numbers(values: Any) -> bool:
+    import pyarrow.types as types
+
+    return values.null_count == 0 and (
+        types.is_integer(values.type) or types.is_floating(values.type))
+
+
+class GroupCache:
+    """Groups read recently, decoded, up to ``max_bytes`` in all; shared by the threads.
+
+    Reading happens outside the lock, so two threads may read the same
+    group at once; the second result replaces the first, both correct.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._groups: OrderedDict[tuple[int, int], GroupColumns] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, key: tuple[int, int], read: Callable[[], GroupColumns]) -> GroupColumns:
+        with self._lock:
+            found = self._groups.get(key)
+            if found is not None:
+                self._groups.move_to_end(key)
+                return found
+        group = read()
+        with self._lock:
+            replaced = self._groups.pop(key, None)
+            self._bytes += group.nbytes - (replaced.nbytes if replaced else 0)
+            self._groups[key] = group
+            while self._bytes > self.max_bytes and len(self._groups) > 1:
+                _, evicted = self._groups.popitem(last=False)
+                self._bytes -= evicted.nbytes
+        return group
+
+
+class ColumnarDataset(Dataset[dict], ABC):
+    """Rows of the groups of columnar files, addressed by index (see the module docstring).
+
+    Subclasses say how a file is opened (``_open``), its column names
+    (``_schema_names``), its groups' row counts (``_group_rows``) and how
+    one group is read, as a pyarrow table or record batch of the selected
+    ``columns`` (``_read_group``).
+    """
+
+    # pyarrow reads and decodes without the interpreter: worker_type="auto" keeps threads.
+    native_loading = True
+
+    def __init__(
+        self,
+        paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+        columns: Sequence[str] | None,
+        max_cached_bytes: int,
+    ) -> None:
+        require("pyarrow", "arrow", type(self).__name__)
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        self.paths = [os.fspath(path) for path in paths]
+        if not self.paths:
+            raise ValueError(f"{type(self).__name__} needs at least one file, got paths=[]")
+        if isinstance(max_cached_bytes, bool) or not isinstance(max_cached_bytes, int) \
+                or max_cached_bytes < 0:
+            raise ValueError(
+                "max_cached_bytes should be a non-negative int, "
+                f"got max_cached_bytes={max_cached_bytes!r}")
+        self.max_cached_bytes = max_cached_bytes
+        self.columns = None if columns is None else _checked_names(columns)
+        self._local = threading.local()
+        self.groups: list[tuple[int, int]] = []
+        rows: list[int] = []
+        for file, path in enumerate(self.paths):
+            handle = self._handle(file)
+            _check_columns(self.columns, self._schema_names(handle), path)
+            counts = self._group_rows(handle)
+            self.groups += [(file, group) for group in range(len(counts))]
+            rows += counts
+        # group_ends[k]: the index one past group k's last row.
+        self.group_ends = np.cumsum(rows, dtype=np.int64)
+        self._cache = GroupCache(max_cached_bytes)
+
+    # The files' handles and the cache stay in the process that made them:
+    # a worker process opens the files again (pyarrow's readers do not pickle).
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_local"], state["_cache"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+        self._cache = GroupCache(self.max_cached_bytes)
+
+    def _handle(self, file: int) -> Any:
+        """This thread's open reader of file ``file``: pyarrow's readers are not
+        documented as safe to share between threads reading at once."""
+        handles = self._local.__dict__.setdefault("handles", {})
+        handle = handles.get(file)
+        if handle is None:
+            handle = handles[file] = self._open(self.paths[file])
+        return handle
+
+    @abstractmethod
+    def _open(self, path: str) -> Any:
+        """See the class docstring."""
+
+    @abstractmethod
+    def _group_rows(self, handle: Any) -> list[int]:
+        """See the class docstring."""
+
+    @abstractmethod
+    def _schema_names(self, handle: Any) -> list[str]:
+        """See the class docstring."""
+
+    @abstractmethod
+    def _read_group(self, handle: Any, group: int) -> Any:
+        """See the class docstring."""
+
+    def read_columns(self, number: int) -> GroupColumns:
+        """The columns of group ``number`` (of :attr:`groups`), read now."""
+        file, group = self.groups[number]
+        return GroupColumns(self._read_group(self._handle(file), group))
+
+    def group_start(self, number: int) -> int:
+        """The index of group ``number``'s first row."""
+        return int(self.group_ends[number - 1]) if number else 0
+
+    def group_rows(self, number: int) -> int:
+        """The number of rows of group ``number``."""
+        return int(self.group_ends[number]) - self.group_start(number)
+
+    def __len__(self) -> int:
+        return int(self.group_ends[-1]) if len(self.group_ends) else 0
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        return self.__getitems__([index])[0]
+
+    def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
+        """The rows at ``indices``, reading each group they fall in once."""
+        length = len(self)
+        name = type(self).__name__
+        wanted = np.fromiter((item_index(i, length, name) for i in indices), np.int64,
+                             len(indices))
+        numbers = np.searchsorted(self.group_ends, wanted, side="right")
+        rows: list[Any] = [None] * len(wanted)
+        for number in np.unique(numbers).tolist():
+            where = np.flatnonzero(numbers == number)
+            local = wanted[where] - self.group_start(number)
+            columns = self._cache.get(self.groups[number], partial(self.read_columns, number))
+            for position, row in zip(where.tolist(), local.tolist(), strict=True):
+                rows[position] = columns.row(row)
+        return rows
+
+    def stream(self, *, shuffle: bool = False, seed: int = 0) -> RowGroupStream:
+        """These rows as a stream of groups, sharded and shuffled: :class:`RowGroupStream`.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import pyarrow as pa, pyarrow.parquet as pq
+        >>> from dataloader.sources import ParquetDataset
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "n.parquet"
+        >>> pq.write_table(pa.table({"n": range(6)}), path, row_group_size=2)
+        >>> [int(row["n"]) for row in ParquetDataset(path).stream()]
+        [0, 1, 2, 3, 4, 5]
+        """
+        return RowGroupStream(self, shuffle=shuffle, seed=seed)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({len(self.paths)} files, {len(self.groups)} groups, "
+                f"{len(self)} rows, columns={self.columns})")
+
+
+def _checked_names(columns: Any) -> list[str]:
+    if isinstance(columns, str) or not all(isinstance(name, str) for name in columns):
+        raise TypeError(f"columns should be a sequence of column names, got columns={columns!r}")
+    return list(columns)
+
+
+def _check_columns(columns: list[str] | None, available: list[str], path: str) -> None:
+    missing = [name for name in columns or () if name not in available]
+    if missing:
+        raise KeyError(f"{path} has no column {missing[0]!r} (its columns: {available})")
