@@ -27,13 +27,14 @@ import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from functools import partial
 from typing import Any
 
 import numpy as np
 
 from dataloader._datasets.dataset import Dataset
-from dataloader.sources._common import item_index, require
+from dataloader.sources._common import require
 from dataloader.sources._row_stream import RowGroupStream
 
 __all__ = ["DEFAULT_CACHE_BYTES", "ColumnarDataset", "GroupCache", "GroupColumns"]
@@ -45,21 +46,22 @@ DEFAULT_CACHE_BYTES = 256 << 20
 class GroupColumns:
     """One group's columns, each as numpy views where Arrow's layout allows."""
 
-    __slots__ = ("names", "nbytes", "_values")
+    __slots__ = ("names", "nbytes", "_takers")
 
     def __init__(self, table: Any) -> None:
         self.names: tuple[str, ...] = tuple(table.schema.names)
         self.nbytes: int = table.nbytes
-        self._values = [_column_rows(table.column(name)) for name in self.names]
+        self._takers = [_column_taker(table.column(name)) for name in self.names]
 
-    def row(self, position: int) -> dict[str, Any]:
-        """The row at ``position`` of the group, as ``{column: value}``."""
-        return {name: value(position) for name, value in zip(self.names, self._values,
-                                                             strict=True)}
+    def rows(self, positions: np.ndarray) -> list[dict[str, Any]]:
+        """The rows at ``positions`` (int64) of the group, as ``{column: value}``."""
+        names = self.names
+        columns = [take(positions) for take in self._takers]
+        return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
 
 
-def _column_rows(column: Any) -> Callable[[int], Any]:
-    """A function from a row's position in the group to the column's value there."""
+def _column_taker(column: Any) -> Callable[[np.ndarray], list[Any]]:
+    """A function from rows' positions in the group to the column's values there."""
     import pyarrow as pa
     import pyarrow.types as types
 
@@ -70,12 +72,20 @@ def _column_rows(column: Any) -> Callable[[int], Any]:
     if chunk.null_count == 0:
         kind = chunk.type
         if types.is_integer(kind) or types.is_floating(kind):
-            return chunk.to_numpy(zero_copy_only=True).__getitem__
+            numbers = chunk.to_numpy(zero_copy_only=True)
+            return lambda positions: list(numbers[positions])
         if (types.is_list(kind) or types.is_large_list(kind)) and _flat_numbers(chunk.values):
-            offsets = chunk.offsets.to_numpy()
-            values = chunk.values.to_numpy(zero_copy_only=True)
-            return lambda i: values[offsets[i]:offsets[i + 1]]
-    return chunk.to_pylist().__getitem__
+            return _list_taker(chunk.offsets.to_numpy(), chunk.values.to_numpy(zero_copy_only=True))
+    objects = chunk.to_pylist()
+    return lambda positions: [objects[i] for i in positions.tolist()]
+
+
+def _list_taker(offsets: np.ndarray, values: np.ndarray) -> Callable[[np.ndarray], list[Any]]:
+    def take(positions: np.ndarray) -> list[np.ndarray]:
+        starts, ends = offsets[positions].tolist(), offsets[positions + 1].tolist()
+        return [values[start:end] for start, end in zip(starts, ends, strict=True)]
+
+    return take
 
 
 def _flat_numbers(values: Any) -> bool:
@@ -86,16 +96,18 @@ def _flat_numbers(values: Any) -> bool:
 
 
 class GroupCache:
-    """Groups read recently, decoded, up to ``max_bytes`` in all; shared by the threads.
+    """Groups read recently, up to ``max_bytes`` in all; shared by the threads.
 
-    Reading happens outside the lock, so two threads may read the same
-    group at once; the second result replaces the first, both correct.
+    A group is read by one thread at a time: another thread wanting it
+    meanwhile waits for that read (a ``Future``, which waits without the
+    interpreter) instead of decoding it a second time.
     """
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._groups: OrderedDict[tuple[int, int], GroupColumns] = OrderedDict()
+        self._reading: dict[tuple[int, int], Future[GroupColumns]] = {}
         self._bytes = 0
 
     def get(self, key: tuple[int, int], read: Callable[[], GroupColumns]) -> GroupColumns:
@@ -104,15 +116,31 @@ class GroupCache:
             if found is not None:
                 self._groups.move_to_end(key)
                 return found
-        group = read()
+            pending = self._reading.get(key)
+            if pending is None:
+                mine = self._reading[key] = Future()
+        if pending is not None:
+            return pending.result()
+        try:
+            group = read()
+        except BaseException as error:
+            with self._lock:
+                del self._reading[key]
+            mine.set_exception(error)
+            raise
         with self._lock:
-            replaced = self._groups.pop(key, None)
-            self._bytes += group.nbytes - (replaced.nbytes if replaced else 0)
-            self._groups[key] = group
-            while self._bytes > self.max_bytes and len(self._groups) > 1:
-                _, evicted = self._groups.popitem(last=False)
-                self._bytes -= evicted.nbytes
+            del self._reading[key]
+            self._keep(key, group)
+        mine.set_result(group)
         return group
+
+    def _keep(self, key: tuple[int, int], group: GroupColumns) -> None:
+        """Add ``group``, then drop the least recently used groups beyond the budget."""
+        self._bytes += group.nbytes
+        self._groups[key] = group
+        while self._bytes > self.max_bytes and len(self._groups) > 1:
+            _, evicted = self._groups.popitem(last=False)
+            self._bytes -= evicted.nbytes
 
 
 class ColumnarDataset(Dataset[dict], ABC):
@@ -217,19 +245,32 @@ class ColumnarDataset(Dataset[dict], ABC):
 
     def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
         """The rows at ``indices``, reading each group they fall in once."""
-        length = len(self)
-        name = type(self).__name__
-        wanted = np.fromiter((item_index(i, length, name) for i in indices), np.int64,
-                             len(indices))
+        wanted = self._positions(indices)
         numbers = np.searchsorted(self.group_ends, wanted, side="right")
         rows: list[Any] = [None] * len(wanted)
-        for number in np.unique(numbers).tolist():
-            where = np.flatnonzero(numbers == number)
-            local = wanted[where] - self.group_start(number)
+        order = np.argsort(numbers, kind="stable")
+        groups, firsts = np.unique(numbers[order], return_index=True)
+        for number, where in zip(groups.tolist(), np.split(order, firsts[1:]), strict=True):
             columns = self._cache.get(self.groups[number], partial(self.read_columns, number))
-            for position, row in zip(where.tolist(), local.tolist(), strict=True):
-                rows[position] = columns.row(row)
+            found = columns.rows(wanted[where] - self.group_start(number))
+            for position, row in zip(where.tolist(), found, strict=True):
+                rows[position] = row
         return rows
+
+    def _positions(self, indices: Sequence[int]) -> np.ndarray:
+        """``indices`` as int64 positions in ``range(len(self))``, negative ones from the end."""
+        length = len(self)
+        try:
+            wanted = np.asarray(indices, dtype=np.int64).reshape(-1)
+        except (TypeError, ValueError):
+            raise TypeError(f"{type(self).__name__} indices should be integers, "
+                            f"got {indices!r}") from None
+        wanted = np.where(wanted < 0, wanted + length, wanted)
+        outside = (wanted < 0) | (wanted >= length)
+        if outside.any():
+            bad = np.asarray(indices).reshape(-1)[np.argmax(outside)]
+            raise IndexError(f"{type(self).__name__} index {bad} out of range for {length} items")
+        return wanted
 
     def stream(self, *, shuffle: bool = False, seed: int = 0) -> RowGroupStream:
         """These rows as a stream of groups, sharded and shuffled: :class:`RowGroupStream`.

@@ -15,6 +15,7 @@ read twice. Memory is one decoded group per stream.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
     from dataloader.sources._columnar import ColumnarDataset, GroupColumns
 
 __all__ = ["RowGroupStream"]
+
+# Rows made at once from a group's columns: one numpy gather per column each.
+ROWS_AT_ONCE = 256
 
 
 class RowGroupStream(IterableDataset[dict]):
@@ -171,6 +175,8 @@ class _RowGroupIterator:
         # The open group's columns and row order, read when its first row is taken.
         self._columns: GroupColumns | None = None
         self._order = np.empty(0, np.int64)
+        # The next rows of the group, made a chunk at a time (self._row counts them once taken).
+        self._ready: deque[dict[str, Any]] = deque()
 
     def __iter__(self) -> _RowGroupIterator:
         return self
@@ -181,10 +187,12 @@ class _RowGroupIterator:
             if self._columns is None:
                 self._columns = self._stream.dataset.read_columns(group)
                 self._order = self._stream.rows_of(self._epoch, group)
-            if self._row < len(self._order):
-                row = self._columns.row(int(self._order[self._row]))
+            if not self._ready and self._row < len(self._order):
+                chunk = self._order[self._row:self._row + ROWS_AT_ONCE]
+                self._ready = deque(self._columns.rows(chunk))
+            if self._ready:
                 self._row += 1
-                return row
+                return self._ready.popleft()
             self._position, self._row, self._columns = self._position + 1, 0, None
         raise StopIteration
 
