@@ -1,6 +1,8 @@
 """ParquetDataset and ArrowDataset: rows by index and in batches, against pyarrow's own reading."""
 
 import pickle
+import threading
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -10,6 +12,7 @@ import pytest
 
 from dataloader import DataLoader
 from dataloader.sources import ArrowDataset, ParquetDataset
+from dataloader.sources._columnar import GroupCache, GroupColumns
 
 # (num_workers, worker_type): the consumer alone, worker threads, worker processes.
 WORKER_KINDS = [
@@ -164,3 +167,50 @@ def test_bad_input_raises_naming_it(files, tmp_path):
     not_columnar.write_text("hello, not a columnar file\n" * 10)
     with pytest.raises(ValueError):
         kind(not_columnar)
+
+
+def test_a_group_two_threads_want_at_once_is_read_once():
+    cache = GroupCache(max_bytes=1 << 20)
+    reads, waiting = [], threading.Event()
+
+    def read():
+        # Hold the read until the other thread is waiting for it.
+        assert waiting.wait(10)
+        reads.append(1)
+        return GroupColumns(pa.table({"n": [1, 2]}))
+
+    results = []
+    first = threading.Thread(target=lambda: results.append(cache.get((0, 0), read)))
+    first.start()
+    while (0, 0) not in cache._reading:
+        time.sleep(0.001)
+    pending = cache._reading[(0, 0)]
+    second = threading.Thread(target=lambda: results.append(cache.get((0, 0), read)))
+    second.start()
+    while not pending._condition._waiters:  # the second thread waits on the first's read
+        time.sleep(0.001)
+    waiting.set()
+    first.join()
+    second.join()
+    assert len(reads) == 1 and results[0] is results[1]
+    assert cache.get((0, 0), read) is results[0]
+
+
+def test_a_failed_read_raises_and_the_next_request_reads_again():
+    cache = GroupCache(max_bytes=1 << 20)
+
+    def fail():
+        raise OSError("disk")
+
+    with pytest.raises(OSError, match="disk"):
+        cache.get((0, 0), fail)
+    assert cache.get((0, 0), lambda: GroupColumns(pa.table({"n": [1]}))).rows(
+        np.array([0])) == [{"n": 1}]
+
+
+def test_the_cache_keeps_the_recently_used_groups_within_its_bytes(files):
+    kind, paths, reference = files
+    dataset = kind(paths, max_cached_bytes=1)  # one group at a time
+    for index in (0, 8, 0, 40):
+        assert as_lists(dataset[index]) == reference[index]
+    assert list(dataset._cache._groups) == [(1, 1)]
