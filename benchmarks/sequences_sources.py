@@ -8,7 +8,9 @@ Two measurements, each against its peer in the same run:
   shuffled batches of 256 by 2 workers and padded by the same Python
   collate function: ours is ``ParquetDataset`` in our ``DataLoader``; the
   peer is ``datasets.Dataset.from_parquet`` (its Arrow cache made before
-  timing) in torch's ``DataLoader``. Also our loader over that same
+  timing) in torch's ``DataLoader``. Also the same file streamed a row
+  group at a time (``ParquetDataset.stream(shuffle=True)``: row groups
+  and the rows within each shuffled), and our loader over that same
   ``datasets.Dataset`` (read through its Arrow table). The time from
   ``iter(loader)`` to the first batch (workers started, files opened, the
   row groups it touches decoded), and tokens per second over the
@@ -105,6 +107,10 @@ def parquet_loaders(path: Path) -> dict[str, Callable[[], Any]]:
         return DataLoader(ParquetDataset(path), batch_size=BATCH_SIZE, shuffle=True, seed=0,
                           num_workers=NUM_WORKERS, collate_fn=pad)
 
+    def ours_streamed() -> Any:
+        return DataLoader(ParquetDataset(path).stream(shuffle=True, seed=0),
+                          batch_size=BATCH_SIZE, num_workers=NUM_WORKERS, collate_fn=pad)
+
     def ours_on_datasets() -> Any:
         return DataLoader(table, batch_size=BATCH_SIZE, shuffle=True, seed=0,
                           num_workers=NUM_WORKERS, collate_fn=pad)
@@ -114,6 +120,7 @@ def parquet_loaders(path: Path) -> dict[str, Callable[[], Any]]:
                                            num_workers=NUM_WORKERS, collate_fn=pad)
 
     return {"ParquetDataset, our DataLoader": ours,
+            "ParquetDataset.stream, our DataLoader": ours_streamed,
             "datasets.Dataset, our DataLoader": ours_on_datasets,
             "datasets.Dataset, torch DataLoader": theirs}
 

@@ -92,7 +92,7 @@ def test_formatted_and_decoded_datasets_keep_their_own_indexing(table):
 
 def test_out_of_range_indices_raise_index_error(table):
     fetch = batch_fetch(table)
-    with pytest.raises(IndexError, match=f"Index {ROWS} out of range"):
+    with pytest.raises(IndexError, match=f"index {ROWS} out of range for {ROWS} rows"):
         fetch([0, ROWS])
     with pytest.raises(IndexError):
         fetch([-ROWS - 1])

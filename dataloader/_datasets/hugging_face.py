@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from dataloader._datasets.row_groups import checked_positions, rows_by_group
+
 __all__ = ["arrow_batches"]
 
 
@@ -59,22 +61,27 @@ def _columns(dataset: Any) -> list[str]:
 
 
 class _ArrowBatches:
-    """Rows of a ``datasets.Dataset`` taken from its Arrow table a batch at a time."""
+    """Rows of a ``datasets.Dataset`` taken from its Arrow table a batch at a time.
+
+    The table is memory-mapped in chunks; a ``take`` over the whole table
+    would first join them (a copy of every column), so each chunk a batch
+    touches is taken from on its own (``rows_by_group``).
+    """
 
     def __init__(self, dataset: Any) -> None:
         self._length = len(dataset)
-        self._table = dataset.data.table.select(_columns(dataset))
+        table = dataset.data.table.select(_columns(dataset))
+        self._chunks = table.to_batches()
+        self._ends = np.cumsum([chunk.num_rows for chunk in self._chunks], dtype=np.int64)
         # select(), shuffle() and the like keep the table and map indices through this.
         mapping = dataset._indices
         self._mapping = None if mapping is None else mapping.column(0).to_numpy()
 
     def __call__(self, indices: Sequence[int]) -> list[dict]:
-        rows = np.asarray(indices, dtype=np.int64).reshape(-1)
-        rows = np.where(rows < 0, rows + self._length, rows)
-        out_of_range = (rows < 0) | (rows >= self._length)
-        if out_of_range.any():
-            bad = np.asarray(indices).reshape(-1)[np.argmax(out_of_range)]
-            raise IndexError(f"Index {bad} out of range for dataset of size {self._length}.")
+        rows = checked_positions(indices, self._length)
         if self._mapping is not None:
             rows = self._mapping[rows]
-        return self._table.take(rows).to_pylist()
+        return rows_by_group(rows, self._ends, self._chunk_rows)
+
+    def _chunk_rows(self, chunk: int, positions: np.ndarray) -> list[dict]:
+        return self._chunks[chunk].take(positions).to_pylist()

@@ -29,11 +29,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from functools import partial
+from itertools import count
 from typing import Any
 
 import numpy as np
 
 from dataloader._datasets.dataset import Dataset
+from dataloader._datasets.row_groups import rows_by_group
 from dataloader.sources._common import require
 from dataloader.sources._row_stream import RowGroupStream
 
@@ -186,18 +188,20 @@ class ColumnarDataset(Dataset[dict], ABC):
         # group_ends[k]: the index one past group k's last row.
         self.group_ends = np.cumsum(rows, dtype=np.int64)
         self._cache = GroupCache(max_cached_bytes)
+        self._calls = count()
 
     # The files' handles and the cache stay in the process that made them:
     # a worker process opens the files again (pyarrow's readers do not pickle).
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        del state["_local"], state["_cache"]
+        del state["_local"], state["_cache"], state["_calls"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._local = threading.local()
         self._cache = GroupCache(self.max_cached_bytes)
+        self._calls = count()
 
     def _handle(self, file: int) -> Any:
         """This thread's open reader of file ``file``: pyarrow's readers are not
@@ -244,33 +248,17 @@ class ColumnarDataset(Dataset[dict], ABC):
         return self.__getitems__([index])[0]
 
     def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
-        """The rows at ``indices``, reading each group they fall in once."""
-        wanted = self._positions(indices)
-        numbers = np.searchsorted(self.group_ends, wanted, side="right")
-        rows: list[Any] = [None] * len(wanted)
-        order = np.argsort(numbers, kind="stable")
-        groups, firsts = np.unique(numbers[order], return_index=True)
-        for number, where in zip(groups.tolist(), np.split(order, firsts[1:]), strict=True):
-            columns = self._cache.get(self.groups[number], partial(self.read_columns, number))
-            found = columns.rows(wanted[where] - self.group_start(number))
-            for position, row in zip(where.tolist(), found, strict=True):
-                rows[position] = row
-        return rows
+        """The rows at ``indices``, reading each group they fall in once.
 
-    def _positions(self, indices: Sequence[int]) -> np.ndarray:
-        """``indices`` as int64 positions in ``range(len(self))``, negative ones from the end."""
-        length = len(self)
-        try:
-            wanted = np.asarray(indices, dtype=np.int64).reshape(-1)
-        except (TypeError, ValueError):
-            raise TypeError(f"{type(self).__name__} indices should be integers, "
-                            f"got {indices!r}") from None
-        wanted = np.where(wanted < 0, wanted + length, wanted)
-        outside = (wanted < 0) | (wanted >= length)
-        if outside.any():
-            bad = np.asarray(indices).reshape(-1)[np.argmax(outside)]
-            raise IndexError(f"{type(self).__name__} index {bad} out of range for {length} items")
-        return wanted
+        Each call begins with a different group it touches, so that worker
+        threads fetching batches at once decode different groups.
+        """
+        return rows_by_group(indices, self.group_ends, self._group_rows_at,
+                             start=next(self._calls))
+
+    def _group_rows_at(self, number: int, positions: np.ndarray) -> list[dict[str, Any]]:
+        columns = self._cache.get(self.groups[number], partial(self.read_columns, number))
+        return columns.rows(positions)
 
     def stream(self, *, shuffle: bool = False, seed: int = 0) -> RowGroupStream:
         """These rows as a stream of groups, sharded and shuffled: :class:`RowGroupStream`.
