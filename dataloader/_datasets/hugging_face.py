@@ -1,12 +1,12 @@
 """Hugging Face ``datasets.Dataset`` s fetched a batch at a time from their Arrow table.
 
 Indexing a ``datasets.Dataset`` runs its formatting layers for every call;
-a loader instead takes a whole batch out of the dataset's Arrow table in
-one ``take`` and converts it to rows in pyarrow (``to_pylist``), giving the
-same rows as ``dataset[i]`` for each index: :func:`arrow_batches` is the
-batch fetch :func:`dataloader._datasets.hooks.batch_fetch` returns for such
-a dataset. ``datasets`` is never imported here: a dataset is recognised
-only once its user has imported it (``sys.modules``).
+a loader instead cuts a whole batch out of the chunks of the dataset's
+Arrow table, through numpy views of each chunk's columns (``row_groups``),
+giving the same rows as ``dataset[i]`` for each index: :func:`arrow_batches`
+is the batch fetch that :func:`dataloader._datasets.hooks.batch_fetch`
+returns for such a dataset. ``datasets`` is never imported here: a dataset
+is recognised only once its user has imported it (``sys.modules``).
 
 Only datasets whose rows are the table's plain values take this path: no
 output format (``with_format``/``set_transform``) and no feature that
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from dataloader._datasets.row_groups import checked_positions, rows_by_group
+from dataloader._datasets.row_groups import GroupColumns, checked_positions, rows_by_group
 
 __all__ = ["arrow_batches"]
 
@@ -63,9 +63,11 @@ def _columns(dataset: Any) -> list[str]:
 class _ArrowBatches:
     """Rows of a ``datasets.Dataset`` taken from its Arrow table a batch at a time.
 
-    The table is memory-mapped in chunks; a ``take`` over the whole table
-    would first join them (a copy of every column), so each chunk a batch
-    touches is taken from on its own (``rows_by_group``).
+    The table is memory-mapped in chunks (of 1000 rows, as ``datasets``
+    writes them); a ``take`` over the whole table would first join them (a
+    copy of every column), and one per chunk costs more than the rows it
+    gives, so each chunk touched gives its rows through numpy views of
+    its columns (``GroupColumns``, Python values).
     """
 
     def __init__(self, dataset: Any) -> None:
@@ -73,6 +75,7 @@ class _ArrowBatches:
         table = dataset.data.table.select(_columns(dataset))
         self._chunks = table.to_batches()
         self._ends = np.cumsum([chunk.num_rows for chunk in self._chunks], dtype=np.int64)
+        self._columns: dict[int, GroupColumns] = {}
         # select(), shuffle() and the like keep the table and map indices through this.
         mapping = dataset._indices
         self._mapping = None if mapping is None else mapping.column(0).to_numpy()
@@ -83,5 +86,8 @@ class _ArrowBatches:
             rows = self._mapping[rows]
         return rows_by_group(rows, self._ends, self._chunk_rows)
 
-    def _chunk_rows(self, chunk: int, positions: np.ndarray) -> list[dict]:
-        return self._chunks[chunk].take(positions).to_pylist()
+    def _chunk_rows(self, chunk: int, positions: list[int]) -> list[dict]:
+        columns = self._columns.get(chunk)
+        if columns is None:  # views of the mapping: kept, they cost no memory of their own
+            columns = self._columns[chunk] = GroupColumns(self._chunks[chunk], python_values=True)
+        return columns.rows(positions)

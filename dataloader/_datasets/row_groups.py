@@ -4,7 +4,20 @@ Arrow tables are chunks (record batches) and Parquet files row groups; a
 row is read cheaply only from within its group. A batch's indices are
 checked, sorted into the groups they fall in (``ends[k]`` is the index one
 past group ``k``'s last row), each group is asked once for its rows, and
-the rows are put back in the batch's order.
+the rows are put back in the batch's order (:func:`rows_by_group`).
+
+A group's rows are cut out of its Arrow columns (:class:`GroupColumns`)
+one numpy gather per column:
+
+* a column of integers or floats without nulls is one numpy array over
+  Arrow's buffer, and a row's value is its element;
+* a list of such numbers is the offsets and the flat values, and a row's
+  value is the slice ``values[offsets[i]:offsets[i + 1]]``, a view;
+* anything else (strings, nulls, nested structures) is converted to a
+  Python object, row by row, by pyarrow.
+
+With ``python_values=True`` numbers become Python numbers and lists
+Python lists, the values pyarrow's ``to_pylist`` gives.
 
 Examples
 --------
@@ -23,13 +36,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["checked_positions", "rows_by_group"]
+__all__ = ["GroupColumns", "checked_positions", "rows_by_group"]
+
+Taker = Callable[[list[int]], list[Any]]
 
 
 def rows_by_group(
     indices: Sequence[int] | np.ndarray,
     ends: np.ndarray,
-    group_rows: Callable[[int, np.ndarray], Sequence[Any]],
+    group_rows: Callable[[int, list[int]], Sequence[Any]],
     *,
     start: int = 0,
 ) -> list[Any]:
@@ -37,21 +52,25 @@ def rows_by_group(
 
     Groups are asked in order of number, beginning at the ``start``-th
     group touched (modulo their count) and wrapping round: two threads
-    given different starts read different groups first.
+    given different starts read different groups first. A batch may touch
+    as many groups as it has rows (a shuffled epoch over small chunks), so
+    the grouping is done in plain Python lists, not a numpy array per group.
     """
     wanted = checked_positions(indices, int(ends[-1]) if len(ends) else 0)
-    if not len(wanted):
-        return []
     numbers = np.searchsorted(ends, wanted, side="right")
-    order = np.argsort(numbers, kind="stable")
-    groups, firsts = np.unique(numbers[order], return_index=True)
-    touched = list(zip(groups.tolist(), np.split(order, firsts[1:]), strict=True))
-    first = start % len(touched)
+    starts = np.concatenate([np.zeros(1, np.int64), ends])[numbers]
+    touched: dict[int, tuple[list[int], list[int]]] = {}
+    for position, (group, local) in enumerate(
+            zip(numbers.tolist(), (wanted - starts).tolist(), strict=True)):
+        where, locals_ = touched.setdefault(group, ([], []))
+        where.append(position)
+        locals_.append(local)
+    order = sorted(touched)
+    first = start % len(order) if order else 0
     rows: list[Any] = [None] * len(wanted)
-    for group, where in touched[first:] + touched[:first]:
-        group_start = int(ends[group - 1]) if group else 0
-        found = group_rows(group, wanted[where] - group_start)
-        for position, row in zip(where.tolist(), found, strict=True):
+    for group in order[first:] + order[:first]:
+        where, locals_ = touched[group]
+        for position, row in zip(where, group_rows(group, locals_), strict=True):
             rows[position] = row
     return rows
 
@@ -68,3 +87,78 @@ def checked_positions(indices: Sequence[int] | np.ndarray, length: int) -> np.nd
         bad = np.asarray(indices).reshape(-1)[np.argmax(outside)]
         raise IndexError(f"index {bad} out of range for {length} rows")
     return wanted
+
+
+class GroupColumns:
+    """One group's columns, each as numpy views where Arrow's layout allows.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> from dataloader._datasets.row_groups import GroupColumns
+    >>> table = pa.table({"ids": [[1, 2], [3]], "text": ["a", "b"]})
+    >>> GroupColumns(table).rows([1, 0])
+    [{'ids': array([3]), 'text': 'b'}, {'ids': array([1, 2]), 'text': 'a'}]
+    >>> GroupColumns(table, python_values=True).rows([1])
+    [{'ids': [3], 'text': 'b'}]
+    """
+
+    __slots__ = ("names", "nbytes", "_takers")
+
+    def __init__(self, table: Any, *, python_values: bool = False) -> None:
+        self.names: tuple[str, ...] = tuple(table.schema.names)
+        self.nbytes: int = table.nbytes
+        self._takers = [_column_taker(table.column(name), python_values)
+                        for name in self.names]
+
+    def rows(self, positions: list[int]) -> list[dict[str, Any]]:
+        """The rows at ``positions`` of the group, as ``{column: value}``."""
+        names = self.names
+        columns = [take(positions) for take in self._takers]
+        return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+def _column_taker(column: Any, python_values: bool) -> Taker:
+    """A function from rows' positions in the group to the column's values there."""
+    import pyarrow as pa
+
+    # A table's column is chunked (a record batch's is not); a row group is one chunk.
+    chunk = column
+    if isinstance(column, pa.ChunkedArray):
+        chunk = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    if _numbers(chunk):
+        numbers = chunk.to_numpy(zero_copy_only=True)
+        if python_values:
+            return lambda positions: numbers[positions].tolist()
+        return lambda positions: [numbers[i] for i in positions]
+    if _lists_of_numbers(chunk):
+        offsets = chunk.offsets.to_numpy()
+        values = chunk.values.to_numpy(zero_copy_only=True)
+        return _list_taker(offsets, values, python_values)
+    return lambda positions: [chunk[i].as_py() for i in positions]
+
+
+def _numbers(array: Any) -> bool:
+    """Integers or floats without nulls, whose numpy values convert as pyarrow's do."""
+    import pyarrow.types as types
+
+    kind = array.type
+    return array.null_count == 0 and (
+        types.is_integer(kind) or types.is_float32(kind) or types.is_float64(kind))
+
+
+def _lists_of_numbers(array: Any) -> bool:
+    import pyarrow.types as types
+
+    return (array.null_count == 0 and (types.is_list(array.type) or types.is_large_list(array.type))
+            and _numbers(array.values))
+
+
+def _list_taker(offsets: np.ndarray, values: np.ndarray, python_values: bool) -> Taker:
+    def views(positions: list[int]) -> list[Any]:
+        return [values[offsets[i]:offsets[i + 1]] for i in positions]
+
+    def lists(positions: list[int]) -> list[Any]:
+        return [values[offsets[i]:offsets[i + 1]].tolist() for i in positions]
+
+    return lists if python_values else views

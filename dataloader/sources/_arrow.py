@@ -84,7 +84,7 @@ class ArrowDataset(ColumnarDataset):
     def _schema_names(self, handle: list[Any]) -> list[str]:
         return list(handle[0].schema.names) if handle else []
 
-    def _group_rows(self, handle: list[Any]) -> list[int]:
+    def _row_counts(self, handle: list[Any]) -> list[int]:
         return [batch.num_rows for batch in handle]
 
     def _read_group(self, handle: list[Any], group: int) -> Any:

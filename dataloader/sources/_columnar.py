@@ -8,14 +8,8 @@ group of every file one after the other:
 
 A batch of indices is sorted into groups, each group is read once (a
 bounded cache keeps recently read groups, decoded) and every row of the
-batch is cut out of its group's columns without a copy:
-
-* a fixed-width column without nulls is one numpy array over Arrow's
-  buffer, and a row's value is its element;
-* a list of such values is the offsets and the flat values, and a row's
-  value is the slice ``values[offsets[i]:offsets[i + 1]]``, a view;
-* anything else (strings, nulls, nested structures) is converted to
-  Python objects once per group read.
+batch is cut out of its group's columns without a copy
+(``dataloader._datasets.row_groups``: ``rows_by_group``, ``GroupColumns``).
 
 :class:`RowGroupStream` (``_row_stream.py``) streams the same groups.
 """
@@ -35,66 +29,14 @@ from typing import Any
 import numpy as np
 
 from dataloader._datasets.dataset import Dataset
-from dataloader._datasets.row_groups import rows_by_group
+from dataloader._datasets.row_groups import GroupColumns, rows_by_group
 from dataloader.sources._common import require
 from dataloader.sources._row_stream import RowGroupStream
 
-__all__ = ["DEFAULT_CACHE_BYTES", "ColumnarDataset", "GroupCache", "GroupColumns"]
+__all__ = ["DEFAULT_CACHE_BYTES", "ColumnarDataset", "GroupCache"]
 
 # Groups decoded (Parquet) or viewed (Arrow) kept for later batches, per process.
 DEFAULT_CACHE_BYTES = 256 << 20
-
-
-class GroupColumns:
-    """One group's columns, each as numpy views where Arrow's layout allows."""
-
-    __slots__ = ("names", "nbytes", "_takers")
-
-    def __init__(self, table: Any) -> None:
-        self.names: tuple[str, ...] = tuple(table.schema.names)
-        self.nbytes: int = table.nbytes
-        self._takers = [_column_taker(table.column(name)) for name in self.names]
-
-    def rows(self, positions: np.ndarray) -> list[dict[str, Any]]:
-        """The rows at ``positions`` (int64) of the group, as ``{column: value}``."""
-        names = self.names
-        columns = [take(positions) for take in self._takers]
-        return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
-
-
-def _column_taker(column: Any) -> Callable[[np.ndarray], list[Any]]:
-    """A function from rows' positions in the group to the column's values there."""
-    import pyarrow as pa
-    import pyarrow.types as types
-
-    # A table's column is chunked (a record batch's is not); a row group is one chunk.
-    chunk = column
-    if isinstance(column, pa.ChunkedArray):
-        chunk = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-    if chunk.null_count == 0:
-        kind = chunk.type
-        if types.is_integer(kind) or types.is_floating(kind):
-            numbers = chunk.to_numpy(zero_copy_only=True)
-            return lambda positions: list(numbers[positions])
-        if (types.is_list(kind) or types.is_large_list(kind)) and _flat_numbers(chunk.values):
-            return _list_taker(chunk.offsets.to_numpy(), chunk.values.to_numpy(zero_copy_only=True))
-    objects = chunk.to_pylist()
-    return lambda positions: [objects[i] for i in positions.tolist()]
-
-
-def _list_taker(offsets: np.ndarray, values: np.ndarray) -> Callable[[np.ndarray], list[Any]]:
-    def take(positions: np.ndarray) -> list[np.ndarray]:
-        starts, ends = offsets[positions].tolist(), offsets[positions + 1].tolist()
-        return [values[start:end] for start, end in zip(starts, ends, strict=True)]
-
-    return take
-
-
-def _flat_numbers(values: Any) -> bool:
-    import pyarrow.types as types
-
-    return values.null_count == 0 and (
-        types.is_integer(values.type) or types.is_floating(values.type))
 
 
 class GroupCache:
@@ -149,7 +91,7 @@ class ColumnarDataset(Dataset[dict], ABC):
     """Rows of the groups of columnar files, addressed by index (see the module docstring).
 
     Subclasses say how a file is opened (``_open``), its column names
-    (``_schema_names``), its groups' row counts (``_group_rows``) and how
+    (``_schema_names``), its groups' row counts (``_row_counts``) and how
     one group is read, as a pyarrow table or record batch of the selected
     ``columns`` (``_read_group``).
     """
@@ -182,7 +124,7 @@ class ColumnarDataset(Dataset[dict], ABC):
         for file, path in enumerate(self.paths):
             handle = self._handle(file)
             _check_columns(self.columns, self._schema_names(handle), path)
-            counts = self._group_rows(handle)
+            counts = self._row_counts(handle)
             self.groups += [(file, group) for group in range(len(counts))]
             rows += counts
         # group_ends[k]: the index one past group k's last row.
@@ -217,7 +159,7 @@ class ColumnarDataset(Dataset[dict], ABC):
         """See the class docstring."""
 
     @abstractmethod
-    def _group_rows(self, handle: Any) -> list[int]:
+    def _row_counts(self, handle: Any) -> list[int]:
         """See the class docstring."""
 
     @abstractmethod
@@ -253,10 +195,10 @@ class ColumnarDataset(Dataset[dict], ABC):
         Each call begins with a different group it touches, so that worker
         threads fetching batches at once decode different groups.
         """
-        return rows_by_group(indices, self.group_ends, self._group_rows_at,
+        return rows_by_group(indices, self.group_ends, self._rows_in_group,
                              start=next(self._calls))
 
-    def _group_rows_at(self, number: int, positions: np.ndarray) -> list[dict[str, Any]]:
+    def _rows_in_group(self, number: int, positions: list[int]) -> list[dict[str, Any]]:
         columns = self._cache.get(self.groups[number], partial(self.read_columns, number))
         return columns.rows(positions)
 

@@ -80,7 +80,7 @@ class ParquetDataset(ColumnarDataset):
     def _schema_names(self, handle: Any) -> list[str]:
         return list(handle.schema_arrow.names)
 
-    def _group_rows(self, handle: Any) -> list[int]:
+    def _row_counts(self, handle: Any) -> list[int]:
         metadata = handle.metadata
         return [metadata.row_group(group).num_rows for group in range(metadata.num_row_groups)]
 

@@ -188,7 +188,7 @@ class _RowGroupIterator:
                 self._columns = self._stream.dataset.read_columns(group)
                 self._order = self._stream.rows_of(self._epoch, group)
             if not self._ready and self._row < len(self._order):
-                chunk = self._order[self._row:self._row + ROWS_AT_ONCE]
+                chunk = self._order[self._row:self._row + ROWS_AT_ONCE].tolist()
                 self._ready = deque(self._columns.rows(chunk))
             if self._ready:
                 self._row += 1

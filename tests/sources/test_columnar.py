@@ -11,8 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from dataloader import DataLoader
+from dataloader._datasets.row_groups import GroupColumns
 from dataloader.sources import ArrowDataset, ParquetDataset
-from dataloader.sources._columnar import GroupCache, GroupColumns
+from dataloader.sources._columnar import GroupCache
 
 # (num_workers, worker_type): the consumer alone, worker threads, worker processes.
 WORKER_KINDS = [
@@ -205,7 +206,7 @@ def test_a_failed_read_raises_and_the_next_request_reads_again():
     with pytest.raises(OSError, match="disk"):
         cache.get((0, 0), fail)
     assert cache.get((0, 0), lambda: GroupColumns(pa.table({"n": [1]}))).rows(
-        np.array([0])) == [{"n": 1}]
+        [0]) == [{"n": 1}]
 
 
 def test_the_cache_keeps_the_recently_used_groups_within_its_bytes(files):
