@@ -45,16 +45,12 @@ def rows_by_group(
     indices: Sequence[int] | np.ndarray,
     ends: np.ndarray,
     group_rows: Callable[[int, list[int]], Sequence[Any]],
-    *,
-    start: int = 0,
 ) -> list[Any]:
     """The rows at ``indices``, asking ``group_rows(group, positions in it)`` once per group.
 
-    Groups are asked in order of number, beginning at the ``start``-th
-    group touched (modulo their count) and wrapping round: two threads
-    given different starts read different groups first. A batch may touch
-    as many groups as it has rows (a shuffled epoch over small chunks), so
-    the grouping is done in plain Python lists, not a numpy array per group.
+    Groups are asked in order of number. A batch may touch as many groups
+    as it has rows (a shuffled epoch over small chunks), so the grouping is
+    done in plain Python lists, not a numpy array per group.
     """
     wanted = checked_positions(indices, int(ends[-1]) if len(ends) else 0)
     numbers = np.searchsorted(ends, wanted, side="right")
@@ -65,10 +61,8 @@ def rows_by_group(
         where, locals_ = touched.setdefault(group, ([], []))
         where.append(position)
         locals_.append(local)
-    order = sorted(touched)
-    first = start % len(order) if order else 0
     rows: list[Any] = [None] * len(wanted)
-    for group in order[first:] + order[:first]:
+    for group in sorted(touched):
         where, locals_ = touched[group]
         for position, row in zip(where, group_rows(group, locals_), strict=True):
             rows[position] = row

@@ -23,13 +23,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from functools import partial
-from itertools import count
 from typing import Any
 
 import numpy as np
 
 from dataloader._datasets.dataset import Dataset
-from dataloader._datasets.row_groups import GroupColumns, rows_by_group
+from dataloader._datasets.row_groups import GroupColumns, checked_positions, rows_by_group
 from dataloader.sources._common import require
 from dataloader.sources._row_stream import RowGroupStream
 
@@ -55,6 +54,7 @@ class GroupCache:
         self._bytes = 0
 
     def get(self, key: tuple[int, int], read: Callable[[], GroupColumns]) -> GroupColumns:
+        """The group ``key``: kept, being read by another thread (waited for), or read now."""
         with self._lock:
             found = self._groups.get(key)
             if found is not None:
@@ -62,20 +62,43 @@ class GroupCache:
                 return found
             pending = self._reading.get(key)
             if pending is None:
-                mine = self._reading[key] = Future()
-        if pending is not None:
-            return pending.result()
+                pending = self._reading[key] = Future()
+                mine = True
+            else:
+                mine = False
+        return self._read(key, read, pending) if mine else pending.result()
+
+    def read_absent(self, reads: dict[tuple[int, int], Callable[[], GroupColumns]]) -> None:
+        """Read the groups of ``reads`` that are neither kept nor being read, while there is room.
+
+        A batch's fetch calls this first, so that threads fetching batches
+        at once decode different groups, each passing over those another
+        is reading, and only then wait for them. It stops once the cache is
+        full, so that it never evicts a group the batch is about to use.
+        """
+        for key, read in reads.items():
+            with self._lock:
+                if self._bytes >= self.max_bytes:
+                    return
+                if key in self._groups or key in self._reading:
+                    continue
+                pending = self._reading[key] = Future()
+            self._read(key, read, pending)
+
+    def _read(self, key: tuple[int, int], read: Callable[[], GroupColumns],
+              pending: Future[GroupColumns]) -> GroupColumns:
+        """Read ``key``, which this thread has claimed, and hand it to those waiting."""
         try:
             group = read()
         except BaseException as error:
             with self._lock:
                 del self._reading[key]
-            mine.set_exception(error)
+            pending.set_exception(error)
             raise
         with self._lock:
             del self._reading[key]
             self._keep(key, group)
-        mine.set_result(group)
+        pending.set_result(group)
         return group
 
     def _keep(self, key: tuple[int, int], group: GroupColumns) -> None:
@@ -130,20 +153,18 @@ class ColumnarDataset(Dataset[dict], ABC):
         # group_ends[k]: the index one past group k's last row.
         self.group_ends = np.cumsum(rows, dtype=np.int64)
         self._cache = GroupCache(max_cached_bytes)
-        self._calls = count()
 
     # The files' handles and the cache stay in the process that made them:
     # a worker process opens the files again (pyarrow's readers do not pickle).
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        del state["_local"], state["_cache"], state["_calls"]
+        del state["_local"], state["_cache"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._local = threading.local()
         self._cache = GroupCache(self.max_cached_bytes)
-        self._calls = count()
 
     def _handle(self, file: int) -> Any:
         """This thread's open reader of file ``file``: pyarrow's readers are not
@@ -190,13 +211,12 @@ class ColumnarDataset(Dataset[dict], ABC):
         return self.__getitems__([index])[0]
 
     def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
-        """The rows at ``indices``, reading each group they fall in once.
-
-        Each call begins with a different group it touches, so that worker
-        threads fetching batches at once decode different groups.
-        """
-        return rows_by_group(indices, self.group_ends, self._rows_in_group,
-                             start=next(self._calls))
+        """The rows at ``indices``, reading each group they fall in once."""
+        wanted = checked_positions(indices, len(self))
+        touched = np.unique(np.searchsorted(self.group_ends, wanted, side="right")).tolist()
+        self._cache.read_absent(
+            {self.groups[number]: partial(self.read_columns, number) for number in touched})
+        return rows_by_group(wanted, self.group_ends, self._rows_in_group)
 
     def _rows_in_group(self, number: int, positions: list[int]) -> list[dict[str, Any]]:
         columns = self._cache.get(self.groups[number], partial(self.read_columns, number))

@@ -3,6 +3,7 @@
 import pickle
 import threading
 import time
+from concurrent.futures import Future
 
 import numpy as np
 import pyarrow as pa
@@ -195,6 +196,21 @@ def test_a_group_two_threads_want_at_once_is_read_once():
     second.join()
     assert len(reads) == 1 and results[0] is results[1]
     assert cache.get((0, 0), read) is results[0]
+
+
+def test_reading_ahead_passes_over_groups_kept_or_being_read_and_stops_when_full():
+    table = pa.table({"n": range(100)})
+    cache = GroupCache(max_bytes=2 * table.nbytes)
+    cache.get((0, 0), lambda: GroupColumns(table))
+    cache._reading[(0, 1)] = Future()  # another thread is reading it
+    reads = []
+
+    def reader(key):
+        return lambda: reads.append(key) or GroupColumns(table)
+
+    cache.read_absent({(0, k): reader((0, k)) for k in range(5)})
+    assert reads == [(0, 2)]  # then the cache was full
+    assert list(cache._groups) == [(0, 0), (0, 2)]
 
 
 def test_a_failed_read_raises_and_the_next_request_reads_again():
