@@ -121,15 +121,26 @@ def _column_taker(column: Any, python_values: bool) -> Taker:
     if isinstance(column, pa.ChunkedArray):
         chunk = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     if _numbers(chunk):
-        numbers = chunk.to_numpy(zero_copy_only=True)
+        numbers = _numpy_view(chunk)
         if python_values:
             return lambda positions: numbers[positions].tolist()
         return lambda positions: [numbers[i] for i in positions]
     if _lists_of_numbers(chunk):
-        offsets = chunk.offsets.to_numpy()
-        values = chunk.values.to_numpy(zero_copy_only=True)
+        offsets = _numpy_view(chunk.offsets)
+        values = _numpy_view(chunk.values)
         return _list_taker(offsets, values, python_values)
     return lambda positions: [chunk[i].as_py() for i in positions]
+
+
+def _numpy_view(array: Any) -> np.ndarray:
+    """A numpy array over a primitive Arrow array's values, without a copy.
+
+    Made from the data buffer, not by ``Array.to_numpy``, which imports
+    pandas when it is installed: a second or more before a first batch.
+    """
+    dtype = np.dtype(array.type.to_pandas_dtype())
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array),
+                         offset=array.offset * dtype.itemsize)
 
 
 def _numbers(array: Any) -> bool:

@@ -13,6 +13,7 @@ import pytest
 
 from dataloader import DataLoader
 from dataloader._datasets.row_groups import GroupColumns
+from dataloader._processes.choice import resolve_worker_type
 from dataloader.sources import ArrowDataset, ParquetDataset
 from dataloader.sources._columnar import GroupCache
 
@@ -231,3 +232,10 @@ def test_the_cache_keeps_the_recently_used_groups_within_its_bytes(files):
     for index in (0, 8, 0, 40):
         assert as_lists(dataset[index]) == reference[index]
     assert list(dataset._cache._groups) == [(1, 1)]
+
+
+def test_auto_workers_are_threads_as_pyarrow_decodes_without_the_interpreter(files):
+    kind, paths, _ = files
+    dataset = kind(paths)
+    assert resolve_worker_type("auto", dataset, num_workers=2) == "thread"
+    assert resolve_worker_type("auto", dataset.stream(), num_workers=2) == "thread"

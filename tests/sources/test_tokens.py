@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from dataloader import DataLoader
+from dataloader._processes.choice import resolve_worker_type
 from dataloader.sources import TokenDataset
 
 WORKER_KINDS = [
@@ -133,3 +134,9 @@ def test_bad_input_raises_naming_it(tmp_path, token_file):
         TokenDataset(tokens, seq_len=8, documents=[0, TOKENS])
     with pytest.raises(IndexError, match="out of range"):
         TokenDataset(tokens, seq_len=8)[10_000]
+
+
+def test_auto_workers_are_threads_for_windows_of_a_mapping(token_file):
+    path, tokens = token_file
+    dataset = TokenDataset(path, seq_len=8, dtype=tokens.dtype)
+    assert resolve_worker_type("auto", dataset, num_workers=2) == "thread"
