@@ -105,3 +105,19 @@ def test_the_loader_does_not_import_datasets_itself():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout.split() == ["False", "False"]
+
+
+def test_every_kind_of_value_is_the_one_indexing_gives():
+    features = datasets.Features({
+        "half": datasets.Value("float16"), "single": datasets.Value("float32"),
+        "flag": datasets.Value("bool"), "maybe": datasets.Value("int64"),
+        "words": datasets.Sequence(datasets.Value("string")),
+        "nested": {"x": datasets.Value("int8"), "y": datasets.List(datasets.Value("float32"))},
+    })
+    table = datasets.Dataset.from_dict({
+        "half": [0.1, 2.5, -3.0], "single": [0.1, 2.5, -3.0], "flag": [True, False, True],
+        "maybe": [1, None, 3], "words": [["a", "b"], [], ["ü"]],
+        "nested": [{"x": 1, "y": [0.5]}, {"x": -2, "y": []}, {"x": 3, "y": [1.0, 2.0]}],
+    }, features=features)
+    order = [2, 0, 1, 1]
+    assert loaded_rows(table, (0, "thread"), order) == [table[i] for i in order]

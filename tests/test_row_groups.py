@@ -54,15 +54,6 @@ def mixed_table():
     })
 
 
-def test_python_values_are_pyarrows_to_pylist_for_every_type():
-    from dataloader._datasets.row_groups import GroupColumns
-
-    table = mixed_table()
-    for batch in (table, table.to_batches()[0]):
-        assert GroupColumns(batch, python_values=True).rows([2, 0, 1]) == [
-            table.to_pylist()[i] for i in (2, 0, 1)]
-
-
 def test_numbers_and_number_lists_are_numpy_views_otherwise_python_values():
     from dataloader._datasets.row_groups import GroupColumns
 

@@ -1,12 +1,13 @@
 """Hugging Face ``datasets.Dataset`` s fetched a batch at a time from their Arrow table.
 
 Indexing a ``datasets.Dataset`` runs its formatting layers for every call;
-a loader instead cuts a whole batch out of the chunks of the dataset's
-Arrow table, through numpy views of each chunk's columns (``row_groups``),
-giving the same rows as ``dataset[i]`` for each index: :func:`arrow_batches`
-is the batch fetch that :func:`dataloader._datasets.hooks.batch_fetch`
-returns for such a dataset. ``datasets`` is never imported here: a dataset
-is recognised only once its user has imported it (``sys.modules``).
+a loader instead gathers a whole batch out of the chunks of the dataset's
+Arrow table into one small table, which pyarrow converts to Python values
+at once, giving the same rows as ``dataset[i]`` for each index:
+:func:`arrow_batches` is the batch fetch that
+:func:`dataloader._datasets.hooks.batch_fetch` returns for such a dataset.
+``datasets`` is never imported here: a dataset is recognised only once
+its user has imported it (``sys.modules``).
 
 Only datasets whose rows are the table's plain values take this path: no
 output format (``with_format``/``set_transform``) and no feature that
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from dataloader._datasets.row_groups import GroupColumns, checked_positions, rows_by_group
+from dataloader._datasets.row_groups import checked_positions
 
 __all__ = ["arrow_batches"]
 
@@ -64,30 +65,36 @@ class _ArrowBatches:
     """Rows of a ``datasets.Dataset`` taken from its Arrow table a batch at a time.
 
     The table is memory-mapped in chunks (of 1000 rows, as ``datasets``
-    writes them); a ``take`` over the whole table would first join them (a
-    copy of every column), and one per chunk costs more than the rows it
-    gives, so each chunk touched gives its rows through numpy views of
-    its columns (``GroupColumns``, Python values).
+    writes them), and a batch falls in as many chunks as it has rows. A
+    ``take`` over the whole table would first join the chunks (a copy of
+    every column); instead each row is a one-row slice of its chunk (no
+    copy), and the slices make the batch's table.
     """
 
     def __init__(self, dataset: Any) -> None:
         self._length = len(dataset)
         table = dataset.data.table.select(_columns(dataset))
+        self._schema = table.schema
         self._chunks = table.to_batches()
-        self._ends = np.cumsum([chunk.num_rows for chunk in self._chunks], dtype=np.int64)
-        self._columns: dict[int, GroupColumns] = {}
+        ends = np.cumsum([chunk.num_rows for chunk in self._chunks], dtype=np.int64)
+        self._ends, self._starts = ends, ends - [chunk.num_rows for chunk in self._chunks]
         # select(), shuffle() and the like keep the table and map indices through this.
         mapping = dataset._indices
-        self._mapping = None if mapping is None else mapping.column(0).to_numpy()
+        # (uint64 there: int64 here, so that positions stay integers in arithmetic with int64)
+        self._mapping = None if mapping is None else mapping.column(0).to_numpy().astype(np.int64)
 
     def __call__(self, indices: Sequence[int]) -> list[dict]:
+        import pyarrow as pa
+
         rows = checked_positions(indices, self._length)
         if self._mapping is not None:
             rows = self._mapping[rows]
-        return rows_by_group(rows, self._ends, self._chunk_rows)
-
-    def _chunk_rows(self, chunk: int, positions: list[int]) -> list[dict]:
-        columns = self._columns.get(chunk)
-        if columns is None:  # views of the mapping: kept, they cost no memory of their own
-            columns = self._columns[chunk] = GroupColumns(self._chunks[chunk], python_values=True)
-        return columns.rows(positions)
+        chunks = np.searchsorted(self._ends, rows, side="right")
+        local = rows - self._starts[chunks]
+        batch = pa.Table.from_batches(
+            [self._chunks[chunk].slice(row, 1)
+             for chunk, row in zip(chunks.tolist(), local.tolist(), strict=True)],
+            schema=self._schema)
+        columns = batch.to_pydict()
+        return [dict(zip(columns, values, strict=True))
+                for values in zip(*columns.values(), strict=True)]

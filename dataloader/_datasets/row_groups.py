@@ -16,9 +16,6 @@ one numpy gather per column:
 * anything else (strings, nulls, nested structures) is converted to a
   Python object, row by row, by pyarrow.
 
-With ``python_values=True`` numbers become Python numbers and lists
-Python lists, the values pyarrow's ``to_pylist`` gives.
-
 Examples
 --------
 >>> import numpy as np
@@ -93,17 +90,14 @@ class GroupColumns:
     >>> table = pa.table({"ids": [[1, 2], [3]], "text": ["a", "b"]})
     >>> GroupColumns(table).rows([1, 0])
     [{'ids': array([3]), 'text': 'b'}, {'ids': array([1, 2]), 'text': 'a'}]
-    >>> GroupColumns(table, python_values=True).rows([1])
-    [{'ids': [3], 'text': 'b'}]
     """
 
     __slots__ = ("names", "nbytes", "_takers")
 
-    def __init__(self, table: Any, *, python_values: bool = False) -> None:
+    def __init__(self, table: Any) -> None:
         self.names: tuple[str, ...] = tuple(table.schema.names)
         self.nbytes: int = table.nbytes
-        self._takers = [_column_taker(table.column(name), python_values)
-                        for name in self.names]
+        self._takers = [_column_taker(table.column(name)) for name in self.names]
 
     def rows(self, positions: list[int]) -> list[dict[str, Any]]:
         """The rows at ``positions`` of the group, as ``{column: value}``."""
@@ -112,7 +106,7 @@ class GroupColumns:
         return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
 
 
-def _column_taker(column: Any, python_values: bool) -> Taker:
+def _column_taker(column: Any) -> Taker:
     """A function from rows' positions in the group to the column's values there."""
     import pyarrow as pa
 
@@ -122,13 +116,11 @@ def _column_taker(column: Any, python_values: bool) -> Taker:
         chunk = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     if _numbers(chunk):
         numbers = _numpy_view(chunk)
-        if python_values:
-            return lambda positions: numbers[positions].tolist()
         return lambda positions: [numbers[i] for i in positions]
     if _lists_of_numbers(chunk):
         offsets = _numpy_view(chunk.offsets)
         values = _numpy_view(chunk.values)
-        return _list_taker(offsets, values, python_values)
+        return lambda positions: [values[offsets[i]:offsets[i + 1]] for i in positions]
     return lambda positions: [chunk[i].as_py() for i in positions]
 
 
@@ -144,7 +136,7 @@ def _numpy_view(array: Any) -> np.ndarray:
 
 
 def _numbers(array: Any) -> bool:
-    """Integers or floats without nulls, whose numpy values convert as pyarrow's do."""
+    """Integers or floats (not halves, which numpy reads but few expect) without nulls."""
     import pyarrow.types as types
 
     kind = array.type
@@ -157,13 +149,3 @@ def _lists_of_numbers(array: Any) -> bool:
 
     return (array.null_count == 0 and (types.is_list(array.type) or types.is_large_list(array.type))
             and _numbers(array.values))
-
-
-def _list_taker(offsets: np.ndarray, values: np.ndarray, python_values: bool) -> Taker:
-    def views(positions: list[int]) -> list[Any]:
-        return [values[offsets[i]:offsets[i + 1]] for i in positions]
-
-    def lists(positions: list[int]) -> list[Any]:
-        return [values[offsets[i]:offsets[i + 1]].tolist() for i in positions]
-
-    return lists if python_values else views
