@@ -6,8 +6,8 @@ checked, sorted into the groups they fall in (``ends[k]`` is the index one
 past group ``k``'s last row), each group is asked once for its rows, and
 the rows are put back in the batch's order (:func:`rows_by_group`).
 
-A group's rows are cut out of its Arrow columns (:class:`GroupColumns`)
-one numpy gather per column:
+A group's rows are cut out of its Arrow columns (:class:`GroupColumns`),
+column by column:
 
 * a column of integers or floats without nulls is one numpy array over
   Arrow's buffer, and a row's value is its element;
