@@ -198,6 +198,7 @@ bench: $(VENV)/.installed-test bench-photos
 	$(BIN)/python benchmarks/shuffle.py
 	$(BIN)/python benchmarks/shards.py
 	$(BIN)/python benchmarks/sequences_batching.py
+	$(BIN)/python benchmarks/sequences_sources.py
 
 # Real photographs for the image benchmarks (dataloader/_images/samples.py,
 # INSTALLED_PHOTOS): two Debian wallpaper packages of camera pictures.

@@ -5,7 +5,9 @@ dataset offers one by defining the method; nothing needs to be inherited:
 
 * ``__getitems__(indices)`` (:class:`BatchFetching`): a batch's items in
   one call, torch's hook for batched reads; :func:`batch_fetch` finds it
-  (a dataset may set it to ``None`` to say it has none);
+  (a dataset may set it to ``None`` to say it has none), and for a Hugging
+  Face ``datasets.Dataset`` offers a batched read of its Arrow table
+  instead (``dataloader._datasets.hugging_face``);
 * ``set_epoch(epoch)`` (:class:`EpochAware`): told each epoch's number
   before its items are taken, so that a stream can shuffle by epoch;
   :func:`announce_epoch` calls it;
@@ -38,6 +40,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from dataloader._datasets.hugging_face import arrow_batches
+
 __all__ = [
     "BatchFetching", "EpochAware", "ResumableIterator", "announce_epoch", "batch_fetch",
     "state_saver",
@@ -65,7 +69,13 @@ class ResumableIterator(Protocol):
 
 
 def batch_fetch(dataset: Any) -> Callable[[list[Any]], Sequence[Any]] | None:
-    """``dataset.__getitems__``, or ``None`` when it offers none (or sets it to ``None``)."""
+    """``dataset.__getitems__``, or ``None`` when it offers none (or sets it to ``None``).
+
+    A Hugging Face dataset's rows are read from its Arrow table instead.
+    """
+    from_table = arrow_batches(dataset)
+    if from_table is not None:
+        return from_table
     getitems = getattr(dataset, "__getitems__", None)
     return getitems if callable(getitems) else None
 

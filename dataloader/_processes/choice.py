@@ -18,7 +18,9 @@ The rule, in order:
    dataset offers ``raw_item``: ``plugins.item_source``), a collate
    function that assembles batches natively (``ImageCollator``), or one of
    the library's sources (``native_loading``: ``FileDataset``,
-   ``TarDataset``), also under ``shard`` or ``ChainDataset``; and
+   ``TarDataset``, ``ParquetDataset``, ``ArrowDataset``, their
+   ``RowGroupStream`` and ``TokenDataset``), also under ``shard`` or
+   ``ChainDataset``; and
    ``interleave``'s datasets, whose ``stats()`` count in the loader's own
    copy;
 5. items already in memory -- threads: a list, tuple, range, numpy array
