@@ -24,6 +24,12 @@ NEEDS = {
     "dataloader.torch": "torch",
     "dataloader._loading.tensors": "torch",
     "dataloader._sampling.torch_order": "torch",
+    "dataloader._datasets.hugging_face": "datasets",  # the columnar sources: the arrow extra
+    "dataloader._datasets.row_groups": "pyarrow",
+    "dataloader.sources._arrow": "pyarrow",
+    "dataloader.sources._columnar": "pyarrow",
+    "dataloader.sources._parquet": "pyarrow",
+    "dataloader.sources._row_stream": "pyarrow",
 }
 
 

@@ -3,12 +3,14 @@
 import subprocess
 import sys
 
-import datasets
 import numpy as np
 import pytest
 
 from dataloader import DataLoader, Subset
 from dataloader._datasets.hooks import batch_fetch
+
+# The arrow extra (not installed beside a free-threaded build).
+datasets = pytest.importorskip("datasets")
 
 WORKER_KINDS = [
     pytest.param((0, "thread"), id="direct"),

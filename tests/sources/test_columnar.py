@@ -6,9 +6,6 @@ import time
 from concurrent.futures import Future
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.feather as feather
-import pyarrow.parquet as pq
 import pytest
 
 from dataloader import DataLoader
@@ -16,6 +13,11 @@ from dataloader._datasets.row_groups import GroupColumns
 from dataloader._processes.choice import resolve_worker_type
 from dataloader.sources import ArrowDataset, ParquetDataset
 from dataloader.sources._columnar import GroupCache
+
+# The arrow extra (not installed beside a free-threaded build).
+pa = pytest.importorskip("pyarrow")
+feather = pytest.importorskip("pyarrow.feather")
+pq = pytest.importorskip("pyarrow.parquet")
 
 # (num_workers, worker_type): the consumer alone, worker threads, worker processes.
 WORKER_KINDS = [

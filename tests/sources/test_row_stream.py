@@ -3,12 +3,14 @@
 import json
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from dataloader import DataLoader
 from dataloader.sources import ArrowDataset, ParquetDataset, RowGroupStream
+
+# The arrow extra (not installed beside a free-threaded build).
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
 
 ROWS = 53
 GROUP_ROWS = 6  # nine groups, the last of five rows
