@@ -29,6 +29,9 @@ EXPECTED = {
     "mixed_transforms.py": [r"3 batches of \(8, 3, 64, 64\) float32",
                             r"same batches with 2 workers and with none: True"],
     "train_classifier.py": [r"epoch 0: loss", r"epoch 3: loss [\d.]+, accuracy (0\.9\d|1\.00)"],
+    # A uniform guess over 512 tokens loses ln(512) = 6.24.
+    "train_text.py": [r"2000 paragraphs, \d+ tokens, \d+ batches", r"epoch 0: loss",
+                      r"epoch 2: loss [0-4]\.\d\d"],
     "sample_data.py": [r"wrote 48 JPEGs under train/"],
 }
 
@@ -37,6 +40,7 @@ EXPECTED = {
 REQUIRES = {
     "image_folder.py": ["torch"],
     "train_classifier.py": ["torch"],
+    "train_text.py": ["torch", "pyarrow", "tokenizers"],
     "http_dataset.py": ["aiohttp"],
     "object_store.py": ["obstore"],
 }
