@@ -123,8 +123,7 @@ def test_crop_at_decode_equals_the_crop_of_the_whole_frame(media, references):
     assert resized.shape == (1, 60, 52, 3)
 
 
-def test_decoding_releases_the_gil_for_other_threads(media, references):
-    # Threads decoding the same file at once each get their own frames.
+def test_threads_decoding_one_file_at_once_each_get_their_frames(media, references):
     results = {}
 
     def decode(offset):
@@ -208,9 +207,36 @@ def test_media_info_counts_frames_and_names_codecs(media, references):
                 "av1.mkv": "av1", "vfr.mkv": "h264", "offset.ts": "h264"}
     for name, codec in expected.items():
         video = next(s for s in kernels.media_info(media[name]) if s.kind == "video")
+        times = references[name].times
         assert (video.codec, video.frames, video.width, video.height) == (
-            codec, len(references[name].rgb), 208, 120)
+            codec, len(times), 208, 120)
+        assert video.frame_rate == pytest.approx((len(times) - 1) / (times[-1] - times[0]))
     streams = kernels.media_info(media["h264_bframes.mp4"])
     assert [s.kind for s in streams] == ["video", "audio"]
     assert streams[0].frame_rate == pytest.approx(25.0)
     assert streams[1].sample_rate == 44100 and streams[1].channels == 2
+
+
+def test_a_playlist_cannot_make_the_demuxer_read_another_file(media, tmp_path, capfd):
+    # An HLS playlist naming a local file: FFmpeg (and PyAV) would open it; ours refuses.
+    playlist = (f"#EXTM3U\n#EXT-X-TARGETDURATION:3\n#EXTINF:3.0,\n"
+                f"file://{media['offset.ts']}\n#EXT-X-ENDLIST\n")
+    path = tmp_path / "list.m3u8"
+    path.write_text(playlist)
+    with pytest.raises(ValueError, match="not a media file FFmpeg reads"):
+        decode_video(path)
+    with pytest.raises(ValueError, match="not a media file FFmpeg reads"):
+        decode_video(playlist.encode())
+    assert capfd.readouterr().err == ""
+
+
+def test_without_ffmpeg_in_the_build_the_kernels_say_what_to_install(monkeypatch, media):
+    import sys
+
+    from dataloader.kernels import decode_audio, media_info
+
+    monkeypatch.setitem(sys.modules, "dataloader._core.media", None)   # as if never built
+    for call in (lambda: decode_video(media["hevc.mkv"]), lambda: decode_audio(media["tones.wav"]),
+                 lambda: media_info(media["hevc.mkv"])):
+        with pytest.raises(ImportError, match="apt-get install libavformat-dev"):
+            call()

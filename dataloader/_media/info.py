@@ -6,7 +6,11 @@ import dataclasses
 
 from dataloader._media.source import MediaSource, open_media
 
-__all__ = ["StreamInfo", "media_info"]
+__all__ = ["MEDIA_EXTENSIONS", "StreamInfo", "media_info"]
+
+# The video and audio files a folder holds, for ``dataloader info`` and the video datasets.
+MEDIA_EXTENSIONS = (".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".ts", ".mpg", ".mpeg",
+                    ".m4a", ".mp3", ".wav", ".flac", ".ogg", ".opus", ".aac")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -14,8 +18,10 @@ class StreamInfo:
     """One stream of a media file, as :func:`media_info` reports it.
 
     ``frames`` of a video stream is counted from its packets (every frame
-    shown, whatever the container declares); ``duration`` and
-    ``frame_rate`` are the container's (None when it does not say).
+    shown, whatever the container declares) and ``frame_rate`` is their
+    average rate, from the first frame's timestamp to the last's (the
+    container's nominal rate for a single frame); ``duration`` is the
+    container's (None when it does not say).
 
     Examples
     --------
@@ -58,8 +64,11 @@ def _stream_info(media, stream: dict) -> StreamInfo:
     facts = {"index": stream["index"], "kind": stream["kind"], "codec": stream["codec"],
              "duration": stream["duration"]}
     if stream["kind"] == "video":
-        facts.update(frame_rate=stream["frame_rate"], width=stream["width"],
-                     height=stream["height"], frames=len(media.frame_pts(stream["index"])))
+        pts = media.frame_pts(stream["index"])
+        numerator, denominator = stream["time_base"]
+        span = float(pts[-1] - pts[0]) * numerator / denominator if len(pts) > 1 else 0.0
+        facts.update(frame_rate=(len(pts) - 1) / span if span > 0 else stream["frame_rate"],
+                     width=stream["width"], height=stream["height"], frames=len(pts))
     elif stream["kind"] == "audio":
         facts.update(sample_rate=stream["sample_rate"], channels=stream["channels"])
     return StreamInfo(**facts)

@@ -8,6 +8,7 @@ fails for it.
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any, TypeAlias
 
@@ -45,7 +46,7 @@ def open_media(source: MediaSource, probe_streams: bool = False) -> Any:
 def native_media() -> Any:
     """``dataloader._core.media``, or ``ImportError`` saying what to install."""
     try:
-        from dataloader._core import media
+        media = importlib.import_module("dataloader._core.media")
     except ImportError as err:
         raise ImportError(
             "video and audio decoding needs FFmpeg's libraries when dataloader is built: "

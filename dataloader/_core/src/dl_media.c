@@ -20,6 +20,11 @@
 #include "dl_internal.h"
 
 #define DL_IO_BUFFER 65536
+/* The containers read (FFmpeg's demuxer names): files of media, never
+ * playlists or lists of other files (HLS, DASH, concat), image sequences
+ * or devices, whatever the bytes say they are. */
+#define DL_MEDIA_CONTAINERS "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,mpegts,mpeg,mpegvideo," \
+    "ogg,wav,w64,aiff,caf,mp3,flac,aac,ivf,h264,hevc,obu,flv,asf,m4v"
 
 /* ---- FFmpeg's log: never printed; the last error kept per thread ---------- */
 
@@ -158,7 +163,11 @@ static int open_input(dl_media_t *m, int probe_streams, char *msg)
     }
     m->format->pb = m->io;
     m->format->io_open = refuse_other_files;
-    int err = avformat_open_input(&m->format, NULL, NULL, NULL);
+    AVDictionary *options = NULL;
+    int err = av_dict_set(&options, "format_whitelist", DL_MEDIA_CONTAINERS, 0);
+    if (err >= 0)
+        err = avformat_open_input(&m->format, NULL, NULL, &options);
+    av_dict_free(&options);
     if (err < 0)   /* avformat_open_input freed the context */
         return dl_media_fail(msg, DL_ERR_CORRUPT, err, "not a media file FFmpeg reads");
     if ((probe_streams || headers_incomplete(m->format)) &&
