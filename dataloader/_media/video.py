@@ -151,6 +151,8 @@ def decode_video(source: MediaSource, frames: Sequence[int] | Timestamps | Clip 
     with open_media(source) as media:
         stream = _video_stream(media)
         pts = media.frame_pts(stream["index"])
+        if len(pts) == 0:
+            raise ValueError(f"cannot decode video {media.name}: the video stream has no frames")
         wanted = frame_numbers(frames, pts / _ticks_per_second(stream))
         box = _crop_box(crop, stream["height"], stream["width"])
         height, width = _output_size(size, box[2], box[3])
@@ -164,10 +166,8 @@ def decode_video(source: MediaSource, frames: Sequence[int] | Timestamps | Clip 
 
 def frame_numbers(frames: Any, times: np.ndarray) -> np.ndarray:
     """The frame numbers ``frames`` chooses, as int64, for a video whose frames
-    are shown from ``times`` (seconds, ascending)."""
+    are shown from ``times`` (seconds, ascending; at least one)."""
     count = len(times)
-    if count == 0:
-        raise ValueError("the video stream has no frames")
     if frames is None:
         return np.arange(count, dtype=np.int64)
     if isinstance(frames, Timestamps):
