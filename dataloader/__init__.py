@@ -27,6 +27,7 @@ from dataloader._images.collator import ImageCollator
 from dataloader._images.folder import ImageFolder
 from dataloader._loader import DataLoader
 from dataloader._loading.collate import default_collate, default_convert
+from dataloader._media.folder import ClipSampler, VideoFolder
 from dataloader._sampling.distributed import DistributedSampler
 from dataloader._sampling.sampler import (
     BatchSampler,
@@ -45,6 +46,7 @@ __all__ = [
     "AsyncDataset",
     "BatchSampler",
     "ChainDataset",
+    "ClipSampler",
     "ConcatDataset",
     "DataLoader",
     "Dataset",
@@ -63,6 +65,7 @@ __all__ = [
     "Subset",
     "SubsetRandomSampler",
     "TensorDataset",
+    "VideoFolder",
     "WeightedRandomSampler",
     "WorkerInfo",
     "default_collate",

@@ -6,11 +6,12 @@ import dataclasses
 
 from dataloader._media.source import MediaSource, open_media
 
-__all__ = ["MEDIA_EXTENSIONS", "StreamInfo", "media_info"]
+__all__ = ["AUDIO_EXTENSIONS", "MEDIA_EXTENSIONS", "VIDEO_EXTENSIONS", "StreamInfo", "media_info"]
 
-# The video and audio files a folder holds, for ``dataloader info`` and the video datasets.
-MEDIA_EXTENSIONS = (".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".ts", ".mpg", ".mpeg",
-                    ".m4a", ".mp3", ".wav", ".flac", ".ogg", ".opus", ".aac")
+# The video and audio files a folder holds, by suffix (``dataloader info``, ``VideoFolder``).
+VIDEO_EXTENSIONS = (".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".ts", ".mpg", ".mpeg")
+AUDIO_EXTENSIONS = (".m4a", ".mp3", ".wav", ".flac", ".ogg", ".opus", ".aac")
+MEDIA_EXTENSIONS = VIDEO_EXTENSIONS + AUDIO_EXTENSIONS
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -26,11 +26,18 @@ from dataloader._images.arguments import (
 )
 from dataloader._media.source import MediaSource, native_media, open_media
 
-__all__ = ["Clip", "Timestamps", "decode_video"]
+__all__ = ["Clip", "FrameSelection", "Timestamps", "decode_video", "frame_numbers", "shown_at"]
 
 # A timestamp this close to a frame's (in seconds) is that frame's: times
 # written as decimals (0.04) are not exact in binary.
 _TOLERANCE = 1e-6
+
+
+class FrameSelection(Protocol):
+    """Frames chosen by rule (``Timestamps``, ``Clip``, a ``ClipSampler``'s clip):
+    the frame numbers it picks of a video whose frames are shown from ``times``."""
+
+    def frame_numbers(self, times: np.ndarray) -> np.ndarray: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +59,10 @@ class Timestamps:
             raise TypeError(f"seconds must be a sequence of numbers, got {self.seconds!r}")
         object.__setattr__(self, "seconds", tuple(
             check_real(f"seconds[{i}]", value) for i, value in enumerate(self.seconds)))
+
+    def frame_numbers(self, times: np.ndarray) -> np.ndarray:
+        """The frames shown at ``self.seconds``, of frames shown from ``times``."""
+        return shown_at(np.asarray(self.seconds, np.float64), times)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,8 +93,20 @@ class Clip:
         if self.fps is not None and self.stride != 1:
             raise ValueError("a clip takes stride or fps, not both")
 
+    def frame_numbers(self, times: np.ndarray) -> np.ndarray:
+        """The clip's frames, of frames shown from ``times``."""
+        if self.fps is not None:
+            return shown_at(self.start + np.arange(self.num_frames) / self.fps, times)
+        first = int(shown_at(np.array([self.start]), times)[0])
+        last = first + (self.num_frames - 1) * self.stride
+        if last >= len(times):
+            raise ValueError(f"a clip of {self.num_frames} frames {self.stride} apart from frame "
+                             f"{first} ({self.start:g} s) needs frame {last}; the video has "
+                             f"{len(times)}")
+        return np.arange(first, last + 1, self.stride, dtype=np.int64)
 
-def decode_video(source: MediaSource, frames: Sequence[int] | Timestamps | Clip | None = None, *,
+
+def decode_video(source: MediaSource, frames: Sequence[int] | FrameSelection | None = None, *,
                  size: int | Sequence[int] | None = None, crop: Sequence[int] | None = None,
                  interpolation: str = "bilinear", threads: int = 1) -> np.ndarray:
     """Decode chosen frames of a video into uint8 ``(T, H, W, 3)`` RGB.
@@ -92,7 +115,7 @@ def decode_video(source: MediaSource, frames: Sequence[int] | Timestamps | Clip 
     ----------
     source : path or bytes-like
         The file, or its bytes. Its best video stream is decoded (FFmpeg's choice).
-    frames : sequence of int, Timestamps, Clip or None
+    frames : sequence of int, Timestamps, Clip, ClipSampler's clip or None
         Frame numbers (0 is the first frame shown; in any order, repeats
         allowed), the frames shown at given times, or a clip; None for
         every frame.
@@ -166,15 +189,15 @@ def decode_video(source: MediaSource, frames: Sequence[int] | Timestamps | Clip 
 
 def frame_numbers(frames: Any, times: np.ndarray) -> np.ndarray:
     """The frame numbers ``frames`` chooses, as int64, for a video whose frames
-    are shown from ``times`` (seconds, ascending; at least one)."""
-    count = len(times)
+    are shown from ``times`` (seconds, ascending; at least one): all for
+    None, a selection's own ``frame_numbers(times)`` (``Timestamps``,
+    ``Clip``, a clip sampler's), else the numbers given."""
     if frames is None:
-        return np.arange(count, dtype=np.int64)
-    if isinstance(frames, Timestamps):
-        return _shown_at(np.asarray(frames.seconds, np.float64), times)
-    if isinstance(frames, Clip):
-        return _clip_frames(frames, times)
-    return _indices(frames, count)
+        return np.arange(len(times), dtype=np.int64)
+    choose = getattr(frames, "frame_numbers", None)
+    if choose is not None:
+        return choose(times)
+    return _indices(frames, len(times))
 
 
 def _indices(frames: Any, count: int) -> np.ndarray:
@@ -197,7 +220,8 @@ def _end(times: np.ndarray) -> float:
     return float(2 * times[-1] - times[-2]) if len(times) > 1 else np.inf
 
 
-def _shown_at(seconds: np.ndarray, times: np.ndarray) -> np.ndarray:
+def shown_at(seconds: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """The frames shown at ``seconds``, of frames shown from ``times``."""
     wanted = np.searchsorted(times, seconds + _TOLERANCE, side="right") - 1
     end = _end(times)
     outside = seconds[(wanted < 0) | (seconds >= end)]
@@ -205,18 +229,6 @@ def _shown_at(seconds: np.ndarray, times: np.ndarray) -> np.ndarray:
         raise ValueError(f"no frame is shown at {float(outside[0]):g} s: the video shows "
                          f"frames from {float(times[0]):g} s to {end:g} s")
     return wanted.astype(np.int64)
-
-
-def _clip_frames(clip: Clip, times: np.ndarray) -> np.ndarray:
-    if clip.fps is not None:
-        return _shown_at(clip.start + np.arange(clip.num_frames) / clip.fps, times)
-    first = int(_shown_at(np.array([clip.start]), times)[0])
-    last = first + (clip.num_frames - 1) * clip.stride
-    if last >= len(times):
-        raise ValueError(f"a clip of {clip.num_frames} frames {clip.stride} apart from frame "
-                         f"{first} ({clip.start:g} s) needs frame {last}; the video has "
-                         f"{len(times)}")
-    return np.arange(first, last + 1, clip.stride, dtype=np.int64)
 
 
 def _video_stream(media: Any) -> dict:
