@@ -208,8 +208,8 @@ struct AVFormatContext;
 struct AVIOContext;
 struct AVCodecContext;
 
-/* A keyframe of the scanned stream: its presentation time, and the decoding
- * time a seek to it asks for (demuxers index keyframes by either). */
+/* A keyframe of the scanned stream: its presentation time, and its decoding
+ * time (demuxers index keyframes by either, dl_video.c). */
 typedef struct {
     int64_t pts, dts;
 } dl_keyframe_t;

@@ -6,9 +6,10 @@
  * then decodes forward and drops frames until the one with the frame's
  * timestamp.  Matching timestamps rather than counting frames is what keeps
  * variable frame rates, B-frames (decoded out of order) and streams that do
- * not start at 0 right.  A seek that lands after the frame (a demuxer
- * indexing keyframes by another clock) steps back one keyframe and tries
- * again.  Each frame is cropped and resized by libswscale straight from the
+ * not start at 0 right.  Seeks ask for the keyframe's presentation time
+ * (how MP4 and Matroska index keyframes); one that lands after the frame
+ * asks again by the keyframe's decoding time (MPEG-TS), then for the
+ * keyframe before.  Each frame is cropped and resized by libswscale straight from the
  * decoder's planes (into per-thread rows of the output size, see convert):
  * no full-size RGB frame is made when a smaller one is asked for. */
 #include <limits.h>
@@ -64,13 +65,15 @@ static int64_t keyframe_before(const dl_media_t *m, int64_t pts)
     return low > 0 ? low - 1 : 0;
 }
 
-static int seek(reader_t *r, int64_t key, char *msg)
+/* Seeks to keyframe `key` by its presentation time, or by its decoding time. */
+static int seek(reader_t *r, int64_t key, int by_dts, char *msg)
 {
-    int err = av_seek_frame(r->m->format, r->m->stream, r->m->keys[key].dts,
+    const dl_keyframe_t *k = &r->m->keys[key];
+    int err = av_seek_frame(r->m->format, r->m->stream, by_dts ? k->dts : k->pts,
                             AVSEEK_FLAG_BACKWARD);
     if (err < 0)
         return dl_media_fail(msg, DL_ERR_CORRUPT, err, "cannot seek to the keyframe at "
-                             "timestamp %lld", (long long)r->m->keys[key].pts);
+                             "timestamp %lld", (long long)k->pts);
     avcodec_flush_buffers(r->decoder);
     r->draining = 0;
     r->after_seek = 1;
@@ -214,9 +217,9 @@ static int convert(reader_t *r, int64_t index, uint8_t *dst, char *msg)
 static int decode_one(reader_t *r, int64_t index, int64_t pts, uint8_t *dst, char *msg)
 {
     int64_t key = keyframe_before(r->m, pts);
-    int retries = 0, status = DL_OK;
+    int retries = 0, by_dts = 0, status = DL_OK;
     if (r->last == INT64_MIN || pts <= r->last || r->m->keys[key].pts > r->last)
-        status = seek(r, key, msg);
+        status = seek(r, key, by_dts, msg);
     while (status == DL_OK) {
         int err = next_frame(r);
         if (err < 0 && err != AVERROR_EOF)
@@ -234,12 +237,15 @@ static int decode_one(reader_t *r, int64_t index, int64_t pts, uint8_t *dst, cha
             r->last = time;
             continue;
         }
-        /* Past the frame (or the end) without seeing it: start earlier. */
-        if (key == 0 || ++retries > DL_SEEK_RETRIES)
+        /* Past the frame (or the end) without seeing it: start earlier, seeking
+         * to the keyframe by its decoding time, then to the one before. */
+        if ((by_dts && key == 0) || ++retries > DL_SEEK_RETRIES)
             return dl_fail(msg, DL_ERR_CORRUPT, "frame %lld (timestamp %lld) was not decoded: "
                            "the stream is damaged or truncated (byte %lld)", (long long)index,
                            (long long)pts, (long long)r->position);
-        status = seek(r, --key, msg);
+        key -= by_dts;
+        by_dts = !by_dts;
+        status = seek(r, key, by_dts, msg);
     }
     return status;
 }
