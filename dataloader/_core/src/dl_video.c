@@ -13,6 +13,7 @@
  * decoder's planes (into per-thread rows of the output size, see convert):
  * no full-size RGB frame is made when a smaller one is asked for. */
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <libavcodec/avcodec.h>
@@ -37,6 +38,8 @@ typedef struct {
     AVFrame *frame;
     struct SwsContext *scaler;
     int scaler_key[4];   /* the frames r->scaler was made for (prepare_scaler) */
+    const int64_t *wanted;   /* the timestamps of the frames asked for, ascending */
+    int64_t wanted_count;
     int draining;        /* the end of the stream was sent to the decoder */
     int after_seek;      /* packets are dropped until a keyframe */
     int64_t last;        /* the timestamp of the last frame decoded since the seek */
@@ -81,6 +84,31 @@ static int seek(reader_t *r, int64_t key, int by_dts, char *msg)
     return DL_OK;
 }
 
+static int is_wanted(const reader_t *r, int64_t pts)
+{
+    int64_t low = 0, high = r->wanted_count;
+    while (low < high) {
+        int64_t middle = low + (high - low) / 2;
+        if (r->wanted[middle] < pts)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    return low < r->wanted_count && r->wanted[low] == pts;
+}
+
+/* A frame no other frame refers to need not be decoded unless it is asked
+ * for (B-frames mostly: about half of them). The decoder reads skip_frame
+ * while it decodes the packet just sent, so this holds only without its
+ * own threads, which decode packets later. */
+static void skip_unwanted(reader_t *r, const AVPacket *packet)
+{
+    if (r->output->threads == 1)
+        r->decoder->skip_frame = is_wanted(r, packet->pts != AV_NOPTS_VALUE ? packet->pts
+                                                                           : packet->dts)
+                                     ? AVDISCARD_DEFAULT : AVDISCARD_NONREF;
+}
+
 /* Feeds the decoder one packet of the stream, or the end of the stream. */
 static int feed(reader_t *r)
 {
@@ -97,6 +125,7 @@ static int feed(reader_t *r)
         if (wanted) {
             r->after_seek = 0;
             r->position = r->packet->pos;
+            skip_unwanted(r, r->packet);
             err = avcodec_send_packet(r->decoder, r->packet);
         }
         av_packet_unref(r->packet);
@@ -255,6 +284,13 @@ int dl_video_decode(dl_media_t *m, const int64_t *frames, int64_t count,
 {
     reader_t r = {.m = m, .output = output, .last = INT64_MIN, .position = -1};
     size_t frame_bytes = (size_t)output->height * (size_t)output->width * 3;
+    int64_t *wanted = malloc((size_t)(count > 0 ? count : 1) * sizeof *wanted);
+    if (!wanted)
+        return dl_fail(msg, DL_ERR_NOMEM, "out of memory decoding");
+    for (int64_t k = 0; k < count; k++)
+        wanted[k] = m->pts[frames[k]];
+    r.wanted = wanted;
+    r.wanted_count = count;
     int status = dl_open_decoder(m, m->stream, output->threads, &r.decoder, msg);
     r.packet = av_packet_alloc();
     r.frame = av_frame_alloc();
@@ -263,5 +299,6 @@ int dl_video_decode(dl_media_t *m, const int64_t *frames, int64_t count,
     for (int64_t k = 0; status == DL_OK && k < count; k++)
         status = decode_one(&r, frames[k], m->pts[frames[k]], dst + (size_t)k * frame_bytes, msg);
     close_reader(&r);
+    free(wanted);
     return status;
 }
