@@ -201,6 +201,7 @@ bench: $(VENV)/.installed-test bench-photos
 	$(BIN)/python benchmarks/thread_scaling.py
 	$(BIN)/python benchmarks/shuffle.py
 	$(BIN)/python benchmarks/shards.py
+	$(BIN)/python benchmarks/video.py
 
 # Real photographs for the image benchmarks (dataloader/_images/samples.py,
 # INSTALLED_PHOTOS): two Debian wallpaper packages of camera pictures.
