@@ -84,6 +84,17 @@ def test_clips_by_stride_and_by_fps(media, references, name):
     np.testing.assert_array_equal(by_rate, reference.rgb[expected])
 
 
+def test_a_clip_without_a_start_begins_at_the_first_frame(media, references):
+    # offset.ts's timeline starts at 1.48 s: no frame is shown at 0 s.
+    reference = references["offset.ts"]
+    np.testing.assert_array_equal(decode_video(media["offset.ts"], Clip(3, stride=5)),
+                                  reference.rgb[[0, 5, 10]])
+    np.testing.assert_array_equal(decode_video(media["offset.ts"], Clip(2, fps=12.5)),
+                                  reference.rgb[[0, 2]])
+    with pytest.raises(ValueError, match="no frame is shown at 0 s"):
+        decode_video(media["offset.ts"], Clip(3, start=0.0))
+
+
 def test_the_variable_frame_rate_file_has_irregular_frames(references):
     gaps = np.round(np.diff(references["vfr.mkv"].times), 3)
     assert {0.04, 0.068, 0.018} <= set(gaps.tolist())

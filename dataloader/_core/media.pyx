@@ -35,7 +35,6 @@ cdef extern from "dl_media.h" nogil:
         char codec[32]
         double duration
         double frame_rate
-        int64_t header_frames
         int64_t time_base_num, time_base_den
         int width, height
         int sample_rate, channels
@@ -140,7 +139,6 @@ cdef class MediaFile:
                 "index": index, "kind": _KINDS[info.kind], "codec": info.codec.decode(),
                 "duration": info.duration if info.duration >= 0 else None,
                 "frame_rate": info.frame_rate or None,
-                "header_frames": info.header_frames or None,
                 "time_base": (info.time_base_num, info.time_base_den),
                 "width": info.width, "height": info.height,
                 "sample_rate": info.sample_rate, "channels": info.channels,

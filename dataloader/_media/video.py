@@ -67,9 +67,11 @@ class Timestamps:
 
 @dataclasses.dataclass(frozen=True)
 class Clip:
-    """``num_frames`` frames from the one shown at ``start`` seconds: every
-    ``stride``-th frame, or, with ``fps``, the frames shown at ``fps`` times
-    a second (a frame repeats when ``fps`` is above the video's rate).
+    """``num_frames`` frames from the one shown at ``start`` seconds (of the
+    stream's timeline; None: from the first frame, wherever the timeline
+    starts): every ``stride``-th frame, or, with ``fps``, the frames shown
+    at ``fps`` times a second (a frame repeats when ``fps`` is above the
+    video's rate).
 
     Examples
     --------
@@ -79,14 +81,14 @@ class Clip:
     """
 
     num_frames: int
-    start: float = 0.0
+    start: float | None = None
     stride: int = 1
     fps: float | None = None
 
     def __post_init__(self):
         check_int("num_frames", self.num_frames, 1, 1 << 20)
         check_int("stride", self.stride, 1, 1 << 20)
-        if check_real("start", self.start) < 0:
+        if self.start is not None and check_real("start", self.start) < 0:
             raise ValueError(f"start must be >= 0 seconds, got {self.start}")
         if self.fps is not None and check_real("fps", self.fps) <= 0:
             raise ValueError(f"fps must be > 0, got {self.fps}")
@@ -95,13 +97,14 @@ class Clip:
 
     def frame_numbers(self, times: np.ndarray) -> np.ndarray:
         """The clip's frames, of frames shown from ``times``."""
+        start = float(times[0]) if self.start is None else self.start
         if self.fps is not None:
-            return shown_at(self.start + np.arange(self.num_frames) / self.fps, times)
-        first = int(shown_at(np.array([self.start]), times)[0])
+            return shown_at(start + np.arange(self.num_frames) / self.fps, times)
+        first = int(shown_at(np.array([start]), times)[0])
         last = first + (self.num_frames - 1) * self.stride
         if last >= len(times):
             raise ValueError(f"a clip of {self.num_frames} frames {self.stride} apart from frame "
-                             f"{first} ({self.start:g} s) needs frame {last}; the video has "
+                             f"{first} ({start:g} s) needs frame {last}; the video has "
                              f"{len(times)}")
         return np.arange(first, last + 1, self.stride, dtype=np.int64)
 

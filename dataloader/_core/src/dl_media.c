@@ -259,7 +259,6 @@ void dl_media_stream_info(const dl_media_t *m, int stream, dl_stream_info_t *inf
     if (info->duration < 0 && m->format->duration != AV_NOPTS_VALUE)
         info->duration = (double)m->format->duration / AV_TIME_BASE;
     info->frame_rate = st->avg_frame_rate.den ? av_q2d(st->avg_frame_rate) : 0.0;
-    info->header_frames = st->nb_frames;
     info->time_base_num = st->time_base.num;
     info->time_base_den = st->time_base.den;
     info->width = par->width;

@@ -42,7 +42,6 @@ typedef struct {
     char codec[32];           /* the decoder's short name, "" when FFmpeg has none */
     double duration;          /* seconds; < 0 when the file does not say */
     double frame_rate;        /* average frames per second; 0 when unknown */
-    int64_t header_frames;    /* the frame count the container declares; 0 when it does not */
     int64_t time_base_num, time_base_den;
     int width, height;        /* video */
     int sample_rate, channels;/* audio */
