@@ -10,8 +10,12 @@ BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
 
 # libturbojpeg: the tests write YCCK JPEGs with the TurboJPEG API (Pillow cannot).
-APT_PACKAGES := pkg-config libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev libwebp-dev
-PKG_CONFIG_MODULES := libjpeg libturbojpeg libpng libwebp
+# FFmpeg's libraries: video and audio decoding (an optional part of the build);
+# the ffmpeg command makes the test videos (tests/media_files.py).
+APT_PACKAGES := pkg-config libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev libwebp-dev \
+	libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev ffmpeg
+PKG_CONFIG_MODULES := libjpeg libturbojpeg libpng libwebp \
+	libavformat libavcodec libavutil libswscale libswresample
 BUILD_REQUIREMENTS := "meson-python>=0.16" "meson>=1.4" ninja "Cython>=3.0.10" "numpy>=2.0"
 # The CPU build of torch, for the interoperability tests and the benchmarks.
 TORCH_REQUIREMENT := torch==2.13.0
@@ -199,6 +203,7 @@ bench: $(VENV)/.installed-test bench-photos
 	$(BIN)/python benchmarks/shards.py
 	$(BIN)/python benchmarks/sequences_batching.py
 	$(BIN)/python benchmarks/sequences_sources.py
+	$(BIN)/python benchmarks/video.py
 
 # Real photographs for the image benchmarks (dataloader/_images/samples.py,
 # INSTALLED_PHOTOS): two Debian wallpaper packages of camera pictures.
@@ -251,7 +256,7 @@ docs: $(VENV)/.installed-docs
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
 
 sysdeps:
-	@if pkg-config --exists $(PKG_CONFIG_MODULES) 2>/dev/null; then :; \
+	@if pkg-config --exists $(PKG_CONFIG_MODULES) 2>/dev/null && command -v ffmpeg >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "Installing system build libraries: $(APT_PACKAGES)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES); \

@@ -27,6 +27,7 @@ from dataloader._images.collator import ImageCollator
 from dataloader._images.folder import ImageFolder
 from dataloader._loader import DataLoader
 from dataloader._loading.collate import default_collate, default_convert
+from dataloader._media.folder import ClipSampler, VideoFolder
 from dataloader._sampling.distributed import DistributedSampler
 from dataloader._sampling.sampler import (
     BatchSampler,
@@ -49,6 +50,7 @@ __all__ = [
     "BatchSampler",
     "BucketBatchSampler",
     "ChainDataset",
+    "ClipSampler",
     "ConcatDataset",
     "DataLoader",
     "Dataset",
@@ -69,6 +71,7 @@ __all__ = [
     "Subset",
     "SubsetRandomSampler",
     "TensorDataset",
+    "VideoFolder",
     "WeightedRandomSampler",
     "WorkerInfo",
     "collate_packed",

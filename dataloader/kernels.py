@@ -58,17 +58,26 @@ from dataloader._images.arguments import (
     output,
 )
 from dataloader._images.decode import ImageInfo, decode, image_info
+from dataloader._media.audio import decode_audio
+from dataloader._media.info import StreamInfo, media_info
+from dataloader._media.video import Clip, Timestamps, decode_video
 
 __all__ = [
+    "Clip",
     "Image",
     "ImageBatch",
     "ImageInfo",
+    "StreamInfo",
+    "Timestamps",
     "affine",
     "convert",
     "crop",
     "decode",
+    "decode_audio",
+    "decode_video",
     "hflip",
     "image_info",
+    "media_info",
     "normalize",
     "pad",
     "pad_to",

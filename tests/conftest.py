@@ -126,6 +126,14 @@ def assert_same_batches_on_workers(items, chain, *, batch_size, seed):
 
 
 @pytest.fixture(scope="session")
+def media(tmp_path_factory):
+    """The test videos and audio files (tests/media_files.py): {name: path}."""
+    from media_files import make_media
+
+    return make_media(tmp_path_factory.mktemp("media"))
+
+
+@pytest.fixture(scope="session")
 def photos():
     """Real photographs shipped with scikit-image: {name: encoded bytes}."""
     data = pytest.importorskip(

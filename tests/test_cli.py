@@ -252,6 +252,44 @@ def test_info_unreadable_file_is_named(tmp_path, capsys):
     assert f"{bad}:" in captured.err and "BytesIO" not in captured.err
 
 
+def test_info_reports_the_streams_of_video_and_audio_files(media, tmp_path):
+    image = tmp_path / "a.png"
+    image.write_bytes(encode(natural_image(4, 6), "PNG"))
+    result = run("info", image, media["h264_bframes.mp4"], media["vfr.mkv"], media["tones.ogg"])
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[:2] == ["file", "format"] and "6x4" in lines[1]
+    assert lines[3].split() == ["file", "stream", "kind", "codec", "duration", "rate", "frames",
+                                "size"]
+    assert lines[4].split()[1:] == ["0", "video", "h264", "3", "s", "25", "fps", "75", "208x120"]
+    assert lines[5].split()[1:] == ["1", "audio", "aac", "3", "s", "44100", "Hz", "-", "2", "ch"]
+    # The variable frame rate is the frames' average, from their timestamps.
+    assert lines[6].split()[3:] == ["h264", "3.146", "s", "23.825", "fps", "75", "208x120"]
+    assert lines[7].split()[1:4] == ["0", "audio", "vorbis"]
+
+
+def test_info_json_of_a_video_and_a_folder_of_media(media, capsys):
+    assert main(["info", "--json", str(media["hevc.mkv"])]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert facts["file"] == str(media["hevc.mkv"])
+    assert facts["bytes"] == media["hevc.mkv"].stat().st_size
+    assert facts["streams"] == [{
+        "index": 0, "kind": "video", "codec": "hevc", "duration": 3.0, "frame_rate": 25.0,
+        "frames": 75, "width": 208, "height": 120, "sample_rate": None, "channels": None}]
+    assert main(["info", "--json", str(media["hevc.mkv"].parent)]) == 0
+    files = [json.loads(line)["file"] for line in capsys.readouterr().out.splitlines()]
+    assert sorted(files) == sorted(str(path) for path in media.values())
+
+
+def test_info_names_a_file_that_is_neither_image_nor_media(tmp_path, media, capsys):
+    notes = tmp_path / "notes.mp4"
+    notes.write_text("not a video")
+    assert main(["info", str(media["tones.wav"]), str(notes)]) == 1
+    captured = capsys.readouterr()
+    assert "tones.wav" in captured.out
+    assert f"{notes}:" in captured.err and "cannot decode media" in captured.err
+
+
 @pytest.mark.parametrize("fmt", ["JPEG", "PNG", "WEBP"])
 @pytest.mark.parametrize("value", range(1, 9))
 def test_orientation_matches_pillow(fmt, value):

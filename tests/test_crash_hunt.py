@@ -15,6 +15,7 @@ Example counts come from the hypothesis profile (``tests/conftest.py``):
 modest under ``make test``, many more under ``make soak``.
 """
 
+import functools
 import math
 import pickle
 import re
@@ -35,6 +36,7 @@ from hypothesis import strategies as st
 
 from dataloader import kernels, transforms
 from dataloader._core.image import MAX_SIDE
+from dataloader._media.samples import sample_audio, sample_video
 
 WORKER = Path(__file__).with_name("crash_hunt_worker.py")
 # Seconds one case may take before it counts as a hang (the machine may be busy).
@@ -45,6 +47,7 @@ CASE_TIMEOUT = 120
 EXEMPT = {
     "transforms.Transform": "abstract base class; every subclass is hunted",
     "kernels.ImageInfo": "a frozen record returned by image_info, with no code",
+    "kernels.StreamInfo": "a frozen record returned by media_info, with no code",
     "transforms.BatchTransform": "abstract base class of the batch transforms",
     "transforms.MixUp": "numpy and torch operations on a collated batch, no native code",
     "transforms.CutMix": "numpy and torch operations on a collated batch, no native code",
@@ -239,6 +242,25 @@ def encoded_specs():
                      files.map(_as_uint8_array))
 
 
+@functools.cache
+def _media_files():
+    """A sample video and audio file (made once, by the ffmpeg command)."""
+    folder = Path(tempfile.mkdtemp())
+    return [sample_video(folder).read_bytes(), sample_audio(folder).read_bytes()]
+
+
+def _media_file(index, cut):
+    data = _media_files()[index]
+    return data[:len(data) - cut]
+
+
+def media_specs():
+    """Video and audio bytes: whole, cut short, or any encoded bytes."""
+    whole = st.integers(0, 1).map(lambda index: _media_file(index, 0))
+    cut = st.builds(_media_file, st.integers(0, 1), st.integers(1, 100_000))
+    return st.one_of(whole, cut, encoded_specs())
+
+
 def inputs():
     """What a transform or kernel may be handed."""
     return st.one_of(
@@ -407,6 +429,21 @@ KERNEL_ARGS = {
         "channels": ints(1, 4), "dtype": choices(["uint8", "float32"]),
         "layout": choices(["NCHW", "NHWC"])}),
     "Image.from_array": ([inputs()], {"layout": choices(["HWC", "CHW"])}),
+    # Frame numbers within the sample video's 50 (past them is IndexError, as numpy's).
+    "decode_video": ([media_specs(), st.one_of(st.lists(st.integers(0, 49), max_size=4),
+                                               st.sampled_from(ODD))], {
+        "size": st.one_of(st.none(), sizes()),
+        "crop": st.one_of(st.none(), st.lists(ints(0, 130), min_size=4, max_size=4),
+                          st.sampled_from(ODD)),
+        "interpolation": choices(["nearest", "bilinear", "bicubic", "area"]),
+        "threads": ints(0, 4)}),
+    "decode_audio": ([media_specs()], {
+        "sample_rate": ints(1, 96000), "channels": ints(1, 8), "start": reals(0.0, 3.0),
+        "end": st.one_of(st.none(), reals(0.0, 3.0))}),
+    "media_info": ([media_specs()], {}),
+    "Clip": ([ints(0, 8)], {"start": reals(), "stride": ints(0, 4),
+                            "fps": st.one_of(st.none(), reals(0.0, 60.0))}),
+    "Timestamps": ([st.one_of(st.lists(reals(), max_size=3), st.sampled_from(ODD))], {}),
     "ImageBatch.from_array": ([inputs()], {"layout": choices(["NCHW", "NHWC"])}),
 }
 for _name, (_args, _kwargs) in KERNEL_ARGS.items():

@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from dataloader._media.samples import sample_audio, sample_video
+
 ROOT = Path(__file__).parent.parent
 DOCS = ROOT / "docs"
 TIMEOUT = 300
 # Pages whose ```python blocks run, in order, as one script each (in a
-# folder holding a small ``train/`` image folder and ``photo.jpg``), each
+# folder holding a small ``train/`` image folder, ``photo.jpg``, and the
+# sample ``clip.mp4`` and ``talk.m4a``), each
 # ``print(...)  # text`` asserting what it prints. Other pages show
 # fragments of larger programs.
 RUNNABLE_PAGES = ["README.md", *(f"docs/{name}" for name in [
@@ -83,6 +86,8 @@ def test_page_code_runs(name, tmp_path):
         sys.path.remove(str(ROOT / "examples"))
     image_folder(tmp_path / "train", per_class=6)
     (tmp_path / "photo.jpg").write_bytes((tmp_path / "train" / "red" / "000.jpg").read_bytes())
+    sample_video(tmp_path, "clip.mp4")
+    sample_audio(tmp_path, "talk.m4a")
     script = tmp_path / "page.py"
     script.write_text(CHECK_CLAIMS + checked_claims("\n".join(blocks)))
     result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,

@@ -2,6 +2,7 @@
 
 import io
 import os
+import random
 import subprocess
 import sys
 
@@ -328,3 +329,38 @@ def test_the_decode_transform_counts_the_decoders_memory_too(tmp_path):
     chain = transforms.Compose([transforms.Decode("L", max_bytes=8 << 20)])
     with pytest.raises(ValueError, match="working memory"):
         chain(buffer.getvalue())
+
+
+def damaged(data, rng):
+    """``data`` cut short, with bytes changed, or with a run of zeros."""
+    damage = rng.choice(["cut", "change", "zeros"])
+    data = bytearray(data)
+    if damage == "cut":
+        return bytes(data[:rng.randrange(1, len(data))])
+    if damage == "change":
+        for _ in range(rng.randrange(1, 40)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        return bytes(data)
+    start = rng.randrange(len(data))
+    data[start:start + 2000] = bytes(len(data[start:start + 2000]))
+    return bytes(data)
+
+
+@pytest.mark.parametrize("name", ["h264_bframes.mp4", "hevc.mkv", "vp9.webm", "av1.mkv",
+                                  "offset.ts", "tones.m4a", "tones.ogg", "tones.wav"])
+def test_damaged_video_and_audio_decode_or_raise_value_error_quietly(media, name, capfd):
+    rng = random.Random(name)
+    data = media[name].read_bytes()
+    outcomes = set()
+    for _ in range(12):
+        bad = damaged(data, rng)
+        for call in (lambda b: kernels.decode_video(b, size=(32, 48)), kernels.decode_audio,
+                     kernels.media_info):
+            try:
+                call(bad)
+                outcomes.add("decoded")
+            except ValueError as err:
+                assert "cannot decode" in str(err)
+                outcomes.add("refused")
+    assert "refused" in outcomes   # the damage was seen, never a crash or another error
+    assert capfd.readouterr().err == ""   # FFmpeg's log never reaches stderr

@@ -18,7 +18,8 @@ typedef enum {
     DL_ERR_NOMEM = 2,        /* scratch memory could not be allocated */
     DL_ERR_MISMATCH = 3,     /* destination does not match the header */
     DL_ERR_ARGUMENT = 10,    /* a transform cannot apply to what it got (msg names the op) */
-    DL_NEEDS_FALLBACK = 11   /* a format without a native decoder: decode it elsewhere */
+    DL_NEEDS_FALLBACK = 11,  /* a format without a native decoder: decode it elsewhere */
+    DL_ERR_OS = 12           /* a file could not be read (errno kept by the caller) */
 } dl_status_t;
 
 /* Formats (dl_format_t): DL_FORMATS in dl_tables.h. */

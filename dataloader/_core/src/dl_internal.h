@@ -191,6 +191,7 @@ enum {
     DL_SCRATCH_STEP_B,
     DL_SCRATCH_BETWEEN,
     DL_SCRATCH_POLICY,
+    DL_SCRATCH_MEDIA,   /* a video frame's rows padded for libswscale (dl_video.c) */
     DL_SCRATCH_SLOTS
 };
 
@@ -200,5 +201,40 @@ uint8_t *dl_scratch(int slot, size_t bytes);
 
 /* Writes the printf-style message into `msg` (DL_MSG_LEN bytes); returns `status`. */
 int dl_fail(char *msg, int status, const char *format, ...);
+
+/* ---- media (dl_media.c, dl_video.c, dl_audio.c) ---------------------------- */
+
+struct AVFormatContext;
+struct AVIOContext;
+struct AVCodecContext;
+
+/* A keyframe of the scanned stream: its presentation time, and its decoding
+ * time (demuxers index keyframes by either, dl_video.c). */
+typedef struct {
+    int64_t pts, dts;
+} dl_keyframe_t;
+
+struct dl_media {
+    struct AVFormatContext *format;
+    struct AVIOContext *io;     /* ours: reads `data`, or `fd` with pread */
+    const uint8_t *data;        /* the caller's bytes (NULL for a file) */
+    int fd;
+    size_t size, position;
+    int stream;                 /* the scanned video stream */
+    int scanned;                /* a scan read the packets (to the end) */
+    int64_t frames, key_count;
+    int64_t *pts;               /* frames' presentation times, ascending */
+    dl_keyframe_t *keys;        /* ascending by pts */
+};
+
+/* The stream's decoder, opened with `threads` threads of its own (1: none,
+ * 0: FFmpeg's choice); the caller frees *decoder, on failure too. */
+int dl_open_decoder(const struct dl_media *m, int stream, int threads,
+                    struct AVCodecContext **decoder, char *msg);
+/* dl_fail with FFmpeg's reason for `av_error` (when < 0) and its last logged
+ * error appended; an out-of-memory error is DL_ERR_NOMEM whatever `status`. */
+int dl_media_fail(char *msg, int status, int av_error, const char *format, ...);
+/* libswscale's flag of a dl_video_filter_t. */
+int dl_video_filter_flag(int filter);
 
 #endif
