@@ -1,11 +1,13 @@
 """Audio decoding compared with PyAV's decode + resample, on files made by ffmpeg here."""
 
-import av
 import numpy as np
 import pytest
 
 from dataloader import DataLoader
 from dataloader.kernels import decode_audio
+
+# PyAV, the reference (not installed beside a free-threaded build).
+av = pytest.importorskip("av")
 
 AUDIO_FILES = ["tones.m4a", "tones.ogg", "tones.wav", "h264_bframes.mp4"]
 LAYOUTS = {1: "mono", 2: "stereo"}
