@@ -241,7 +241,7 @@ $(PILLOW_SIMD_VENV)/.installed:
 	$(PYTHON) -m venv $(PILLOW_SIMD_VENV)
 	$(PILLOW_SIMD_VENV)/bin/python -m pip install -q --upgrade pip
 	$(PILLOW_SIMD_VENV)/bin/python -m pip install -q numpy
-	CC="cc -mavx2" $(PILLOW_SIMD_VENV)/bin/python -m pip install -q --no-cache-dir --no-binary :all: pillow-simd
+	CC="cc -mavx2" $(PILLOW_SIMD_VENV)/bin/python -m pip install -q --no-cache-dir --no-binary pillow-simd pillow-simd
 	touch $@
 
 # The documentation, into site/. `make test` builds it too (tests/test_docs.py).
