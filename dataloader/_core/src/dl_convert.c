@@ -5,13 +5,13 @@
 
 #include "dl_codecs.h"
 
-static void dl_convert_row(const uint8_t *s, int sc, uint8_t *d, int dc, ptrdiff_t width)
+/* The pixels of one row; sc and dc are constants in each inlined copy, so
+ * that the branches on them leave the loop (which the compiler may then
+ * vectorise). */
+static inline __attribute__((always_inline)) void
+dl_convert_pixels(const uint8_t *s, int sc, uint8_t *d, int dc, ptrdiff_t width)
 {
     ptrdiff_t x;
-    if (sc == dc) {
-        memcpy(d, s, (size_t)(width * sc));
-        return;
-    }
     for (x = 0; x < width; x++, s += sc, d += dc) {
         uint8_t l, a;
         if (sc <= 2) {
@@ -38,6 +38,21 @@ static void dl_convert_row(const uint8_t *s, int sc, uint8_t *d, int dc, ptrdiff
             if (dc == 4)
                 d[3] = a;
         }
+    }
+}
+
+static void dl_convert_row(const uint8_t *s, int sc, uint8_t *d, int dc, ptrdiff_t width)
+{
+    if (sc == dc) {
+        memcpy(d, s, (size_t)(width * sc));
+        return;
+    }
+    switch (sc * 8 + dc) {
+#define DL_PAIR(from, to) \
+    case from * 8 + to: dl_convert_pixels(s, from, d, to, width); return;
+    DL_PAIR(1, 2) DL_PAIR(1, 3) DL_PAIR(1, 4) DL_PAIR(2, 1) DL_PAIR(2, 3) DL_PAIR(2, 4)
+    DL_PAIR(3, 1) DL_PAIR(3, 2) DL_PAIR(3, 4) DL_PAIR(4, 1) DL_PAIR(4, 2) DL_PAIR(4, 3)
+#undef DL_PAIR
     }
 }
 
