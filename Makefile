@@ -185,7 +185,7 @@ ft-install: $(FT_VENV)/.installed
 
 # Every benchmark, each against its peers in the same run (docs/benchmarks.md);
 # JSON into benchmarks/results/, the image chart into docs/images/.
-bench: $(VENV)/.installed-test bench-photos
+bench: $(VENV)/.installed-test bench-photos pillow-simd
 	$(BIN)/python benchmarks/loader_overhead.py
 	$(BIN)/python benchmarks/compare_torch.py
 	$(BIN)/python benchmarks/drop_in.py
@@ -193,6 +193,7 @@ bench: $(VENV)/.installed-test bench-photos
 	$(BIN)/python benchmarks/augment.py
 	$(BIN)/python benchmarks/policies.py
 	$(BIN)/python benchmarks/kernels.py
+	$(BIN)/python benchmarks/kernels.py --pillow-perf
 	$(BIN)/python benchmarks/fusion_error.py
 	$(BIN)/python benchmarks/thread_scaling.py
 	$(BIN)/python benchmarks/shuffle.py
