@@ -485,6 +485,9 @@ def perf_rounds(data, simd, rounds):
         for op in operations():
             items = data[op.source] if op.source in ("crops", "jpegs") else [data[op.source]]
             libraries = {"dataloader": ours_function(op)}
+            if op.kind == "crops":
+                libraries[FAST] = lambda image, size=op.argument: kernels.resize(image, size,
+                                                                                exact=False)
             if op.kind == "decode" and simplejpeg is not None:
                 libraries["simplejpeg"] = simplejpeg.decode_jpeg
             repeats = 5 if len(items) > 1 else 15
