@@ -43,9 +43,10 @@ benchmark (``_pillow_perf.py``: resizes of a 2560x1600 photograph with each
 filter, Gaussian blur, colour conversion, transposes) and two cases of
 training pipelines (RandomResizedCrop-like crops of real photographs resized
 to 224x224, and the JPEG decode of 300 photographs), ours against
-Pillow-SIMD (and simplejpeg for the decode), on one thread, alternating
-between the processes, the best of the rounds; it prints our speed over each
-peer's per operation and writes ``benchmarks/results/pillow_perf.json``.
+Pillow-SIMD (and simplejpeg for the decode), on one thread (its CPU time),
+alternating between the processes, the best of the rounds; it prints our
+speed over each peer's per operation and writes
+``benchmarks/results/pillow_perf.json``.
 
 Pillow-SIMD replaces Pillow, so it runs in a subprocess of the interpreter
 given by ``--pillow-simd`` (default: ``$PILLOW_SIMD_PYTHON``, else
@@ -519,16 +520,20 @@ def pillow_perf_main(args):
     finally:
         if simd is not None:
             simd.close()
+    # Our speed over each peer's, for each of our variants (the default, and the fast
+    # resize mode where it runs).
     rows = [{"operation": name, "ms": times,
-             "speed_vs": {peer: times[peer] / times["dataloader"] for peer in times
-                          if peer != "dataloader"}} for name, times in best.items()]
+             "speed_vs": {f"{ours} vs {peer}": times[peer] / times[ours]
+                          for ours in times if ours.startswith("dataloader")
+                          for peer in times if not peer.startswith("dataloader")}}
+            for name, times in best.items()]
     info = side_record(args, load_before, rows, f"pillow-perf set ({source}) and photographs "
                        f"({len(photos)} JPEGs, {crop_count} crops)", "ms per item, 1 thread")
     info["versions"]["Pillow-SIMD"] = simd.version if simd is not None else None
     for row in rows:
-        peers = "  ".join(f"{peer} {row['ms'][peer]:.3f} ms: {speed:.2f}x"
-                          for peer, speed in row["speed_vs"].items())
-        print(f"{row['operation']:68} dataloader {row['ms']['dataloader']:8.3f} ms  {peers}")
+        times = "  ".join(f"{library} {ms:.3f} ms" for library, ms in row["ms"].items())
+        speeds = "  ".join(f"{pair}: {speed:.2f}x" for pair, speed in row["speed_vs"].items())
+        print(f"{row['operation']}\n    {times}\n    {speeds}")
     write_results(PILLOW_PERF_RESULTS, info)
 
 

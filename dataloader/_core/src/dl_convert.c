@@ -3,6 +3,7 @@
  * dropped when removed. */
 #include <string.h>
 
+#include "dl_clones.h"
 #include "dl_codecs.h"
 
 /* The pixels of one row; sc and dc are constants in each inlined copy, so
@@ -41,7 +42,10 @@ dl_convert_pixels(const uint8_t *s, int sc, uint8_t *d, int dc, ptrdiff_t width)
     }
 }
 
-static void dl_convert_row(const uint8_t *s, int sc, uint8_t *d, int dc, ptrdiff_t width)
+/* Compiled for AVX2 too: the luma of RGB pixels then runs on 256-bit
+ * vectors (about twice as fast as on the baseline's). */
+DL_AVX2_CLONES static void dl_convert_row(const uint8_t *s, int sc, uint8_t *d, int dc,
+                                          ptrdiff_t width)
 {
     if (sc == dc) {
         memcpy(d, s, (size_t)(width * sc));

@@ -52,15 +52,9 @@
 #include "dl_internal.h"
 #include "dl_resize.h"
 
+#include "dl_clones.h"
 #include "dl_resize_avx2.h"
 
-/* The filtering loop is compiled for AVX2 as well and chosen at load time
- * where the compiler and C library support it (GCC ifunc). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define DL_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define DL_TARGET_CLONES
-#endif
 #define DL_PI 3.14159265358979323846
 
 static double dl_bilinear(double x)
@@ -266,7 +260,7 @@ static void dl_transpose(const uint8_t *src, ptrdiff_t src_stride, int rows, int
  * Pillow's (sums of exact products: the order of additions does not matter).
  * The horizontal pass runs through this function too, on a transposed image
  * (see dl_filter_columns), so that both passes vectorise. */
-DL_TARGET_CLONES static void
+DL_AVX2_CLONES static void
 dl_filter_rows(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_t row_len, uint8_t *dst,
                ptrdiff_t dst_stride, int out_h, int ksize, const int *bounds,
                const int32_t *weights, int bits, int32_t *acc)
