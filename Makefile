@@ -193,7 +193,6 @@ bench: $(VENV)/.installed-test bench-photos pillow-simd
 	$(BIN)/python benchmarks/augment.py
 	$(BIN)/python benchmarks/policies.py
 	$(BIN)/python benchmarks/kernels.py
-	$(BIN)/python benchmarks/kernels.py --pillow-perf
 	$(BIN)/python benchmarks/fusion_error.py
 	$(BIN)/python benchmarks/thread_scaling.py
 	$(BIN)/python benchmarks/shuffle.py

@@ -38,14 +38,14 @@ library, the order alternating, and times both by the thread's CPU time and
 by wall time; it prints the median and quartiles of the per-round speed
 ratio and writes ``benchmarks/results/decode.json``.
 
-``--pillow-perf`` runs only the operations of Pillow-SIMD's published
-benchmark (``_pillow_perf.py``: resizes of a 2560x1600 photograph with each
-filter, Gaussian blur, colour conversion, transposes) and two cases of
-training pipelines (RandomResizedCrop-like crops of real photographs resized
-to 224x224, and the JPEG decode of 300 photographs), ours against
-Pillow-SIMD (and simplejpeg for the decode), on one thread (its CPU time),
-alternating between the processes, the best of the rounds; it prints our
-speed over each peer's per operation and writes
+The default run ends with, and ``--pillow-perf`` runs only, the operations
+of Pillow-SIMD's published benchmark (``_pillow_perf.py``: resizes of a
+2560x1600 photograph with each filter, Gaussian blur, colour conversion,
+transposes) and two cases of training pipelines (RandomResizedCrop-like
+crops of real photographs resized to 224x224, and the JPEG decode of 300
+photographs), ours against Pillow-SIMD (and simplejpeg for the decode), on
+one thread (its CPU time), alternating between the processes, the best of
+the rounds; it prints our speed over each peer's per operation and writes
 ``benchmarks/results/pillow_perf.json``.
 
 Pillow-SIMD replaces Pillow, so it runs in a subprocess of the interpreter
@@ -635,6 +635,7 @@ def main():
         print(f"{line['operation']}: {line['library']} {line['ours_ms']:.3f} ms, {line['peer']} "
               f"{line['peer_ms']:.3f} ms: {line['speed_vs_peer']:.2f}x {line['peer']}'s speed")
     write_results(RESULTS, info)
+    pillow_perf_main(args)
 
 
 if __name__ == "__main__":

@@ -76,7 +76,7 @@ MUTATIONS = (
              "a = sc == 4 ? s[3] : 255;", "a = sc == 4 ? s[3] : 0;",
              ("tests/core/test_codecs.py",)),
     Mutation("rotate90: k=1 and k=3 swapped", SRC + "dl_ops.c",
-             "            if (k == 1)", "            if (k == 3)",
+             "        if (k == 1) {", "        if (k == 3) {",
              ("tests/test_kernels.py", "tests/core/test_ops.py")),
     Mutation("reflect padding repeats the edge sample", SRC + "dl_ops.c",
              "return i >= n ? period - i : i;", "return i >= n ? period - 1 - i : i;",

@@ -144,20 +144,10 @@ static int dl_weight_bits(const double *k, size_t count, int fast)
     return bits;
 }
 
-/* The filter's value at x: a switch that the compiler takes out of the
- * loops over taps, instead of a call through a pointer for every tap. */
-static inline double dl_filter_value(int filter, double x)
-{
-    switch (filter) {
-    case DL_FILTER_BICUBIC: return dl_bicubic(x);
-    case DL_FILTER_LANCZOS: return dl_lanczos(x);
-    default: return dl_bilinear(x);
-    }
-}
-
 /* Output xx's weights into k[0 .. ksize - 1] (zero past its count of
  * inputs), normalised to sum to one, as Pillow computes them: the same
- * operations in the same order, so the same doubles. */
+ * operations in the same order, so the same doubles.  The filter is chosen
+ * by a switch the compiler takes out of the loop, not a call per tap. */
 static void dl_output_weights(const dl_kernel_t *kernel, int filter, int xx, int xmin, int count,
                               int ksize, double *k)
 {
@@ -165,7 +155,10 @@ static void dl_output_weights(const dl_kernel_t *kernel, int filter, int xx, int
     double ww = 0.0, ss = 1.0 / kernel->filterscale;
     int x;
     for (x = 0; x < count; x++) {
-        k[x] = dl_filter_value(filter, (x + xmin - center + 0.5) * ss);
+        double at = (x + xmin - center + 0.5) * ss;
+        k[x] = filter == DL_FILTER_BICUBIC   ? dl_bicubic(at)
+               : filter == DL_FILTER_LANCZOS ? dl_lanczos(at)
+                                             : dl_bilinear(at);
         ww += k[x];
     }
     if (ww != 0.0)
@@ -199,10 +192,9 @@ static int dl_coefficients(int in_size, int out_size, int filter, int antialias,
                           normalised + (ptrdiff_t)xx * ksize);
     }
     *bits = dl_weight_bits(normalised, count, fast);
-    double one = (double)(1 << *bits);
     for (x = 0; x < (int)count; x++) {
-        double w = normalised[x];
-        weights[x] = (int32_t)(w < 0 ? -0.5 + w * one : 0.5 + w * one);
+        double w = normalised[x] * (1 << *bits);
+        weights[x] = (int32_t)(w < 0 ? -0.5 + w : 0.5 + w);
     }
     free(normalised);
     *bounds_out = bounds;
