@@ -74,7 +74,7 @@ MUTATIONS = (
              ("tests/test_colour.py",)),
     Mutation("alpha added as 0 instead of 255", SRC + "dl_convert.c",
              "a = sc == 4 ? s[3] : 255;", "a = sc == 4 ? s[3] : 0;",
-             ("tests/core/test_codecs.py",)),
+             ("tests/core/test_codecs.py", "tests/test_kernels.py")),
     Mutation("rotate90: k=1 and k=3 swapped", SRC + "dl_ops.c",
              "        if (k == 1) {", "        if (k == 3) {",
              ("tests/test_kernels.py", "tests/core/test_ops.py")),
