@@ -189,7 +189,7 @@ ft-install: $(FT_VENV)/.installed
 
 # Every benchmark, each against its peers in the same run (docs/benchmarks.md);
 # JSON into benchmarks/results/, the image chart into docs/images/.
-bench: $(VENV)/.installed-test bench-photos
+bench: $(VENV)/.installed-test bench-photos pillow-simd
 	$(BIN)/python benchmarks/loader_overhead.py
 	$(BIN)/python benchmarks/compare_torch.py
 	$(BIN)/python benchmarks/drop_in.py
@@ -248,7 +248,7 @@ $(PILLOW_SIMD_VENV)/.installed:
 	$(PYTHON) -m venv $(PILLOW_SIMD_VENV)
 	$(PILLOW_SIMD_VENV)/bin/python -m pip install -q --upgrade pip
 	$(PILLOW_SIMD_VENV)/bin/python -m pip install -q numpy
-	CC="cc -mavx2" $(PILLOW_SIMD_VENV)/bin/python -m pip install -q --no-cache-dir --no-binary :all: pillow-simd
+	CC="cc -mavx2" $(PILLOW_SIMD_VENV)/bin/python -m pip install -q --no-cache-dir --no-binary pillow-simd pillow-simd
 	touch $@
 
 # The documentation, into site/. `make test` builds it too (tests/test_docs.py).

@@ -38,6 +38,16 @@ library, the order alternating, and times both by the thread's CPU time and
 by wall time; it prints the median and quartiles of the per-round speed
 ratio and writes ``benchmarks/results/decode.json``.
 
+The default run ends with, and ``--pillow-perf`` runs only, the operations
+of Pillow-SIMD's published benchmark (``_pillow_perf.py``: resizes of a
+2560x1600 photograph with each filter, Gaussian blur, colour conversion,
+transposes) and two cases of training pipelines (RandomResizedCrop-like
+crops of real photographs resized to 224x224, and the JPEG decode of 300
+photographs), ours against Pillow-SIMD (and simplejpeg for the decode), on
+one thread (its CPU time), alternating between the processes, the best of
+the rounds; it prints our speed over each peer's per operation and writes
+``benchmarks/results/pillow_perf.json``.
+
 Pillow-SIMD replaces Pillow, so it runs in a subprocess of the interpreter
 given by ``--pillow-simd`` (default: ``$PILLOW_SIMD_PYTHON``, else
 ``.venv-pillow-simd/bin/python``, which ``make pillow-simd`` creates); it is
@@ -47,6 +57,7 @@ Run: ``.venv/bin/python benchmarks/kernels.py [--quick] [--rounds N] [--pillow-s
 or ``.venv/bin/python benchmarks/kernels.py --float-tail [--rounds N]``
 or ``.venv/bin/python benchmarks/kernels.py --warps [--rounds N]``
 or ``.venv/bin/python benchmarks/kernels.py --decode [--rounds N]``
+or ``.venv/bin/python benchmarks/kernels.py --pillow-perf [--rounds N] [--pillow-simd PYTHON]``
 """
 
 import argparse
@@ -62,7 +73,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import load_average, per_image_seconds
+from _common import load_average, one_thread_seconds, per_image_seconds
 from _pillow_ops import (
     DECODE_CENTER_CROP,
     DECODE_JPEG,
@@ -77,17 +88,24 @@ from _pillow_ops import (
     crops,
     pillow_candidates,
 )
+from _pillow_perf import TRANSPOSES, blur_kernel_size, inputs, operations
 from PIL import Image as PILImage
 
 import dataloader
 from dataloader import kernels
 from dataloader._images.chains import compile_chain
-from dataloader._images.samples import image_paths, sample_image_folder, synthetic_image
+from dataloader._images.samples import (
+    INSTALLED_PHOTOS,
+    image_paths,
+    sample_image_folder,
+    synthetic_image,
+)
 from dataloader.kernels import ImageBatch
 from dataloader.transforms import (
     CenterCrop,
     Compose,
     Decode,
+    GaussianBlur,
     Normalize,
     RandomHFlip,
     RandomResizedCrop,
@@ -110,6 +128,7 @@ RESULTS = Path(__file__).parent / "results" / "kernels.json"
 FLOAT_TAIL_RESULTS = Path(__file__).parent / "results" / "float_tail.json"
 WARPS_RESULTS = Path(__file__).parent / "results" / "warps.json"
 DECODE_RESULTS = Path(__file__).parent / "results" / "decode.json"
+PILLOW_PERF_RESULTS = Path(__file__).parent / "results" / "pillow_perf.json"
 TAIL = [ToFloat(), Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)), ToChw()]
 PILLOW_SIMD_VENV = Path(__file__).resolve().parent.parent / ".venv-pillow-simd" / "bin" / "python"
 
@@ -203,16 +222,18 @@ def candidates(jpeg, png, pixels, windows):
 
 
 class PillowSimd:
-    """The Pillow-SIMD process: ``measure(operation, repeats)`` times one operation there."""
+    """The Pillow-SIMD process: ``measure(operation, repeats)`` times one operation there.
 
-    def __init__(self, python, jpeg, png, pixels, count):
+    ``arrays`` are saved for it to INPUTS.npz; it runs ``_pillow_simd.py
+    [mode] INPUTS.npz [count]`` (see there)."""
+
+    def __init__(self, python, arrays, count, mode=()):
         self.folder = tempfile.TemporaryDirectory()
-        inputs = Path(self.folder.name) / "inputs.npz"
-        np.savez(inputs, jpeg=np.frombuffer(jpeg, np.uint8), png=np.frombuffer(png, np.uint8),
-                 pixels=pixels)
+        saved = Path(self.folder.name) / "inputs.npz"
+        np.savez(saved, **arrays)
         self.process = subprocess.Popen(
-            [python, str(Path(__file__).parent / "_pillow_simd.py"), str(inputs), str(count)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            [python, str(Path(__file__).parent / "_pillow_simd.py"), *mode, str(saved),
+             str(count)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.version = json.loads(self.process.stdout.readline())["version"]
 
     def measure(self, operation, repeats):
@@ -430,6 +451,92 @@ def decode_main(args):
     write_results(DECODE_RESULTS, info)
 
 
+def perf_source():
+    """pillow-perf's 2560x1600 RGB image: an installed photograph when there is one."""
+    for path in INSTALLED_PHOTOS:
+        if Path(path).exists():
+            with PILImage.open(path) as image:
+                return np.asarray(image.convert("RGB").resize(
+                    (2560, 1600), PILImage.Resampling.LANCZOS)), Path(path).name
+    return photo(1600, 2560)
+
+
+def ours_function(op):
+    """Our way of doing a pillow-perf operation (``_pillow_perf.Operation``) to one item."""
+    if op.kind in ("resize", "crops"):
+        size, name = op.argument if op.kind == "resize" else (op.argument, "bilinear")
+        return lambda image: kernels.resize(image, size, interpolation=name)
+    if op.kind == "blur":
+        return GaussianBlur(blur_kernel_size(op.argument), sigma=float(op.argument))
+    if op.kind == "convert":
+        return lambda image: kernels.convert(image, op.argument)
+    if op.kind == "transpose":
+        turn = dict(TRANSPOSES)[op.argument]
+        if isinstance(turn, str):
+            return getattr(kernels, turn)
+        return lambda image: kernels.rotate90(image, turn)
+    return lambda data: kernels.decode(data, mode="RGB")
+
+
+def perf_rounds(data, simd, rounds):
+    """{operation: {library: ms per item, the best of the rounds}}, every library measuring
+    one operation in turn, ours and Pillow-SIMD's process first in alternate rounds."""
+    best = {}
+    for index in range(rounds):
+        for op in operations():
+            items = data[op.source] if op.source in ("crops", "jpegs") else [data[op.source]]
+            libraries = {"dataloader": ours_function(op)}
+            if op.kind == "crops":
+                libraries[FAST] = lambda image, size=op.argument: kernels.resize(image, size,
+                                                                                exact=False)
+            if op.kind == "decode" and simplejpeg is not None:
+                libraries["simplejpeg"] = simplejpeg.decode_jpeg
+            repeats = 5 if len(items) > 1 else 15
+            measured = {}
+            if simd is not None and index % 2:
+                measured["Pillow-SIMD"] = simd.measure(op.name, repeats)
+            for library, function in libraries.items():
+                measured[library] = one_thread_seconds(function, items, repeats) * 1e3
+            if simd is not None and not index % 2:
+                measured["Pillow-SIMD"] = simd.measure(op.name, repeats)
+            for library, ms in measured.items():
+                best.setdefault(op.name, {})[library] = min(
+                    ms, best.get(op.name, {}).get(library, ms))
+    return best
+
+
+def pillow_perf_main(args):
+    load_before = load_average()
+    photos = image_paths(sample_image_folder(300, photographs="installed"))
+    image, source = perf_source()
+    crop_count = 100
+    data = inputs(image, photos, crop_count)
+    python = pillow_simd_python(args.pillow_simd)
+    simd = None if python is None else PillowSimd(
+        python, {"image": image, "photos": np.array([str(path) for path in photos])},
+        crop_count, mode=("--pillow-perf",))
+    try:
+        best = perf_rounds(data, simd, args.rounds)
+    finally:
+        if simd is not None:
+            simd.close()
+    # Our speed over each peer's, for each of our variants (the default, and the fast
+    # resize mode where it runs).
+    rows = [{"operation": name, "ms": times,
+             "speed_vs": {f"{ours} vs {peer}": times[peer] / times[ours]
+                          for ours in times if ours.startswith("dataloader")
+                          for peer in times if not peer.startswith("dataloader")}}
+            for name, times in best.items()]
+    info = side_record(args, load_before, rows, f"pillow-perf set ({source}) and photographs "
+                       f"({len(photos)} JPEGs, {crop_count} crops)", "ms per item, 1 thread")
+    info["versions"]["Pillow-SIMD"] = simd.version if simd is not None else None
+    for row in rows:
+        times = "  ".join(f"{library} {ms:.3f} ms" for library, ms in row["ms"].items())
+        speeds = "  ".join(f"{pair}: {speed:.2f}x" for pair, speed in row["speed_vs"].items())
+        print(f"{row['operation']}\n    {times}\n    {speeds}")
+    write_results(PILLOW_PERF_RESULTS, info)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
@@ -445,12 +552,17 @@ def main():
     parser.add_argument("--decode", action="store_true",
                         help="only the whole-image JPEG decode against simplejpeg's, on the "
                              "sample set's photographs, in paired rounds")
+    parser.add_argument("--pillow-perf", action="store_true",
+                        help="only the operations of Pillow-SIMD's benchmark and the photograph "
+                             "cases, against Pillow-SIMD and simplejpeg, one thread")
     args = parser.parse_args()
     count, repeats = (16, 5) if args.quick else (24, 5)
     args.rounds = args.rounds or (1 if args.quick else 5)
     if cv2 is not None:
         cv2.setNumThreads(1)   # one thread per call: the pool provides the parallelism
 
+    if args.pillow_perf:
+        return pillow_perf_main(args)
     pixels, source = photo(375, 500)
     jpeg = encoded(pixels, "JPEG", quality=90)
     if args.float_tail:
@@ -468,7 +580,9 @@ def main():
     # {(operation, library): [ms one thread, ms two threads]}, the best over rounds. In
     # each round every library, Pillow-SIMD's process included, measures one operation
     # in turn, so that load on a shared machine falls on all of them alike.
-    simd = PillowSimd(python, jpeg, png, pixels, count) if python is not None else None
+    arrays = {"jpeg": np.frombuffer(jpeg, np.uint8), "png": np.frombuffer(png, np.uint8),
+              "pixels": pixels}
+    simd = PillowSimd(python, arrays, count) if python is not None else None
     if simd is not None:
         found["Pillow-SIMD"] = simd.version
     best = {}
@@ -521,6 +635,7 @@ def main():
         print(f"{line['operation']}: {line['library']} {line['ours_ms']:.3f} ms, {line['peer']} "
               f"{line['peer_ms']:.3f} ms: {line['speed_vs_peer']:.2f}x {line['peer']}'s speed")
     write_results(RESULTS, info)
+    pillow_perf_main(args)
 
 
 if __name__ == "__main__":

@@ -338,6 +338,31 @@ def test_to_float_and_normalize_match_torchvision():
         kernels.normalize(image, mean, std, layout="NCHW")
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+@pytest.mark.parametrize("channels", [1, 2, 3, 4])
+def test_flips_and_rotations_of_every_pixel_size(channels, dtype):
+    # 70x45 spans several of the quarter turn's 32x32 blocks, with partial ones
+    # at the right and bottom edges.
+    image = natural_image(70, 45, channels, seed=channels).astype(dtype)
+    np.testing.assert_array_equal(kernels.hflip(image), image[:, ::-1])
+    np.testing.assert_array_equal(kernels.vflip(image), image[::-1])
+    for k in (1, 2, 3):
+        np.testing.assert_array_equal(kernels.rotate90(image, k), np.rot90(image, k))
+
+
+PILLOW_MODES = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
+
+
+@pytest.mark.parametrize("source", [1, 2, 3, 4])
+def test_convert_matches_pillow_between_every_mode(source):
+    image = natural_image(19, 37, source, seed=source)
+    pil = PILImage.fromarray(image[:, :, 0] if source == 1 else image, PILLOW_MODES[source])
+    for mode in PILLOW_MODES.values():
+        expected = np.asarray(pil.convert(mode))
+        np.testing.assert_array_equal(kernels.convert(image, mode).reshape(expected.shape),
+                                      expected, err_msg=f"{PILLOW_MODES[source]} -> {mode}")
+
+
 def test_layout_and_convert():
     image = natural_image(4, 6, 3)
     chw = kernels.to_chw(image)

@@ -31,39 +31,92 @@ void dl_copy(const dl_image_t *src, const dl_image_t *dst)
         memcpy(pixel(dst, y, 0), pixel(src, y, 0), row);
 }
 
-void dl_flip(const dl_image_t *src, const dl_image_t *dst, int horizontal)
+/* The pixel sizes of images (1 to 4 channels of uint8 or float32 samples):
+ * the pixel loops below are compiled once for each, so that a pixel's copy
+ * is a move or two instead of a call to memcpy. */
+#define DL_PIXEL_SIZES(X) X(1) X(2) X(3) X(4) X(8) X(12) X(16)
+
+/* Row s's `w` pixels, last first, into the row that ends at pixel d_last. */
+static inline __attribute__((always_inline)) void
+reverse_row(const uint8_t *s, uint8_t *d_last, ptrdiff_t w, size_t px)
+{
+    for (ptrdiff_t x = 0; x < w; x++)
+        memcpy(d_last - x * (ptrdiff_t)px, s + x * (ptrdiff_t)px, px);
+}
+
+/* Every row y of src, reversed, into row y of dst (a mirror) or row
+ * h - 1 - y (a half turn). */
+static void reverse_rows(const dl_image_t *src, const dl_image_t *dst, int half_turn)
 {
     size_t px = (size_t)src->channels * src->sample_size;
     ptrdiff_t h = src->height, w = src->width;
     for (ptrdiff_t y = 0; y < h; y++) {
-        if (!horizontal) {
-            memcpy(pixel(dst, h - 1 - y, 0), pixel(src, y, 0), px * (size_t)w);
-            continue;
-        }
         const uint8_t *s = pixel(src, y, 0);
-        uint8_t *d = pixel(dst, y, w - 1);
-        for (ptrdiff_t x = 0; x < w; x++, s += px, d -= px)
-            memcpy(d, s, px);
+        uint8_t *d = pixel(dst, half_turn ? h - 1 - y : y, w - 1);
+        switch (px) {
+#define DL_REVERSE(size) case size: reverse_row(s, d, w, size); break;
+        DL_PIXEL_SIZES(DL_REVERSE)
+#undef DL_REVERSE
+        default: reverse_row(s, d, w, px); break;
+        }
+    }
+}
+
+void dl_flip(const dl_image_t *src, const dl_image_t *dst, int horizontal)
+{
+    size_t row = (size_t)src->channels * src->sample_size * (size_t)src->width;
+    if (horizontal) {
+        reverse_rows(src, dst, 0);
+        return;
+    }
+    for (ptrdiff_t y = 0; y < src->height; y++)
+        memcpy(pixel(dst, src->height - 1 - y, 0), pixel(src, y, 0), row);
+}
+
+/* A quarter turn of the block of src rows y0..y1-1, columns x0..x1-1: pixel
+ * (y, x) goes to dst (w - 1 - x, y) counter-clockwise (k = 1), or to
+ * (x, h - 1 - y) clockwise (k = 3).  Each output row of the block is
+ * written whole from one column of the block. */
+static inline __attribute__((always_inline)) void
+turn_block(const dl_image_t *src, const dl_image_t *dst, int k, ptrdiff_t y0, ptrdiff_t y1,
+           ptrdiff_t x0, ptrdiff_t x1, size_t px)
+{
+    ptrdiff_t h = src->height, w = src->width;
+    for (ptrdiff_t x = x0; x < x1; x++) {
+        const uint8_t *s = pixel(src, y0, x);
+        if (k == 1) {
+            uint8_t *d = pixel(dst, w - 1 - x, y0);
+            for (ptrdiff_t y = y0; y < y1; y++, s += src->row_stride, d += px)
+                memcpy(d, s, px);
+        } else {
+            uint8_t *d = pixel(dst, x, h - 1 - y0);
+            for (ptrdiff_t y = y0; y < y1; y++, s += src->row_stride, d -= px)
+                memcpy(d, s, px);
+        }
     }
 }
 
 void dl_rotate90(const dl_image_t *src, const dl_image_t *dst, int k)
 {
+    /* Blocks small enough that the source rows they read stay in cache
+     * while the block's output rows are written. */
+    enum { TILE = 32 };
     size_t px = (size_t)src->channels * src->sample_size;
     ptrdiff_t h = src->height, w = src->width;
-    for (ptrdiff_t y = 0; y < h; y++) {
-        const uint8_t *s = pixel(src, y, 0);
-        for (ptrdiff_t x = 0; x < w; x++, s += px) {
-            uint8_t *d;
-            if (k == 1)
-                d = pixel(dst, w - 1 - x, y);
-            else if (k == 2)
-                d = pixel(dst, h - 1 - y, w - 1 - x);
-            else
-                d = pixel(dst, x, h - 1 - y);
-            memcpy(d, s, px);
-        }
+    if (k == 2) {
+        reverse_rows(src, dst, 1);
+        return;
     }
+    for (ptrdiff_t y0 = 0; y0 < h; y0 += TILE)
+        for (ptrdiff_t x0 = 0; x0 < w; x0 += TILE) {
+            ptrdiff_t y1 = y0 + TILE < h ? y0 + TILE : h, x1 = x0 + TILE < w ? x0 + TILE : w;
+            switch (px) {
+#define DL_TURN(size) case size: turn_block(src, dst, k, y0, y1, x0, x1, size); break;
+            DL_PIXEL_SIZES(DL_TURN)
+#undef DL_TURN
+            default: turn_block(src, dst, k, y0, y1, x0, x1, px); break;
+            }
+        }
 }
 
 /* Source index of padded position i (relative to the image), -1 for fill. */

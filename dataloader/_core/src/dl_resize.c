@@ -52,15 +52,9 @@
 #include "dl_internal.h"
 #include "dl_resize.h"
 
+#include "dl_clones.h"
 #include "dl_resize_avx2.h"
 
-/* The filtering loop is compiled for AVX2 as well and chosen at load time
- * where the compiler and C library support it (GCC ifunc). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define DL_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define DL_TARGET_CLONES
-#endif
 #define DL_PI 3.14159265358979323846
 
 static double dl_bilinear(double x)
@@ -97,10 +91,9 @@ static double dl_lanczos(double x)
     return 0.0;
 }
 
-/* A filter's kernel and its support, stretched by the downscale factor
- * when antialiasing: what every output sample of one axis shares. */
+/* A filter's support, stretched by the downscale factor when antialiasing,
+ * and the scales: what every output sample of one axis shares. */
 typedef struct {
-    double (*fn)(double);
     double scale, filterscale, support;
 } dl_kernel_t;
 
@@ -108,9 +101,9 @@ static dl_kernel_t dl_kernel(int in_size, int out_size, int filter, int antialia
 {
     dl_kernel_t kernel;
     switch (filter) {
-    case DL_FILTER_BICUBIC: kernel.fn = dl_bicubic; kernel.support = 2.0; break;
-    case DL_FILTER_LANCZOS: kernel.fn = dl_lanczos; kernel.support = 3.0; break;
-    default: kernel.fn = dl_bilinear; kernel.support = 1.0; break;
+    case DL_FILTER_BICUBIC: kernel.support = 2.0; break;
+    case DL_FILTER_LANCZOS: kernel.support = 3.0; break;
+    default: kernel.support = 1.0; break;
     }
     kernel.filterscale = kernel.scale = (double)in_size / out_size;
     if (kernel.filterscale < 1.0 || !antialias)
@@ -151,6 +144,30 @@ static int dl_weight_bits(const double *k, size_t count, int fast)
     return bits;
 }
 
+/* Output xx's weights into k[0 .. ksize - 1] (zero past its count of
+ * inputs), normalised to sum to one, as Pillow computes them: the same
+ * operations in the same order, so the same doubles.  The filter is chosen
+ * by a switch the compiler takes out of the loop, not a call per tap. */
+static void dl_output_weights(const dl_kernel_t *kernel, int filter, int xx, int xmin, int count,
+                              int ksize, double *k)
+{
+    double center = (xx + 0.5) * kernel->scale;
+    double ww = 0.0, ss = 1.0 / kernel->filterscale;
+    int x;
+    for (x = 0; x < count; x++) {
+        double at = (x + xmin - center + 0.5) * ss;
+        k[x] = filter == DL_FILTER_BICUBIC   ? dl_bicubic(at)
+               : filter == DL_FILTER_LANCZOS ? dl_lanczos(at)
+                                             : dl_bilinear(at);
+        ww += k[x];
+    }
+    if (ww != 0.0)
+        for (x = 0; x < count; x++)
+            k[x] /= ww;
+    for (x = count; x < ksize; x++)
+        k[x] = 0.0;
+}
+
 /* Fills bounds (first input index and count per output) and fixed-point
  * weights (ksize per output) with *bits fractional bits (dl_weight_bits);
  * returns ksize, or -1 on allocation failure. */
@@ -158,45 +175,28 @@ static int dl_coefficients(int in_size, int out_size, int filter, int antialias,
                            int **bounds_out, int32_t **weights_out, int *bits)
 {
     dl_kernel_t kernel = dl_kernel(in_size, out_size, filter, antialias);
-    double *k, *normalised;
-    int ksize, xx, x;
-    int *bounds;
-    int32_t *weights;
-
-    ksize = (int)ceil(kernel.support) * 2 + 1;
-    bounds = malloc(sizeof(int) * 2 * (size_t)out_size);
-    weights = malloc(sizeof(int32_t) * (size_t)ksize * (size_t)out_size);
-    normalised = malloc(sizeof(double) * (size_t)ksize * (size_t)out_size);
-    k = malloc(sizeof(double) * (size_t)ksize);
-    if (bounds == NULL || weights == NULL || normalised == NULL || k == NULL) {
+    int ksize = (int)ceil(kernel.support) * 2 + 1, xx, x;
+    size_t count = (size_t)ksize * (size_t)out_size;
+    int *bounds = malloc(sizeof(int) * 2 * (size_t)out_size);
+    int32_t *weights = malloc(sizeof(int32_t) * count);
+    double *normalised = malloc(sizeof(double) * count);
+    if (bounds == NULL || weights == NULL || normalised == NULL) {
         free(bounds);
         free(weights);
         free(normalised);
-        free(k);
         return -1;
     }
     for (xx = 0; xx < out_size; xx++) {
-        double center = (xx + 0.5) * kernel.scale;
-        double ww = 0.0, ss = 1.0 / kernel.filterscale;
-        int xmin, xmax;
-        dl_bounds(&kernel, in_size, xx, &xmin, &xmax);
-        for (x = 0; x < xmax; x++) {
-            double w = kernel.fn((x + xmin - center + 0.5) * ss);
-            k[x] = w;
-            ww += w;
-        }
-        for (x = 0; x < ksize; x++)
-            normalised[xx * ksize + x] = x < xmax ? (ww != 0.0 ? k[x] / ww : k[x]) : 0.0;
-        bounds[2 * xx] = xmin;
-        bounds[2 * xx + 1] = xmax;
+        dl_bounds(&kernel, in_size, xx, &bounds[2 * xx], &bounds[2 * xx + 1]);
+        dl_output_weights(&kernel, filter, xx, bounds[2 * xx], bounds[2 * xx + 1], ksize,
+                          normalised + (ptrdiff_t)xx * ksize);
     }
-    *bits = dl_weight_bits(normalised, (size_t)ksize * (size_t)out_size, fast);
-    for (x = 0; x < ksize * out_size; x++) {
-        double w = normalised[x];
-        weights[x] = (int32_t)(w < 0 ? -0.5 + w * (1 << *bits) : 0.5 + w * (1 << *bits));
+    *bits = dl_weight_bits(normalised, count, fast);
+    for (x = 0; x < (int)count; x++) {
+        double w = normalised[x] * (1 << *bits);
+        weights[x] = (int32_t)(w < 0 ? -0.5 + w : 0.5 + w);
     }
     free(normalised);
-    free(k);
     *bounds_out = bounds;
     *weights_out = weights;
     return ksize;
@@ -252,7 +252,7 @@ static void dl_transpose(const uint8_t *src, ptrdiff_t src_stride, int rows, int
  * Pillow's (sums of exact products: the order of additions does not matter).
  * The horizontal pass runs through this function too, on a transposed image
  * (see dl_filter_columns), so that both passes vectorise. */
-DL_TARGET_CLONES static void
+DL_AVX2_CLONES static void
 dl_filter_rows(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_t row_len, uint8_t *dst,
                ptrdiff_t dst_stride, int out_h, int ksize, const int *bounds,
                const int32_t *weights, int bits, int32_t *acc)

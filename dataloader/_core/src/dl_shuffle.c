@@ -1,20 +1,14 @@
 #include "dl_shuffle.h"
 
+#include "dl_clones.h"
+
 /* Positions go through the network this many at a time: the rounds then
  * run over independent lanes (no branch, no dependency between lanes), so
  * the compiler vectorises them and the CPU overlaps their latencies. */
 #define BLOCK 64
 
-/* On x86-64 with glibc the rounds are also compiled for AVX2 (8 lanes of
- * 32-bit multiplies), picked at load time when the CPU has it. */
-#if defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define DL_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#endif
-#endif
-#ifndef DL_VECTOR_CLONES
-#define DL_VECTOR_CLONES
-#endif
+/* The rounds are also compiled for AVX2 (8 lanes of 32-bit multiplies),
+ * picked at load time when the CPU has it (dl_clones.h). */
 
 /* A 32-bit integer hash of low bias (Wellons' "lowbias32"): a bijection in
  * which every input bit flips each output bit with probability near 1/2. */
@@ -41,7 +35,7 @@ static inline uint64_t mix64(uint64_t z)
  * [0, 2^bits). The rounds alternate: the high half takes a keyed hash of
  * the low one, then the low half one of the (new) high one. Both halves
  * have at most 32 bits (bits <= 63). */
-DL_VECTOR_CLONES
+DL_AVX2_CLONES
 static void permute_block(const dl_shuffle_t *shuffle, uint64_t *x, int count)
 {
     uint32_t high[BLOCK], low[BLOCK];
