@@ -11,7 +11,10 @@ Two measurements, each against its peer in the same run:
   timing) in torch's ``DataLoader``. Also the same file streamed a row
   group at a time (``ParquetDataset.stream(shuffle=True)``: row groups
   and the rows within each shuffled), and our loader over that same
-  ``datasets.Dataset`` (read through its Arrow table). The time from
+  ``datasets.Dataset`` (read through its Arrow table); and the native
+  pipeline: ``ParquetDataset`` in batches of similar length under a
+  token budget about a batch of 256's (``BucketBatchSampler``), padded by
+  ``PadCollator``. The time from
   ``iter(loader)`` to the first batch (workers started, files opened, the
   row groups it touches decoded), and tokens per second over the
   ``--batches`` batches after it; medians of ``--repeats`` alternating
@@ -89,23 +92,34 @@ def timed(loader: Iterable, batches: int) -> tuple[float, float]:
     first = time.perf_counter() - start
     start, tokens = time.perf_counter(), 0
     for _ in range(batches):
-        _, lengths = next(iterator)
+        batch = next(iterator)
+        lengths = batch["lengths"] if isinstance(batch, dict) else batch[1]
         tokens += int(lengths.sum())
     return first, tokens / (time.perf_counter() - start)
 
 
 def parquet_loaders(path: Path) -> dict[str, Callable[[], Any]]:
     import datasets
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
     import torch.utils.data
 
-    from dataloader import DataLoader
+    from dataloader import BucketBatchSampler, DataLoader, PadCollator
     from dataloader.sources import ParquetDataset
 
     table = datasets.Dataset.from_parquet(str(path), cache_dir=str(path.parent / "hf"))
+    lengths = pc.list_value_length(pq.read_table(path)["input_ids"]).to_numpy()
+    budget = BATCH_SIZE * int(np.mean(lengths))  # about as many tokens as a batch of 256
 
     def ours() -> Any:
         return DataLoader(ParquetDataset(path), batch_size=BATCH_SIZE, shuffle=True, seed=0,
                           num_workers=NUM_WORKERS, collate_fn=pad)
+
+    def ours_native() -> Any:
+        collator = PadCollator(lengths=True)
+        sampler = BucketBatchSampler(lengths, max_tokens=budget, padding=collator, seed=0)
+        return DataLoader(ParquetDataset(path), batch_sampler=sampler, collate_fn=collator,
+                          num_workers=NUM_WORKERS)
 
     def ours_streamed() -> Any:
         return DataLoader(ParquetDataset(path).stream(shuffle=True, seed=0),
@@ -120,6 +134,7 @@ def parquet_loaders(path: Path) -> dict[str, Callable[[], Any]]:
                                            num_workers=NUM_WORKERS, collate_fn=pad)
 
     return {"ParquetDataset, our DataLoader": ours,
+            "ParquetDataset, bucketed by a token budget, PadCollator": ours_native,
             "ParquetDataset.stream, our DataLoader": ours_streamed,
             "datasets.Dataset, our DataLoader": ours_on_datasets,
             "datasets.Dataset, torch DataLoader": theirs}
