@@ -36,8 +36,8 @@ from dataloader._loading.fetch import (
 from dataloader._loading.handles import guarded_dataset
 from dataloader._loading.iterators import MapIterator
 from dataloader._loading.pinning import (
-    DirectPinnedEpoch,
-    PinnedEpoch,
+    InlinePinnedIterator,
+    PinnedIterator,
     check_pin_memory_device,
     pinning,
 )
@@ -282,7 +282,7 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         # Streaming epochs still running, cancelled before the pool stops.
         self._streams: weakref.WeakSet[Any] = weakref.WeakSet()
         # Epochs whose batches a pinning thread pins, stopped by close().
-        self._pinned: weakref.WeakSet[PinnedEpoch] = weakref.WeakSet()
+        self._pinned: weakref.WeakSet[PinnedIterator] = weakref.WeakSet()
         # equal_batches without known counts: the ranks' own process group
         # (it makes its torch group when the first epoch that needs it starts).
         self._rank_group = RankGroup() if equal_batches else None
@@ -341,8 +341,8 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         if pin is None:
             return iterator
         if not kind.loads_ahead:
-            return DirectPinnedEpoch(iterator)
-        pinned = PinnedEpoch(iterator, self._progress, pin)
+            return InlinePinnedIterator(iterator)
+        pinned = PinnedIterator(iterator, self._progress, pin)
         self._pinned.add(pinned)
         close_at_exit(self)
         return pinned

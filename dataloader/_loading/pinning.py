@@ -14,7 +14,7 @@ every batch; this module knows nothing of images.
 
 Who pins (see ``docs/execution.md``, "Pinned memory"):
 
-* with worker threads, a :class:`PinnedEpoch` owns one dedicated thread
+* with worker threads, a :class:`PinnedIterator` owns one dedicated thread
   that takes each batch from the epoch, pins it and hands it on through a
   small queue, so workers never wait for pinning; its position record is
   the one the loader saves, updated only when a batch is delivered;
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from dataloader._sampling.state import EpochProgress
 
 __all__ = [
-    "DirectPinnedEpoch", "PinnedEpoch", "Pinning", "check_pin_memory_device", "pin_memory",
+    "InlinePinnedIterator", "PinnedIterator", "Pinning", "check_pin_memory_device", "pin_memory",
     "pinning",
 ]
 
@@ -242,7 +242,7 @@ def _remaining(epoch: Any) -> int | None:
 class _Pinner:
     """The pinning thread's work: epoch -> pin -> handoff.
 
-    It holds no reference to the :class:`PinnedEpoch` that owns it, so
+    It holds no reference to the :class:`PinnedIterator` that owns it, so
     dropping that iterator runs its finalizer, which stops the thread.
     """
 
@@ -307,7 +307,7 @@ class _Pinner:
             self.thread.join(wait_bound(join_timeout))
 
 
-class PinnedEpoch:
+class PinnedIterator:
     """An epoch whose batches are pinned on a dedicated thread (see the module docstring).
 
     The thread is started here and owned by this object: ``close()``,
@@ -346,7 +346,7 @@ class PinnedEpoch:
     def thread(self) -> threading.Thread:
         return self._pinner.thread
 
-    def __iter__(self) -> PinnedEpoch:
+    def __iter__(self) -> PinnedIterator:
         return self
 
     def __len__(self) -> int:
@@ -385,7 +385,7 @@ class PinnedEpoch:
             self._pinner.stop(seconds)
 
 
-class DirectPinnedEpoch:
+class InlinePinnedIterator:
     """An epoch loaded on the calling thread, each batch pinned there too (as torch)."""
 
     __slots__ = ("_epoch",)
@@ -393,7 +393,7 @@ class DirectPinnedEpoch:
     def __init__(self, epoch: Any) -> None:
         self._epoch = epoch
 
-    def __iter__(self) -> DirectPinnedEpoch:
+    def __iter__(self) -> InlinePinnedIterator:
         return self
 
     def __len__(self) -> int:
