@@ -5,6 +5,7 @@ from itertools import chain
 
 import numpy as np
 import pytest
+from resuming import run_in_pieces
 
 from dataloader import (
     DataLoader,
@@ -402,39 +403,6 @@ WORKER_KINDS = {
 # finishes. An epoch has 6 batches: two stops inside epoch 0; the second
 # stop in epoch 1; both exactly at epoch ends; the second in epoch 2.
 PIECES = [(2, 3), (4, 5), (6, 6), (3, 10)]
-
-
-def run_in_pieces(make, pieces, epochs):
-    """The batches of ``epochs`` epochs (a list per epoch), taken as a restarted job does.
-
-    Loader ``i`` takes ``pieces[i]`` batches, across epoch ends, dropping each
-    as a training step does, saves its state through JSON and is closed; a
-    fresh loader resumes from that state, and the last one runs to the end of
-    the last epoch. Batches are filed under the epoch ``loader.epoch`` names.
-    """
-    done = [[] for _ in range(epochs)]
-    state = None
-    for piece in [*pieces, None]:
-        loader = make()
-        if state is not None:
-            loader.load_state_dict(state)
-        it = iter(loader)
-        taken = 0
-        while piece is None or taken < piece:
-            try:
-                batch = next(it)
-            except StopIteration:
-                if loader.epoch == epochs - 1:
-                    break
-                it = iter(loader)
-                continue
-            done[loader.epoch].append(batch.tolist())
-            del batch
-            taken += 1
-        state = json.loads(json.dumps(loader.state_dict()))
-        del it
-        loader.close()
-    return done
 
 
 def every_epoch(make, epochs):

@@ -1,10 +1,10 @@
 """``BucketBatchSampler``: budgets, shuffles, equal ranks, resumption through the loader."""
 
-import json
 from collections import Counter
 
 import numpy as np
 import pytest
+from resuming import run_in_pieces
 
 from dataloader import BucketBatchSampler, DataLoader, Dataset, PadCollator
 from dataloader._sequences.buckets import cut_by_budget
@@ -161,33 +161,6 @@ def as_lists(batch):
     return [batch["index"].tolist(), batch["input_ids"].shape, int(batch["attention_mask"].sum())]
 
 
-def run_in_pieces(make, pieces, epochs):
-    """Each loader takes ``pieces[i]`` batches (dropping each), saves through JSON and
-    closes; the next resumes; the last runs to the end of the last epoch."""
-    done = [[] for _ in range(epochs)]
-    state = None
-    for piece in [*pieces, None]:
-        loader = make()
-        if state is not None:
-            loader.load_state_dict(state)
-        it, taken = iter(loader), 0
-        while piece is None or taken < piece:
-            try:
-                batch = next(it)
-            except StopIteration:
-                if loader.epoch == epochs - 1:
-                    break
-                it = iter(loader)
-                continue
-            done[loader.epoch].append(as_lists(batch))
-            del batch
-            taken += 1
-        state = json.loads(json.dumps(loader.state_dict()))
-        del it
-        loader.close()
-    return done
-
-
 @pytest.mark.parametrize("kind", WORKER_KINDS)
 def test_token_budget_batches_resumed_twice_continue_exactly_epoch_after_epoch(kind):
     lengths = text_lengths(300, seed=4) // 8 + 1
@@ -211,4 +184,4 @@ def test_token_budget_batches_resumed_twice_continue_exactly_epoch_after_epoch(k
     for epoch in expected:
         assert all(shape[0] * shape[1] <= 512 for _, shape, _ in epoch)
     middle = len(expected[0]) // 2
-    assert run_in_pieces(make, (3, middle, len(expected[0]) + 2), 3) == expected
+    assert run_in_pieces(make, (3, middle, len(expected[0]) + 2), 3, record=as_lists) == expected

@@ -5,6 +5,7 @@ from itertools import islice, pairwise
 
 import numpy as np
 import pytest
+from resuming import run_in_pieces
 
 from dataloader import DataLoader, PackedDataset, collate_packed, shard
 
@@ -160,33 +161,6 @@ def as_lists(batch):
     return [batch["input_ids"].tolist(), batch["cu_seqlens"].tolist()]
 
 
-def run_in_pieces(make, pieces, epochs):
-    """Each loader takes ``pieces[i]`` batches (dropping each), saves through JSON and
-    closes; the next resumes; the last runs to the end of the last epoch."""
-    done = [[] for _ in range(epochs)]
-    state = None
-    for piece in [*pieces, None]:
-        loader = make()
-        if state is not None:
-            loader.load_state_dict(state)
-        it, taken = iter(loader), 0
-        while piece is None or taken < piece:
-            try:
-                batch = next(it)
-            except StopIteration:
-                if loader.epoch == epochs - 1:
-                    break
-                it = iter(loader)
-                continue
-            done[loader.epoch].append(as_lists(batch))
-            del batch
-            taken += 1
-        state = json.loads(json.dumps(loader.state_dict()))
-        del it
-        loader.close()
-    return done
-
-
 @pytest.mark.parametrize("kind", WORKER_KINDS)
 def test_packed_batches_resumed_twice_continue_exactly_on_every_worker_kind(kind):
     docs = documents(400, seed=5)
@@ -206,4 +180,4 @@ def test_packed_batches_resumed_twice_continue_exactly_on_every_worker_kind(kind
             expected.append(epoch)
     tokens = [t for batch in expected[0] for row in batch[0] for t in row if t]
     assert sorted(tokens) == sorted(t for d in docs for t in d.tolist())
-    assert run_in_pieces(make, (3, len(expected[0]) - 1, 4), 2) == expected
+    assert run_in_pieces(make, (3, len(expected[0]) - 1, 4), 2, record=as_lists) == expected

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dataloader._core.io import read_file
+from dataloader._datasets.class_folders import scan_class_folders
 from dataloader._images.chains import Transform
 
 __all__ = ["IMAGE_EXTENSIONS", "ImageFolder", "pil_loader"]
@@ -79,21 +80,9 @@ class ImageFolder:
         loader: Callable[[str], Any] | None = None,
     ) -> None:
         self.root = Path(root)
-        if not self.root.is_dir():
-            raise FileNotFoundError(f"image folder not found: {self.root}")
-        suffixes = tuple(extension.lower() for extension in extensions)
-        self.classes = sorted(entry.name for entry in os.scandir(self.root) if entry.is_dir())
-        if not self.classes:
-            raise FileNotFoundError(f"no class subfolders in {self.root}")
-        self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
-        self.samples = [
-            (str(path), self.class_to_idx[name])
-            for name in self.classes
-            for path in sorted((self.root / name).rglob("*"))
-            if path.suffix.lower() in suffixes and path.is_file()
-        ]
-        if not self.samples:
-            raise FileNotFoundError(f"no images with extensions {list(suffixes)} under {self.root}")
+        found = scan_class_folders(self.root, extensions, "image")
+        self.classes, self.class_to_idx, self.samples = (
+            found.classes, found.class_to_idx, found.samples)
         self.targets = [target for _, target in self.samples]
         self.transform = transform
         self.target_transform = target_transform

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from dataloader._datasets.class_folders import scan_class_folders
 from dataloader._images.arguments import check_bool, check_int
 from dataloader._media.info import VIDEO_EXTENSIONS
 from dataloader._media.video import decode_video
@@ -147,20 +148,9 @@ class VideoFolder:
         if not isinstance(sampler, ClipSampler):
             raise TypeError(f"sampler must be a ClipSampler, got {type(sampler).__name__}")
         self.root = Path(root)
-        if not self.root.is_dir():
-            raise FileNotFoundError(f"video folder not found: {self.root}")
-        suffixes = tuple(extension.lower() for extension in extensions)
-        self.classes = sorted(entry.name for entry in os.scandir(self.root) if entry.is_dir())
-        self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
-        self.samples = [
-            (str(path), self.class_to_idx[name])
-            for name in self.classes
-            for path in sorted((self.root / name).rglob("*"))
-            if path.suffix.lower() in suffixes and path.is_file()
-        ]
-        if not self.samples:
-            raise FileNotFoundError(f"no videos with extensions {list(suffixes)} in class "
-                                    f"subfolders of {self.root}")
+        found = scan_class_folders(self.root, extensions, "video")
+        self.classes, self.class_to_idx, self.samples = (
+            found.classes, found.class_to_idx, found.samples)
         self.sampler = sampler
         self.transform = ClipDecoder(sampler, size)
 
