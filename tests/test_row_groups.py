@@ -37,8 +37,7 @@ def test_indices_that_are_not_integers_raise_type_error():
 
 
 def mixed_table():
-    import pyarrow as pa
-
+    pa = pytest.importorskip("pyarrow")  # the arrow extra (not beside a free-threaded build)
     return pa.table({
         "int8": pa.array([-1, 2, 3], pa.int8()),
         "uint64": pa.array([2**64 - 1, 0, 5], pa.uint64()),
