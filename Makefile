@@ -193,6 +193,7 @@ bench: $(VENV)/.installed-test bench-photos pillow-simd
 	$(BIN)/python benchmarks/loader_overhead.py
 	$(BIN)/python benchmarks/compare_torch.py
 	$(BIN)/python benchmarks/drop_in.py
+	$(BIN)/python benchmarks/auto.py
 	$(BIN)/python benchmarks/images.py
 	$(BIN)/python benchmarks/augment.py
 	$(BIN)/python benchmarks/policies.py

@@ -9,8 +9,9 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
+from dataloader._auto import Auto, usable_cores
 from dataloader._core.pool import CLOSE_WAIT_SECONDS, wait_bound
 from dataloader._datasets.asynchronous import check_async_dataset, is_async_dataset
 from dataloader._datasets.dataset import is_iterable_style
@@ -21,6 +22,7 @@ from dataloader._loading.arguments import (
     check_counts,
     check_dataset,
     check_exclusive_options,
+    check_memory_budget,
     check_process_options,
     check_randomness,
     epoch_window,
@@ -45,7 +47,7 @@ from dataloader._loading.plans import EpochPlan, StreamPlan
 from dataloader._loading.plugins import EpochBound, item_source
 from dataloader._loading.randomness import LoaderRandomness
 from dataloader._loading.reported_length import stream_length, warn_past_reported_length
-from dataloader._loading.stats import Stats
+from dataloader._loading.stats import COLLATE, FETCH, TRANSFORM, Stats
 from dataloader._loading.streaming import StreamIterator
 from dataloader._processes.choice import WorkerTypeChoice, check_worker_type
 from dataloader._sampling.distributed import RankGroup
@@ -85,11 +87,15 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
     batch_sampler : iterable of lists of int, optional
         Yields whole batches of indices; mutually exclusive with
         ``batch_size``, ``shuffle``, ``sampler`` and ``drop_last``.
-    num_workers : int, default 0
+    num_workers : int or "auto", default 0
         Workers loading batches in parallel (threads or processes, see
         ``worker_type``); 0 loads each batch on the calling thread when
         ``next()`` asks for it. At most 1024 threads in all:
-        ``max(num_workers, 1) * item_concurrency <= 1024``.
+        ``max(num_workers, 1) * item_concurrency <= 1024``. ``"auto"``
+        starts with one worker per core and, with ``worker_type="auto"``,
+        lets the loader choose the count from what it measures (see
+        ``docs/execution.md``, "How auto chooses"); ``num_workers`` then
+        reads the current count.
     collate_fn : callable, optional
         Turns a list of items into a batch; defaults to :func:`default_collate`.
     pin_memory : bool, default False
@@ -154,9 +160,16 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         run native work in parallel; processes run Python ``__getitem__``
         (or ``__iter__``: each process iterates its own stream) code in
         parallel on a build with the GIL, and hand batches back through
-        shared memory. ``"auto"`` picks processes for a dataset doing Python
-        work and threads otherwise; ``worker_type`` reads the choice (see
-        ``docs/from-torch.md``, "Which worker type").
+        shared memory. ``"auto"`` runs native work and items in memory on
+        threads; a map-style dataset doing Python work loads its first batch
+        on the calling thread, measures it, and goes on with one worker
+        thread or with processes, whichever is faster; ``worker_type`` reads
+        the choice and ``stats()["workers"]`` says why (see
+        ``docs/execution.md``, "How auto chooses").
+    memory_budget : int, optional
+        With ``worker_type="auto"``: the bytes that batches in flight may
+        take; the loader loads fewer batches ahead (and, with
+        ``num_workers="auto"``, starts fewer workers) to stay within it.
 
     Examples
     --------
@@ -182,7 +195,7 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         shuffle: bool = False,
         sampler: Iterable[int] | None = None,
         batch_sampler: Iterable[list[int]] | None = None,
-        num_workers: int = 0,
+        num_workers: int | str = 0,
         collate_fn: Callable[[Any], Any] | None = None,
         pin_memory: bool = False,
         drop_last: bool = False,
@@ -202,14 +215,20 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         on_error: str = "raise",
         max_skipped: int | float | None = None,
         worker_type: str = "auto",
+        memory_budget: int | None = None,
     ) -> None:
+        auto_workers = num_workers == "auto"
+        if auto_workers:
+            num_workers = usable_cores()
         check_dataset(dataset)
         check_async_dataset(dataset)
         check_skip_policy(on_error, max_skipped)
         check_counts(batch_size, num_workers, prefetch_factor, timeout, item_concurrency)
+        num_workers = cast(int, num_workers)  # checked
         check_process_options(num_workers, multiprocessing_context, persistent_workers)
         check_pin_memory_device(pin_memory_device)
         check_worker_type(worker_type)
+        check_memory_budget(memory_budget, worker_type)
         iterable = is_iterable_style(dataset)
         if iterable:
             _streaming.check_options(shuffle, sampler, batch_sampler)
@@ -249,7 +268,9 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         self.drop_last = drop_last
         self.sampler = sampler
         self.batch_sampler = batch_sampler
-        self.num_workers = num_workers
+        self.num_workers: int = num_workers
+        self._auto_workers = auto_workers
+        self.memory_budget = memory_budget
         self.prefetch_factor = prefetch_factor if prefetch_factor is not None else 2
         self.pin_memory = pin_memory
         self.pin_memory_device = pin_memory_device
@@ -322,8 +343,16 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         return len(self._index_sampler)  # type: ignore[arg-type]
 
     @property
+    def _auto(self) -> Auto:
+        """The measuring kind of worker (``worker_type="auto"``, ``dataloader._auto``)."""
+        return cast(Auto, self._worker_kinds["auto"])
+
+    @property
     def worker_type(self) -> str:
         """``"thread"`` or ``"process"``: what the workers are, ``"auto"`` resolved.
+
+        A measured loader (``stats()["workers"]["why"]``) reads what its
+        last epoch chose, ``"thread"`` before its first.
 
         Examples
         --------
@@ -331,6 +360,8 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         >>> DataLoader(list(range(4)), num_workers=2).worker_type  # items in memory
         'thread'
         """
+        if self.num_workers > 0 and self._worker_type.measured(self):
+            return self._auto.kind
         return self._worker_type.of(self)
 
     def __iter__(self) -> Any:
@@ -387,14 +418,27 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         self._close(CLOSE_WAIT_SECONDS if exc_type is None else 0.0)
 
     def stats(self) -> dict[str, Any]:
-        """Counts and cumulative seconds of each loading stage, and the worker type.
+        """Counts and cumulative seconds of each loading stage, the workers, and their load.
 
         ``fetch`` and ``transform`` count items, ``collate`` counts batches
         (their seconds add up over all workers, worker processes included),
         and ``wait`` counts the consumer's ``next()`` calls and the time
         spent in them: waiting for workers, or (with ``num_workers=0``)
         loading the batch. ``workers`` says what loads: ``{"type":
-        loader.worker_type, "count": num_workers}``.
+        loader.worker_type, "count": num_workers}``, and for a measured
+        ``worker_type="auto"`` (``docs/execution.md``, "How auto chooses")
+        ``"why"``: the figures it chose by. Then:
+
+        * ``item_seconds``: what an item costs to load, on average (its
+          fetch and transform, and its share of its batch's collation);
+        * ``interpreter_share``: the share of that time in Python code,
+          which holds the interpreter (on a build with its lock, Python code
+          on threads runs one at a time);
+        * ``wait_share``: the share of the consumer's time spent waiting
+          in ``next()``; near 0, loading keeps up and is not what limits
+          training.
+
+        Each is ``None`` until it has been measured.
 
         Examples
         --------
@@ -406,9 +450,25 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         (10, 2)
         >>> figures["wait"]["seconds"] >= 0, figures["workers"]
         (True, {'type': 'thread', 'count': 0})
+        >>> 0 <= figures["wait_share"] <= 1 and figures["item_seconds"] > 0
+        True
         """
-        workers = {"type": self.worker_type, "count": self.num_workers}
-        return {**self._stats.snapshot(), "workers": workers}
+        figures = self._stats.snapshot()
+        workers: dict[str, Any] = {"type": self.worker_type, "count": self.num_workers}
+        if self.num_workers > 0 and self._worker_type.measured(self):
+            choice = self._auto.choice
+            workers["why"] = choice.why if choice is not None else "not measured yet"
+        stages = [figures[stage]["seconds"] for stage in ("fetch", "transform", "collate")]
+        items = figures["fetch"]["count"]
+        native = self._worker_type.native_stages(self)
+        python = sum(seconds for column, seconds in zip((FETCH, TRANSFORM, COLLATE), stages,
+                                                        strict=True) if column not in native)
+        return {
+            **figures, "workers": workers,
+            "item_seconds": sum(stages) / items if items else None,
+            "interpreter_share": python / sum(stages) if sum(stages) else None,
+            "wait_share": self._stats.wait_share(),
+        }
 
     def state_dict(self) -> dict[str, Any]:
         """Where this loader is: a small JSON-serialisable dict for ``load_state_dict``.

@@ -10,6 +10,8 @@ kind           map-style engine                        stream engine
                thread, when ``next()`` asks
 ``thread``     ``_core.epoch.Epoch`` on the pool       ``_core.stream.Stream`` (or ``Epoch``)
 ``process``    ``ProcessEngine`` over a worker group   ``ProcessStream``
+``auto``       ``MeasuredEngine``: batch 0 inline,     (not measured)
+               the rest on threads or processes
 =============  ======================================  ===========================================
 
 The iterators (``MapIterator``, ``StreamIterator``) are the same for every
@@ -26,6 +28,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dataloader._auto import Auto
 from dataloader._core.epoch import Epoch
 from dataloader._core.pool import CLOSE_WAIT_SECONDS, Pool
 from dataloader._lifetime import pool_finalizer, stop_pool
@@ -86,7 +89,10 @@ class Threads:
     loads_ahead = True
     other_processes = False
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int | None = None) -> None:
+        # A fixed number of threads (``worker_type="auto"`` runs a Python
+        # dataset on one), or None: ``num_workers``.
+        self.threads = threads
         self.pool: Pool | None = None
         self._finalizer: Any = None
         self._setup: WorkerSetup | None = None
@@ -104,7 +110,8 @@ class Threads:
                                       states, pool)
 
     def _live_pool(self, loader: DataLoader) -> Pool:
-        size = max(loader.num_workers, 1) * loader.item_concurrency
+        workers = self.threads if self.threads is not None else max(loader.num_workers, 1)
+        size = workers * loader.item_concurrency
         if self.pool is not None and self.pool.alive and self.pool.size == size:
             return self.pool
         self.close()
@@ -125,6 +132,7 @@ class Threads:
 
 #: Every kind of worker, by the name :func:`kind_name` gives.
 WORKER_KINDS: dict[str, Callable[[], WorkerKind]] = {
+    "auto": lambda: Auto(Threads),
     "inline": Inline,
     "process": Processes,
     "thread": Threads,
@@ -142,5 +150,5 @@ def kind_name(loader: DataLoader) -> str:
     ('inline', 'thread')
     """
     if loader.num_workers > 0:
-        return loader.worker_type
+        return "auto" if loader._worker_type.measured(loader) else loader._worker_type.of(loader)
     return "thread" if loader.item_concurrency > 1 else "inline"

@@ -538,10 +538,11 @@ def test_forking_is_safe_beside_threads_an_event_loop_and_torch_threads():
         busy.close()
 
 
-def test_auto_chooses_processes_for_python_work_and_threads_otherwise():
-    # Python work runs in parallel on threads where there is no GIL.
-    python_work = "thread" if free_threaded() else "process"
-    assert DataLoader(Squares(), num_workers=2).worker_type == python_work
+def test_auto_chooses_threads_for_native_work_and_items_in_memory():
+    # Python work is measured first (tests/test_auto.py), starting on threads.
+    assert DataLoader(Squares(), num_workers=2).worker_type == "thread"
+    assert DataLoader(Squares(), num_workers=2, worker_init_fn=print).worker_type == (
+        "thread" if free_threaded() else "process")
     assert DataLoader(list(range(5)), num_workers=2).worker_type == "thread"
     assert DataLoader(TensorDataset(np.arange(5)), num_workers=2).worker_type == "thread"
     native = Compose([Decode(), Resize(8)])
@@ -552,7 +553,7 @@ def test_auto_chooses_processes_for_python_work_and_threads_otherwise():
 
 
 def test_auto_resolves_again_when_an_argument_it_reads_changes():
-    loader = DataLoader(Squares(), num_workers=2)
+    loader = DataLoader(Squares(), num_workers=2, worker_init_fn=print)
     assert loader.worker_type == ("thread" if free_threaded() else "process")
     loader.item_concurrency = 4
     assert loader.worker_type == "thread"

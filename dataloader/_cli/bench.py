@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from dataloader._cli.bench_dataset import bench_dataset
 from dataloader._cli.common import (
     image_dataset,
     named_error,
@@ -71,16 +72,18 @@ def add_bench_command(commands: Any) -> None:
                     "compressed files read, and the time of each stage. Without PATH, a small "
                     "set of generated JPEGs (kept in the temporary directory) is used."),
         epilog="examples:\n  dataloader bench\n  dataloader bench train/ --batch-size 128 "
-               "--workers 8 --epochs 2\n  dataloader bench train/ --against torch",
+               "--workers 8 --epochs 2\n  dataloader bench train/ --against torch\n"
+               "  dataloader bench --dataset mydata:TrainSet --epochs 3 --against torch",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     bench.add_argument("path", nargs="?", type=Path, metavar="PATH",
                        help="an image folder: one subfolder per class (as torchvision's "
                             "ImageFolder), or images directly inside")
     bench.add_argument("--batch-size", type=positive_int, default=64, metavar="N",
                        help="images per batch (default: 64)")
-    bench.add_argument("--workers", type=non_negative_int, default=_cpu_count(), metavar="N",
+    bench.add_argument("--workers", type=non_negative_int, metavar="N",
                        help=f"worker threads, and torch's worker processes "
-                            f"(default: the usable cores, {_cpu_count()} here)")
+                            f"(default: the usable cores, {_cpu_count()} here; with "
+                            f"--dataset, chosen by the loader)")
     bench.add_argument("--size", type=positive_int, default=224, metavar="PIXELS",
                        help="side of the square crops (default: 224)")
     bench.add_argument("--epochs", type=positive_int, default=1, metavar="N",
@@ -88,6 +91,10 @@ def add_bench_command(commands: Any) -> None:
     bench.add_argument("--against", choices=["torch"],
                        help="also run torch's DataLoader with worker processes doing the same "
                             "work with Pillow and torch, and compare")
+    bench.add_argument("--dataset", metavar="MODULE:CALLABLE",
+                       help="time your own dataset instead: CALLABLE() returns it; the loader "
+                            "chooses its workers (worker_type and num_workers 'auto') and says "
+                            "what it chose and why")
     bench.add_argument("--sample-images", type=positive_int, default=256, metavar="N",
                        help="without PATH: how many images to generate (default: 256)")
     bench.set_defaults(run=_bench)
@@ -101,6 +108,12 @@ def _cpu_count() -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.dataset is not None:
+        print(bench_dataset(args.dataset, batch_size=args.batch_size, workers=args.workers,
+                            epochs=args.epochs, against_torch=args.against == "torch"))
+        return 0
+    if args.workers is None:
+        args.workers = _cpu_count()
     if args.against == "torch":
         require("torch", "--against torch needs torch: pip install torch")
         require("PIL", "--against torch needs Pillow: pip install pillow")

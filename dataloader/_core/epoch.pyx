@@ -127,6 +127,7 @@ cdef class Epoch(Consumer):
     # between runs (``_idle``): one of them stays awake at a time.
     cdef int runners, loading, max_runners, attached, idle
     cdef Py_ssize_t window, submitted, end_position
+    cdef Py_ssize_t first           # the epoch's number of this engine's first batch
     cdef int item_concurrency
     cdef bint in_order, item_lanes, cancelled, finished
     cdef Pool pool
@@ -156,6 +157,7 @@ cdef class Epoch(Consumer):
         self.item_lanes = plan.item_lanes
         self.timeout = plan.timeout
         self.end_position = -1
+        self.first = getattr(plan, "first", 0)
         self.slot_indices = [None] * window
         self.slot_items = [None] * window
         self.slot_results = [None] * window
@@ -316,7 +318,8 @@ cdef class Epoch(Consumer):
             try:
                 checked = self.check_indices(indices)
             except Exception as exc:
-                add_context(exc, LoadingContext(CHECK, batch=position, indices=indices))
+                add_context(exc, LoadingContext(CHECK, batch=self.first + position,
+                                                indices=indices))
                 error = exc
             except BaseException:
                 # Ctrl-C: these indices are submitted by the next refill.
@@ -437,7 +440,7 @@ cdef class Epoch(Consumer):
     cdef _note(self, BaseException exc, Py_ssize_t slot, str stage, index=None):
         """Attach the batch's context (and its note) to a worker's error."""
         add_context(exc, LoadingContext(
-            stage, batch=self.slots[slot].position, indices=self.slot_indices[slot],
+            stage, batch=self.first + self.slots[slot].position, indices=self.slot_indices[slot],
             index=index, worker=current_thread_index(),
         ))
 

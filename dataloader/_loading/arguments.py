@@ -21,7 +21,8 @@ from dataloader._sampling.sampler import check_generator, epoch_rng
 
 __all__ = [
     "MAX_PREFETCH_FACTOR", "MAX_THREADS", "check_counts", "check_dataset",
-    "check_exclusive_options", "check_process_options", "check_randomness", "epoch_window",
+    "check_exclusive_options", "check_memory_budget", "check_process_options",
+    "check_randomness", "epoch_window",
     "is_int", "seed_from",
 ]
 
@@ -94,6 +95,21 @@ def _check_prefetch_factor(prefetch_factor: Any, num_workers: int, item_concurre
             "on the calling thread when next() asks for it; leave prefetch_factor unset, "
             f"but got prefetch_factor={prefetch_factor}"
         )
+
+
+def check_memory_budget(memory_budget: Any, worker_type: str) -> None:
+    """``memory_budget``: ``None`` or a positive number of bytes, kept by ``"auto"``."""
+    if memory_budget is None:
+        return
+    if worker_type != "auto":
+        raise ValueError("memory_budget is kept by worker_type='auto', which measures the "
+                         f"batches in flight, but got worker_type={worker_type!r}")
+    if not is_int(memory_budget):
+        raise TypeError("memory_budget should be a number of bytes (an int) or None, "
+                        f"but got memory_budget={memory_budget!r}")
+    if memory_budget <= 0:
+        raise ValueError("memory_budget should be a positive number of bytes, "
+                         f"but got memory_budget={memory_budget!r}")
 
 
 def check_process_options(num_workers: int, multiprocessing_context: Any,

@@ -53,7 +53,7 @@ class MapIterator:
     once: batches in flight finish in the background and are discarded.
     """
 
-    __slots__ = ("_owner", "_engine", "_total", "_progress", "_skipped", "_on_cancel")
+    __slots__ = ("_owner", "_engine", "_total", "_progress", "_skipped", "_on_cancel", "_stats")
 
     def __init__(self, owner: Any, plan: EpochPlan, engine: Engine) -> None:
         self._owner = owner
@@ -63,6 +63,7 @@ class MapIterator:
         self._progress = plan.progress
         self._skipped = plan.progress.delivered
         self._on_cancel = plan.on_cancel
+        self._stats = plan.stats
 
     def __iter__(self) -> MapIterator:
         return self
@@ -83,15 +84,19 @@ class MapIterator:
 
     def __next__(self) -> Any:
         engine = self._engine
+        self._stats.asked()
+        more = False
         try:
             # A batch whose every item was skipped (on_error="skip") is passed over.
             while (batch := engine.next()) is EMPTY_BATCH:
                 pass
+            more = True
         except StopIteration:
             self._progress.finished = True
             raise
         finally:
             self._progress.delivered = self._skipped + engine.delivered
+            self._stats.answered(more)
         return batch
 
     def cancel(self) -> None:

@@ -61,6 +61,9 @@ class EpochPlan:
     worker_setup : callable or None
         Threaded epochs: ``worker_setup(thread_index)``, run by each task
         before it loads (worker info, ``worker_init_fn``).
+    first : int
+        Threaded epochs: the epoch's number of the plan's first batch, which
+        errors name (batches before it were loaded by another engine).
     """
 
     batches: Iterator[Any]
@@ -77,6 +80,7 @@ class EpochPlan:
     in_order: bool = True
     timeout: float = 0.0
     worker_setup: Callable[[int], None] | None = None
+    first: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,12 +44,31 @@ class Stats:
     removed or replaced, so a worker may keep a reference to its row.
     """
 
-    __slots__ = ("remote", "rows")
+    __slots__ = ("consumer_ns", "remote", "returned_at", "rows")
 
     def __init__(self) -> None:
         self.rows: list[Row] = [Row()]
         # What worker processes counted, added as their replies arrive.
         self.remote = Row()
+        # The consumer's own time between batches (between a next() returning
+        # and the next call, within an epoch), and when next() last returned.
+        self.consumer_ns = 0
+        self.returned_at = 0
+
+    def asked(self) -> None:
+        """The consumer called ``next()``: the time since the last batch was its own."""
+        if self.returned_at:
+            self.consumer_ns += monotonic_ns() - self.returned_at
+
+    def answered(self, more: bool) -> None:
+        """``next()`` returned a batch (``more``) or ended the epoch."""
+        self.returned_at = monotonic_ns() if more else 0
+
+    def wait_share(self) -> float | None:
+        """The share of the consumer's time spent waiting in ``next()``."""
+        waited = self.rows[0].totals()[WAIT + 1]
+        total = waited + self.consumer_ns
+        return waited / total if total else None
 
     def add_remote(self, totals: tuple[int, ...]) -> None:
         """Add a worker process's counters (a row's ``totals()``, as a difference)."""

@@ -427,11 +427,15 @@ class StreamIterator:
         if limit is not None and limit >= 0 and progress.delivered >= limit:
             self._end()
             raise StopIteration
+        stats = self._loader._stats
+        stats.asked()
         try:
             entry = self.source.next()
         except StopIteration:
+            stats.answered(False)
             self._end()
             raise
+        stats.answered(True)
         payload, failed, stream, state = entry
         progress.delivered += 1
         if state is _NO_STATE:

@@ -26,10 +26,20 @@ The rule, in order:
 5. items already in memory -- threads: a list, tuple, range, numpy array
    or ``TensorDataset`` (or a stream of one, through ``shard``) does
    microseconds of work per item, less than a process would spend
-   receiving its request and sending the batch back;
-6. anything else -- processes: a map-style dataset doing Python work, or
-   an iterable-style one whose ``__iter__`` is Python code (each process
-   then iterates its own stream, as under torch).
+   receiving its request and sending the batch back; and a dataset whose
+   class declares ``thread_safe = True``: its ``__getitem__`` may run on
+   several threads at once;
+6. a map-style dataset doing Python work -- measured (``"auto"``, the
+   kind of ``dataloader._auto``): batch 0 loads on the calling thread,
+   the rest on one worker thread or on worker processes, whichever the
+   measurements say is faster (never on two threads at once); but with a
+   ``worker_init_fn``, which expects a process of its own, processes;
+7. anything else -- processes: an iterable-style dataset whose
+   ``__iter__`` is Python code (each process then iterates its own
+   stream, as under torch).
+
+With ``num_workers="auto"`` or a ``memory_budget``, a map-style epoch of
+kind 4 or 5 is measured too (to size its workers and its window).
 
 Examples
 --------
@@ -56,8 +66,9 @@ from dataloader._datasets.dataset import ChainDataset, ShardedIterable
 from dataloader._datasets.interleave import InterleavedDataset, InterleavedStream
 from dataloader._datasets.wrappers import TensorDataset
 from dataloader._loading.plugins import BatchAssembling, EpochBound
+from dataloader._loading.stats import COLLATE, FETCH, TRANSFORM
 
-__all__ = ["WORKER_TYPES", "check_worker_type", "resolve_worker_type"]
+__all__ = ["WORKER_TYPES", "check_worker_type", "resolve_worker_type", "safe_on_threads"]
 
 WORKER_TYPES = ("auto", "thread", "process")
 
@@ -81,9 +92,24 @@ def resolve_worker_type(requested: str, dataset: Any, *, num_workers: int,
         return "thread"
     if is_async_dataset(dataset) or item_concurrency > 1:
         return "thread"
-    if _native_work(dataset, transform, collate_fn) or _native_or_in_memory(dataset):
+    if _native_work(dataset, transform, collate_fn) or safe_on_threads(dataset):
         return "thread"
     return "process"
+
+
+def safe_on_threads(dataset: Any) -> bool:
+    """Whether ``dataset``'s items may load on several threads at once: a source read
+    natively or held in memory (alone or under the library's wrappers), or a dataset
+    whose class declares ``thread_safe = True``.
+
+    >>> class Squares:
+    ...     thread_safe = True  # __getitem__ reads shared state only
+    ...     def __len__(self): return 4
+    ...     def __getitem__(self, index): return index * index
+    >>> safe_on_threads(Squares()), safe_on_threads([1, 2])
+    (True, True)
+    """
+    return getattr(type(dataset), "thread_safe", False) is True or _native_or_in_memory(dataset)
 
 
 class WorkerTypeChoice:
@@ -107,7 +133,7 @@ class WorkerTypeChoice:
         self._resolved = requested
 
     def of(self, loader: Any) -> str:
-        """The worker type for ``loader``'s current arguments."""
+        """The worker type for ``loader``'s current arguments, before measuring."""
         key = (loader.transform, loader.collate_fn, loader.num_workers, loader.item_concurrency)
         if key != self._key:
             self._key = key
@@ -116,6 +142,34 @@ class WorkerTypeChoice:
                 item_concurrency=loader.item_concurrency, transform=loader.transform,
                 collate_fn=loader.collate_fn)
         return self._resolved
+
+    def measured(self, loader: Any) -> bool:
+        """Whether ``loader``'s map-style epochs are measured (rules 6, and 4-5 with
+        ``num_workers="auto"`` or a ``memory_budget``; see the module docstring)."""
+        if (self.requested != "auto" or loader.num_workers == 0 or loader._iterable
+                or is_async_dataset(self.dataset) or loader.item_concurrency > 1):
+            return False
+        if self.of(loader) == "process":
+            return loader.worker_init_fn is None
+        return loader._auto_workers or loader.memory_budget is not None
+
+    def safe_on_threads(self, loader: Any) -> bool:
+        """Whether the measured epochs may load on several threads at once."""
+        return self.of(loader) == "thread"
+
+    def native_stages(self, loader: Any) -> frozenset[int]:
+        """The stages (``stats`` columns) that run native code, without the interpreter."""
+        if free_threaded():
+            return frozenset({FETCH, TRANSFORM, COLLATE})
+        transform = loader.transform or getattr(self.dataset, "transform", None)
+        stages = set()
+        if getattr(type(self.dataset), "native_loading", False):
+            stages.add(FETCH)
+        if isinstance(transform, EpochBound):
+            stages.add(TRANSFORM)
+        if isinstance(loader.collate_fn, BatchAssembling):
+            stages.add(COLLATE)
+        return frozenset(stages)
 
 
 def free_threaded() -> bool:

@@ -1,0 +1,427 @@
+"""``worker_type="auto"`` on a Python dataset: load at once, measure, then choose.
+
+A map-style dataset whose ``__getitem__`` is Python code may run fastest
+on one worker thread (cheap items: a process would spend longer receiving
+the request and sending the batch back than loading it) or on worker
+processes (items that hold the interpreter for long). No fixed rule knows
+which, so the :class:`Auto` kind measures. Each epoch:
+
+1. batch 0 loads on the calling thread, as with ``num_workers=0``: the
+   first batch is as fast as the direct path's, and it measures what a
+   batch costs (seconds, the share of them on a CPU and in Python code,
+   its bytes), with no other thread in the dataset's code;
+2. from the second batch on, the epoch runs on what :func:`decide`
+   predicts to deliver batches fastest -- worker threads (one, unless the
+   dataset is known to be safe on several, see
+   ``dataloader._processes.choice``) or worker processes -- given the
+   consumer's own time between batches;
+3. what the epoch then measures (a batch every how many seconds, how long
+   processes took to start) replaces the prediction for the next epoch,
+   so the loader moves back to threads when processes turned out slower.
+
+With ``num_workers="auto"`` the worker count is chosen too (one process
+per free core for items that compute, more for items that wait), and
+``memory_budget`` caps the batches in flight. The batches, their order,
+their seeds and ``state_dict`` are the same on every kind. The rule, its
+figures and its limits: ``docs/execution.md``, "How auto chooses".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dataloader._core.pool import CLOSE_WAIT_SECONDS
+from dataloader._loading.arguments import epoch_window
+from dataloader._loading.handles import open_files
+from dataloader._loading.iterators import Engine, InlineEngine
+from dataloader._loading.stats import COLLATE, FETCH, TRANSFORM, WAIT
+from dataloader._processes.kind import Processes
+
+if TYPE_CHECKING:
+    from dataloader._loader import DataLoader
+    from dataloader._loading.plans import EpochPlan, StreamPlan
+
+__all__ = ["Auto", "Choice", "Measurements", "batch_nbytes", "decide", "usable_cores"]
+
+logger = logging.getLogger("dataloader")
+
+#: What a batch costs on worker processes besides loading it (posting its
+#: indices, a worker's reply, the consumer's views of its slot), and the
+#: rate at which its bytes are copied into shared memory.
+PROCESS_BATCH_SECONDS = 0.0003
+COPY_BYTES_PER_SECOND = 2e9
+#: Starting one worker process, until it takes its first batch, when not yet measured.
+STARTUP_SECONDS = 0.05
+#: Processes are chosen when they would deliver batches this much faster.
+GAIN = 1.25
+#: ``num_workers="auto"``: at most this many workers per core, for items that wait.
+WORKERS_PER_CORE = 4
+#: Epoch measurements need this many batches of a kind to replace a prediction.
+MEASURED_BATCHES = 4
+
+
+def usable_cores() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def batch_nbytes(batch: Any) -> int:
+    """The bytes of the arrays and tensors in ``batch`` (nested lists, tuples and dicts).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> batch_nbytes({"image": np.zeros((2, 4), np.uint8), "label": [np.zeros(2)]})
+    24
+    """
+    if isinstance(batch, dict):
+        return sum(batch_nbytes(value) for value in batch.values())
+    if isinstance(batch, (list, tuple)):
+        return sum(batch_nbytes(value) for value in batch)
+    nbytes = getattr(batch, "nbytes", None)
+    return nbytes if isinstance(nbytes, int) else 0
+
+
+@dataclass
+class Measurements:
+    """What a loader measured of its batches, over its epochs (seconds are per batch)."""
+
+    #: Loading one batch on one thread (the calling thread's batch 0).
+    load_seconds: float | None = None
+    #: The share of ``load_seconds`` on a CPU (the rest waits: I/O, sleep).
+    cpu_share: float = 1.0
+    #: The share of ``load_seconds`` in Python code, holding the interpreter.
+    python_share: float = 1.0
+    batch_bytes: int = 0
+    #: The consumer's own work between two batches.
+    consumer_seconds: float = 0.0
+    #: The share of the epoch's time the consumer waited in ``next()``.
+    wait_share: float | None = None
+    #: A batch every how many seconds, measured on each kind, with the
+    #: ``load_seconds`` of its epoch (a measurement holds while items cost
+    #: about as much: see ``interval``).
+    intervals: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    #: Starting worker processes until their first batch.
+    startup_seconds: float | None = None
+
+    def add_load(self, seconds: float, cpu_seconds: float, python_seconds: float,
+                 nbytes: int) -> None:
+        """Record a batch loaded on the calling thread."""
+        self.load_seconds = seconds
+        if seconds > 0:
+            self.cpu_share = min(cpu_seconds / seconds, 1.0)
+            self.python_share = min(python_seconds / seconds, 1.0)
+        self.batch_bytes = max(self.batch_bytes, nbytes)
+
+    def interval(self, kind: str) -> float | None:
+        """The interval measured on ``kind``, if its items cost within 2x of today's."""
+        interval, load = self.intervals.get(kind, (None, 0.0))
+        now = self.load_seconds or 0.0
+        if interval is None or not 0.5 * load <= now <= 2 * load:
+            return None
+        return interval
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What an epoch runs on after its first batch, and why."""
+
+    kind: str  # "thread" or "process"
+    workers: int
+    window: int
+    why: str
+
+
+def decide(measured: Measurements, *, workers: int | None, safe_on_threads: bool,
+           cores: int, remaining: int | None, prefetch_factor: int,
+           memory_budget: int | None = None, open_files: list[str] | None = None,
+           current: str | None = None) -> Choice:
+    """The kind and count of workers that deliver the rest of an epoch fastest.
+
+    ``workers`` is ``num_workers``, or ``None`` to choose it too;
+    ``safe_on_threads`` says whether the dataset may run on several threads
+    at once (else one thread runs it); ``remaining`` is the batches left;
+    ``current`` is what the last epoch ran on: processes must be ``GAIN``
+    times faster to be started, and stay while they are not slower.
+
+    Examples
+    --------
+    >>> measured = Measurements(load_seconds=0.2, batch_bytes=1 << 20)
+    >>> decide(measured, workers=2, safe_on_threads=False, cores=2, remaining=100,
+    ...        prefetch_factor=2).kind  # items that compute: a process per core
+    'process'
+    >>> measured = Measurements(load_seconds=0.0001)
+    >>> decide(measured, workers=2, safe_on_threads=False, cores=2, remaining=100,
+    ...        prefetch_factor=2).kind  # cheap items: one thread keeps up
+    'thread'
+    """
+    load = measured.load_seconds or 0.0
+    count = workers if workers is not None else _workers_for(measured, cores)
+    cap = _in_flight_cap(memory_budget, measured.batch_bytes)
+    if cap is not None and workers is None:
+        count = min(count, cap)
+    threads = count if safe_on_threads else 1
+
+    def window(kind_workers: int) -> int:
+        size = epoch_window(kind_workers, prefetch_factor, remaining)
+        return size if cap is None else max(min(size, cap), 1)
+
+    def on_threads(why: str) -> Choice:
+        return Choice("thread", threads, window(threads), why)
+
+    if open_files:
+        return on_threads(f"{open_files[0]}: worker processes would share its offset")
+    thread_interval = measured.interval("thread") or _thread_interval(measured, threads)
+    process_interval = measured.interval("process") or _process_interval(measured, count, cores)
+    figures = (f"a batch every {_ms(thread_interval)} on {_count(threads, 'thread')}, every "
+               f"{_ms(process_interval)} on {_count(count, 'process')}")
+    needed = 1.0 if current == "process" else GAIN
+    if process_interval * needed > thread_interval:
+        return on_threads(f"{figures}; items take {_ms(load)} a batch")
+    startup = measured.startup_seconds or STARTUP_SECONDS * count
+    if remaining is not None and remaining * (thread_interval - process_interval) < startup:
+        return on_threads(f"{figures}, but {remaining} batches left do not repay "
+                          f"{_ms(startup)} of starting processes")
+    return Choice("process", count, window(count), f"{figures}")
+
+
+def _thread_interval(measured: Measurements, threads: int) -> float:
+    """A batch every how many seconds on ``threads`` threads, predicted: Python code runs
+    on one at a time (with the interpreter lock), the consumer's work beside them."""
+    load = measured.load_seconds or 0.0
+    held = load * measured.python_share if threads > 1 else load
+    return max(held, load / threads, measured.consumer_seconds)
+
+
+def _process_interval(measured: Measurements, workers: int, cores: int) -> float:
+    """A batch every how many seconds on ``workers`` processes, predicted from the cores
+    the consumer leaves free."""
+    load = measured.load_seconds or 0.0
+    overhead = PROCESS_BATCH_SECONDS + measured.batch_bytes / COPY_BYTES_PER_SECOND
+    consumer = measured.consumer_seconds
+    # Until an epoch has measured the consumer, it is taken to wait for batches.
+    busy = 0.0 if measured.wait_share is None else 1.0 - measured.wait_share
+    free_cores = max(cores - busy, 1.0)
+    return max((load + overhead) / workers, (load * measured.cpu_share + overhead) / free_cores,
+               consumer + PROCESS_BATCH_SECONDS)
+
+
+def _workers_for(measured: Measurements, cores: int) -> int:
+    """``num_workers="auto"``: a worker per core for items that compute, more for items
+    that wait (as many as keep the cores busy), at most ``WORKERS_PER_CORE`` per core."""
+    waiting = 1.0 / max(measured.cpu_share, 1.0 / WORKERS_PER_CORE)
+    return max(min(math.ceil(cores * waiting), cores * WORKERS_PER_CORE), 1)
+
+
+def _in_flight_cap(memory_budget: int | None, batch_bytes: int) -> int | None:
+    """The batches in flight that ``memory_budget`` bytes hold (at least one)."""
+    if memory_budget is None or batch_bytes <= 0:
+        return None
+    return max(memory_budget // batch_bytes, 1)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def _count(count: int, kind: str) -> str:
+    """``"1 thread"``, ``"2 processes"``."""
+    if count == 1:
+        return f"1 worker {kind}"
+    return f"{count} worker {kind}es" if kind == "process" else f"{count} worker {kind}s"
+
+
+class Auto:
+    """The measuring kind of worker: batch 0 on the calling thread, the rest on the
+    threads or processes :func:`decide` picks (see the module docstring).
+
+    It keeps its own pool of threads and worker processes, and what it
+    measured, for the loader's life.
+    """
+
+    loads_ahead = True
+    # Batch 0 loads in this process: the loader binds the epoch here.
+    other_processes = False
+
+    def __init__(self, threads: Callable[[int], Any]) -> None:
+        # ``dataloader._worker_kinds.Threads``: a kind on a fixed number of threads.
+        self._make_threads = threads
+        self.measured = Measurements()
+        self.choice: Choice | None = None
+        self.processes = Processes()
+        self.threads: Any = None
+
+    @property
+    def kind(self) -> str:
+        """``"thread"`` or ``"process"``: what the last epoch ran on after its first batch."""
+        return self.choice.kind if self.choice is not None else "thread"
+
+    @property
+    def workers(self) -> int | None:
+        """The worker count of the last choice."""
+        return self.choice.workers if self.choice is not None else None
+
+    def map_engine(self, loader: DataLoader, plan: EpochPlan) -> MeasuredEngine:
+        return MeasuredEngine(self, loader, plan)
+
+    def stream_engine(self, loader: DataLoader, plan: StreamPlan,
+                      states: dict[int, Any]) -> Any:
+        raise TypeError("worker_type='auto' measures map-style datasets only")
+
+    def close(self, seconds: float) -> None:
+        if self.threads is not None:
+            self.threads.close(seconds)
+        self.processes.close(seconds)
+
+    def warm_processes(self) -> bool:
+        """Whether the loader's persistent worker processes are running."""
+        group = self.processes.group
+        return self.kind == "process" and group is not None and not group.closed
+
+    def choose(self, loader: DataLoader, remaining: int | None) -> Choice:
+        """Decide what the rest of an epoch runs on; log the choice when it changes."""
+        choice = decide(
+            self.measured, workers=None if loader._auto_workers else loader.num_workers,
+            safe_on_threads=loader._worker_type.safe_on_threads(loader),
+            cores=usable_cores(), remaining=remaining, prefetch_factor=loader.prefetch_factor,
+            memory_budget=loader.memory_budget, open_files=open_files(loader.dataset),
+            current=self.choice.kind if self.choice is not None else None,
+        )
+        previous, self.choice = self.choice, choice
+        if previous is None or (previous.kind, previous.workers) != (choice.kind, choice.workers):
+            logger.info("DataLoader loads on %s: %s", _count(choice.workers, choice.kind),
+                        choice.why)
+        return choice
+
+    def engine_for(self, loader: DataLoader, plan: EpochPlan, choice: Choice) -> Engine:
+        """Start the engine of ``choice`` on the rest of ``plan``'s batches."""
+        plan = dataclasses.replace(plan, window=choice.window)
+        if choice.kind == "process":
+            # No thread of ours may be in the dataset's code when the workers fork.
+            if self.threads is not None:
+                self.threads.close(CLOSE_WAIT_SECONDS)
+                self.threads = None
+            if loader._auto_workers:
+                loader.num_workers = choice.workers
+            return self.processes.map_engine(loader, dataclasses.replace(plan, recipe=None))
+        self.processes.close(0.0)
+        if self.threads is None or self.threads.threads != choice.workers:
+            if self.threads is not None:
+                self.threads.close(CLOSE_WAIT_SECONDS)
+            self.threads = self._make_threads(choice.workers)
+        return self.threads.map_engine(loader, plan)
+
+
+class MeasuredEngine:
+    """An epoch of the :class:`Auto` kind: batch 0 inline and measured, then the chosen
+    engine; it times the consumer and the batches for the next epoch's choice."""
+
+    __slots__ = ("_kind", "_loader", "_plan", "_engine", "_before", "_phase", "_consumer_at",
+                 "_waited_at", "_phase_started", "_first_at", "_last_at", "_phase_batches",
+                 "_ended")
+
+    def __init__(self, kind: Auto, loader: DataLoader, plan: EpochPlan) -> None:
+        self._kind = kind
+        self._loader = loader
+        self._plan = plan
+        self._before = 0  # batches delivered by the engines before this one
+        # The consumer's own time and its wait so far (the loader's counters).
+        self._consumer_at = plan.stats.consumer_ns
+        self._waited_at = plan.stats.rows[0].totals()[WAIT + 1]
+        self._ended = False
+        if kind.warm_processes():  # persistent workers: no need to start on this thread
+            assert kind.choice is not None
+            self._start_phase(kind.engine_for(loader, plan, kind.choice), "process")
+        else:
+            self._start_phase(InlineEngine(plan), "inline")
+
+    @property
+    def delivered(self) -> int:
+        return self._before + self._engine.delivered
+
+    @property
+    def _workers(self) -> list[Any]:
+        return self._engine._workers  # type: ignore[attr-defined]
+
+    def _start_phase(self, engine: Engine, phase: str) -> None:
+        self._engine, self._phase = engine, phase
+        self._phase_started = time.monotonic_ns()
+        self._first_at = self._last_at = 0
+        self._phase_batches = 0
+
+    def next(self) -> Any:
+        if self._phase == "inline" and self._engine.delivered:
+            self._hand_over()
+        try:
+            if self._phase == "inline":
+                batch = self._next_measured()
+            else:
+                batch = self._engine.next()
+        except StopIteration:
+            self._end()
+            raise
+        ended = time.monotonic_ns()
+        self._phase_batches += 1
+        if self._phase_batches == 1:
+            self._first_at = ended
+        self._last_at = ended
+        return batch
+
+    def _next_measured(self) -> Any:
+        """The next batch, loaded here, with what it cost recorded."""
+        row = self._plan.stats.rows[0]
+        stages_before = row.totals()
+        started, cpu_started = time.monotonic_ns(), time.thread_time_ns()
+        batch = self._engine.next()
+        seconds = (time.monotonic_ns() - started) * 1e-9
+        native = self._loader._worker_type.native_stages(self._loader)
+        stages = [now - before for now, before in zip(row.totals(), stages_before, strict=True)]
+        python = sum(stages[column + 1] for column in (FETCH, TRANSFORM, COLLATE)
+                     if column not in native) * 1e-9
+        self._kind.measured.add_load(seconds, (time.thread_time_ns() - cpu_started) * 1e-9,
+                                     python, batch_nbytes(batch))
+        return batch
+
+    def _hand_over(self) -> None:
+        """Batch 0 is out: run the rest of the epoch on what the measurements choose."""
+        total = self._plan.total
+        remaining = None if total is None else max(total - self._engine.delivered, 0)
+        choice = self._kind.choose(self._loader, remaining)
+        self._before += self._engine.delivered
+        rest = dataclasses.replace(self._plan, total=remaining,
+                                   first=self._plan.progress.delivered)
+        self._start_phase(self._kind.engine_for(self._loader, rest, choice), choice.kind)
+
+    def _end(self) -> None:
+        """Record what this epoch measured (once), for the next epoch's choice."""
+        if self._ended:
+            return
+        self._ended = True
+        measured, stats = self._kind.measured, self._plan.stats
+        consumer = stats.consumer_ns - self._consumer_at
+        waited = stats.rows[0].totals()[WAIT + 1] - self._waited_at
+        batches = self._before + self._phase_batches
+        if batches > 1:
+            measured.consumer_seconds = consumer * 1e-9 / (batches - 1)
+        if consumer + waited > 0:
+            measured.wait_share = waited / (consumer + waited)
+        if self._phase == "inline" or self._phase_batches < MEASURED_BATCHES:
+            return
+        interval = (self._last_at - self._first_at) * 1e-9 / (self._phase_batches - 1)
+        measured.intervals[self._phase] = (interval, measured.load_seconds or 0.0)
+        if self._phase == "process":
+            measured.startup_seconds = (self._first_at - self._phase_started) * 1e-9
+
+    def cancel(self) -> None:
+        self._end()
+        self._engine.cancel()

@@ -1,0 +1,308 @@
+"""worker_type="auto" measures a Python dataset and chooses threads or processes.
+
+Choices that depend on timing are made unambiguous: items cost either
+microseconds (processes would spend longer passing batches back) or many
+milliseconds of Python work (a process per core is clearly faster), so a
+busy machine does not change them.
+"""
+
+import io
+import logging
+import multiprocessing
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from dataloader import DataLoader, Dataset
+from dataloader._auto import Choice, Measurements, decide, usable_cores
+from dataloader._processes.choice import free_threaded
+
+pytestmark = pytest.mark.skipif(free_threaded(), reason="Python code runs on threads here")
+
+needs_two_cores = pytest.mark.skipif(usable_cores() < 2, reason="processes need a core each")
+
+
+class Cheap(Dataset):
+    """Microseconds an item: where it loaded, and the item."""
+
+    def __init__(self, n=256):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        return {"index": index, "pid": os.getpid(), "thread": threading.get_ident()}
+
+
+class Heavy(Cheap):
+    """Milliseconds of Python work an item (the interpreter held throughout)."""
+
+    def __getitem__(self, index):
+        deadline = time.thread_time() + 0.004
+        while time.thread_time() < deadline:
+            pass
+        return super().__getitem__(index)
+
+
+def consume(loader):
+    """An epoch as a training loop takes it: each batch dropped before the next."""
+    rows = []
+    for batch in loader:
+        rows += zip(batch["index"].tolist(), batch["pid"].tolist(), batch["thread"].tolist(),
+                    strict=True)
+    return rows
+
+
+def test_cheap_items_stay_on_one_thread_and_start_no_process():
+    loader = DataLoader(Cheap(), batch_size=16, num_workers=2, shuffle=True, seed=3)
+    direct = DataLoader(Cheap(), batch_size=16, shuffle=True, seed=3)
+    for _ in range(2):
+        rows = consume(loader)
+        assert [index for index, *_ in rows] == [index for index, *_ in consume(direct)]
+        assert {pid for _, pid, _ in rows} == {os.getpid()}
+        # Batch 0 on the calling thread, the rest on one worker thread.
+        assert rows[0][2] == threading.get_ident()
+        assert len({thread for *_, thread in rows[16:]}) == 1
+        assert rows[16][2] != threading.get_ident()
+    assert loader.worker_type == "thread"
+    assert multiprocessing.active_children() == []
+    figures = loader.stats()
+    assert "1 worker thread" in figures["workers"]["why"]
+    assert figures["interpreter_share"] > 0.5  # __getitem__ is Python code
+    loader.close()
+
+
+@needs_two_cores
+def test_python_work_moves_to_processes_after_a_first_batch_on_the_calling_thread():
+    loader = DataLoader(Heavy(96), batch_size=4, num_workers=2, shuffle=True, seed=5)
+    it = iter(loader)
+    first = next(it)
+    # The first batch came without waiting for a process to start.
+    assert set(first["pid"].tolist()) == {os.getpid()}
+    assert set(first["thread"].tolist()) == {threading.get_ident()}
+    assert multiprocessing.active_children() == []
+    rest = list(it)
+    assert {pid for batch in rest for pid in batch["pid"].tolist()} - {os.getpid()}
+    assert loader.worker_type == "process"
+    indices = [i for batch in [first, *rest] for i in batch["index"].tolist()]
+    direct = DataLoader(Heavy(96), batch_size=4, shuffle=True, seed=5)
+    assert indices == [i for batch in direct for i in batch["index"].tolist()]
+    assert "2 worker processes" in loader.stats()["workers"]["why"]
+    loader.close()
+    assert multiprocessing.active_children() == []
+
+
+@needs_two_cores
+def test_the_choice_changes_between_epochs_when_the_items_cost_changes():
+    class Changing(Heavy):
+        heavy = True
+
+        def __getitem__(self, index):
+            if type(self).heavy:
+                return super().__getitem__(index)
+            return Cheap.__getitem__(self, index)
+
+    loader = DataLoader(Changing(96), batch_size=4, num_workers=2)
+    kinds = []
+    for heavy in (True, False, True):
+        Changing.heavy = heavy  # seen by the next epoch's processes: they start with it
+        rows = consume(loader)
+        assert [index for index, *_ in rows] == list(range(96))
+        kinds.append(loader.worker_type)
+    assert kinds == ["process", "thread", "process"]
+    loader.close()
+
+
+@needs_two_cores
+def test_a_resumed_epoch_gives_the_same_batches_whatever_auto_chose():
+    def loader():
+        return DataLoader(Heavy(96), batch_size=4, num_workers=2, shuffle=True, seed=9)
+
+    whole = [batch["index"].tolist() for batch in loader()]
+    first = loader()
+    it = iter(first)
+    head = [next(it)["index"].tolist() for _ in range(3)]  # batch 0 inline, 2 on processes
+    state = first.state_dict()
+    del it
+    resumed = loader()
+    resumed.load_state_dict(state)
+    assert head + [batch["index"].tolist() for batch in resumed] == whole
+    first.close()
+    resumed.close()
+
+
+@needs_two_cores
+def test_an_error_names_its_batch_in_the_epoch_after_the_hand_over():
+    class Failing(Heavy):
+        def __getitem__(self, index):
+            if index == 9:
+                raise KeyError(index)
+            return super().__getitem__(index)
+
+    loader = DataLoader(Failing(16), batch_size=4, num_workers=2)
+    it = iter(loader)
+    assert next(it)["index"].tolist() == [0, 1, 2, 3]
+    assert next(it)["index"].tolist() == [4, 5, 6, 7]
+    with pytest.raises(KeyError) as raised:
+        next(it)
+    assert any("batch 2" in note for note in raised.value.__notes__)
+    assert next(it)["index"].tolist() == [12, 13, 14, 15]
+    loader.close()
+
+
+@needs_two_cores
+def test_a_dataset_that_opens_a_file_while_loading_stays_on_one_thread(tmp_path):
+    # Processes forked after the first batch would share the file's offset.
+    path = tmp_path / "records"
+    path.write_bytes(bytes(range(64)))
+
+    class Records(Heavy):
+        file = None
+
+        def __getitem__(self, index):
+            if self.file is None:
+                self.file = open(path, "rb")  # noqa: SIM115 -- kept open, as such datasets do
+            super().__getitem__(index)
+            self.file.seek(index)
+            return {"index": index, "byte": self.file.read(1)[0]}
+
+    dataset = Records(64)
+    loader = DataLoader(dataset, batch_size=4, num_workers=2)
+    bytes_read = [byte for batch in loader for byte in batch["byte"].tolist()]
+    assert bytes_read == list(range(64))
+    assert loader.worker_type == "thread"
+    assert "open file" in loader.stats()["workers"]["why"]
+    loader.close()
+    dataset.file.close()
+
+
+def test_a_worker_init_fn_keeps_python_work_on_processes():
+    loader = DataLoader(Cheap(8), batch_size=4, num_workers=2, worker_init_fn=lambda _: None)
+    assert loader.worker_type == "process"
+    assert {pid for _, pid, _ in consume(loader)} - {os.getpid()}
+    loader.close()
+
+
+def test_a_dataset_declared_thread_safe_loads_on_several_threads():
+    class Shared(Cheap):
+        thread_safe = True
+
+    loader = DataLoader(Shared(), batch_size=4, num_workers=2)
+    assert loader.worker_type == "thread"
+    assert {pid for _, pid, _ in consume(loader)} == {os.getpid()}
+    loader.close()
+
+
+@needs_two_cores
+def test_num_workers_auto_starts_more_processes_for_items_that_wait():
+    class Waiting(Cheap):
+        def __getitem__(self, index):
+            time.sleep(0.004)  # no CPU: a file or a network read
+            return super().__getitem__(index)
+
+    # 64 batches of 16 ms: enough to repay starting a process per 4 ms of waiting.
+    loader = DataLoader(Waiting(256), batch_size=4, num_workers="auto")
+    assert loader.num_workers == usable_cores()
+    rows = consume(loader)
+    assert [index for index, *_ in rows] == list(range(256))
+    assert loader.worker_type == "process"
+    assert loader.num_workers > usable_cores()
+    assert len({pid for _, pid, _ in rows} - {os.getpid()}) > usable_cores()
+    loader.close()
+
+
+def test_memory_budget_bounds_the_batches_loaded_ahead():
+    lock = threading.Lock()
+    fetched = []
+
+    class Arrays(Dataset):
+        thread_safe = True
+
+        def __len__(self):
+            return 80
+
+        def __getitem__(self, index):
+            with lock:
+                fetched.append(index)
+            return np.zeros(250, np.float32)  # 1000 bytes: 4000 a batch
+
+    loader = DataLoader(Arrays(), batch_size=4, num_workers=4, memory_budget=8000)
+    ahead = []
+    for consumed, _batch in enumerate(loader, start=1):
+        time.sleep(0.002)  # a training step: the workers fill what the budget allows
+        with lock:
+            ahead.append(len(fetched) // 4 - consumed)
+    # Two batches of 4000 bytes in flight, and the one being loaded.
+    assert max(ahead) <= 2 + 1, ahead
+    loader.close()
+
+
+def test_the_choice_is_logged_once_when_it_changes(caplog):
+    loader = DataLoader(Cheap(64), batch_size=8, num_workers=2)
+    with caplog.at_level(logging.INFO, logger="dataloader"):
+        for _ in range(3):
+            consume(loader)
+    lines = [record.getMessage() for record in caplog.records]
+    assert len(lines) == 1 and lines[0].startswith("DataLoader loads on 1 worker thread:")
+    loader.close()
+
+
+def test_stats_say_how_much_of_the_time_the_consumer_waited():
+    loader = DataLoader(Cheap(64), batch_size=8)
+    for _batch in loader:
+        time.sleep(0.01)  # the consumer's own work dwarfs loading
+    figures = loader.stats()
+    assert figures["wait_share"] < 0.5
+    assert figures["item_seconds"] > 0
+    assert figures["workers"] == {"type": "thread", "count": 0}
+
+
+@pytest.mark.parametrize(("arguments", "error", "message"), [
+    ({"memory_budget": 0}, ValueError, "memory_budget should be a positive"),
+    ({"memory_budget": 1.5}, TypeError, "memory_budget should be a number of bytes"),
+    ({"memory_budget": 10, "worker_type": "thread"}, ValueError, "kept by worker_type='auto'"),
+    ({"num_workers": "many"}, TypeError, "num_workers should be an integer"),
+])
+def test_bad_arguments_are_refused(arguments, error, message):
+    with pytest.raises(error, match=message):
+        DataLoader(Cheap(), **arguments)
+
+
+def test_decide_moves_back_to_threads_when_processes_measured_slower():
+    measured = Measurements(load_seconds=0.05)
+    arguments = dict(workers=2, safe_on_threads=False, cores=2, remaining=100,
+                     prefetch_factor=2)
+    assert decide(measured, **arguments).kind == "process"
+    measured.intervals["process"] = (0.06, 0.05)  # slower than one thread, measured
+    assert decide(measured, current="process", **arguments).kind == "thread"
+    measured.intervals["process"] = (0.045, 0.05)  # not slower: they stay
+    assert decide(measured, current="process", **arguments).kind == "process"
+    # Starting them again takes a clear gain.
+    assert decide(measured, current="thread", **arguments).kind == "thread"
+
+
+def test_decide_keeps_the_window_within_the_memory_budget():
+    measured = Measurements(load_seconds=0.05, batch_bytes=1000)
+    choice = decide(measured, workers=None, safe_on_threads=False, cores=4, remaining=100,
+                    prefetch_factor=2, memory_budget=2500)
+    assert choice == Choice("process", 2, 2, choice.why)
+    few = decide(measured, workers=2, safe_on_threads=False, cores=2, remaining=1,
+                 prefetch_factor=2)
+    assert few.kind == "thread" and "do not repay" in few.why
+
+
+def test_open_files_found_before_the_first_epoch_keep_it_on_one_thread():
+    class Held(Heavy):
+        def __init__(self):
+            super().__init__(8)
+            self.file = io.BytesIO(b"x")
+
+    with pytest.warns(UserWarning, match="holds an open file"):
+        loader = DataLoader(Held(), batch_size=4, num_workers=2)
+        consume(loader)
+    assert loader.worker_type == "thread"
+    loader.close()
