@@ -48,6 +48,7 @@ from dataloader._loading.reported_length import stream_length, warn_past_reporte
 from dataloader._loading.stats import Stats
 from dataloader._loading.streaming import StreamIterator
 from dataloader._processes.choice import WorkerTypeChoice, check_worker_type
+from dataloader._sampling import elastic
 from dataloader._sampling.distributed import RankGroup
 from dataloader._sampling.sampler import (
     BatchSampler,
@@ -434,6 +435,9 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         True
         """
         state = self._progress.state_dict(self.seed, self.sampler, self.in_order)
+        share = elastic.describe_rank(self)  # for a job of another size (merge_states)
+        if share is not None:
+            state["elastic"] = share
         if is_epoch_seeded(self.batch_sampler):
             state["batch_sampler"] = self.batch_sampler.state_dict()
         if state["batches"]:
@@ -459,6 +463,7 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         >>> loader.epoch, [batch.tolist() for batch in loader]
         (3, [[4, 5]])
         """
+        state = dict(elastic.prepare_load(self, state))  # a merged state: this rank's share
         if self._iterable and state.get("batches"):
             _streaming.check_resumable_state(state)
         if "sampler" in state and hasattr(self.sampler, "load_state_dict"):
