@@ -27,9 +27,9 @@ from dataloader._images.collator import ImageCollator
 from dataloader._images.folder import ImageFolder
 from dataloader._loader import DataLoader
 from dataloader._loading.collate import default_collate, default_convert
+from dataloader._loading.elastic import LoaderCheckpoint, gather_state, merge_states
 from dataloader._media.folder import ClipSampler, VideoFolder
 from dataloader._sampling.distributed import DistributedSampler
-from dataloader._sampling.elastic import LoaderCheckpoint, gather_state, merge_states
 from dataloader._sampling.sampler import (
     BatchSampler,
     RandomSampler,

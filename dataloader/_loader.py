@@ -16,6 +16,7 @@ from dataloader._datasets.asynchronous import check_async_dataset, is_async_data
 from dataloader._datasets.dataset import is_iterable_style
 from dataloader._datasets.event_loop import EventLoop
 from dataloader._lifetime import close_at_exit
+from dataloader._loading import elastic
 from dataloader._loading import streaming as _streaming
 from dataloader._loading.arguments import (
     check_counts,
@@ -48,7 +49,6 @@ from dataloader._loading.reported_length import stream_length, warn_past_reporte
 from dataloader._loading.stats import Stats
 from dataloader._loading.streaming import StreamIterator
 from dataloader._processes.choice import WorkerTypeChoice, check_worker_type
-from dataloader._sampling import elastic
 from dataloader._sampling.distributed import RankGroup
 from dataloader._sampling.sampler import (
     BatchSampler,

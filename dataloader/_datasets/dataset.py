@@ -404,7 +404,7 @@ class ShardedIterable(IterableDataset):
         self.epoch = 0
         # (epoch, levels): what remained of that epoch when a job on other ranks (or
         # workers) stopped in its middle, dealt to this job's streams
-        # (dataloader._sampling.elastic).
+        # (dataloader._loading.elastic).
         self.elastic_levels: tuple[int, list[Level]] | None = None
 
     def set_epoch(self, epoch: int) -> None:

@@ -288,7 +288,7 @@ class DistributedSampler(_ChunkedSampler, EpochSeeded):
         self.drop_last = bool(drop_last)
         self.epoch = 0
         # (epoch, deal): that epoch's remaining positions dealt to these ranks, after a
-        # job on another number of ranks stopped in its middle (dataloader._sampling.elastic).
+        # job on another number of ranks stopped in its middle (dataloader._loading.elastic).
         self.elastic_deal: tuple[int, Deal] | None = None
 
     def active_deal(self) -> Deal | None:

@@ -29,6 +29,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dataloader._datasets.dataset import ShardedIterable
 from dataloader._sampling.distributed import DistributedSampler, RankGroup
 from dataloader._sampling.remainder import UNBOUNDED, Deal, Level, dealt_size
 
@@ -49,8 +50,6 @@ def describe_rank(loader: DataLoader) -> dict[str, Any] | None:
     """The rank's share of its epoch, kept in ``loader.state_dict()`` under ``"elastic"``;
     ``None`` when the loader's epochs cannot be dealt again (no ``DistributedSampler``
     or ``shard``, or a batch sampler of the user's)."""
-    from dataloader._datasets.dataset import ShardedIterable
-
     if loader.batch_size is None and loader.batch_sampler is not None:
         return None
     batch_size = loader.batch_size if loader.batch_size is not None else 1
