@@ -92,7 +92,7 @@ def test_killed_job_resumed_on_other_ranks_delivers_each_sample_once(tmp_path, c
     write_shards(tmp_path)
     rng = random.Random(f"{case}")
     kill_ranks = list(range(ranks)) if who == "all" else [rng.randrange(ranks)]
-    config = {"directory": str(tmp_path), "phase": "run", "kill_step": rng.randint(1, 5),
+    config = {"directory": str(tmp_path), "phase": "run", "kill_step": rng.randint(2, 5),
               "kill_ranks": kill_ranks, "kinds": [[map_kinds[0], stream_kinds[0]],
                                                   [map_kinds[1], stream_kinds[1]]]}
     torchrun(ranks, config, expect_ok=False)
