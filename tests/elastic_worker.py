@@ -41,7 +41,7 @@ from dataloader import (
 )
 from dataloader.sources import TarDataset
 
-MAP_SIZE = 288  # 12 * 24: every share and remainder divides evenly by 1 to 4 ranks
+MAP_SIZE = 288  # 12 * 24 (times the scale): shares and remainders divide by 1 to 4 ranks
 MAP_BATCH = 12
 STREAM_BATCH = 4
 
@@ -56,10 +56,11 @@ class Numbers(IterableDataset):
         return iter(range(self.start, self.start + self.n))
 
 
-def stream_source(directory):
+def stream_source(directory, scale=1):
     shards = sorted(str(path) for path in Path(directory).glob("*.tar"))
-    tar = TarDataset(shards, shuffle_buffer=5, shuffle_shards=True, seed=1, fields=("cls",))
-    return interleave([tar, Numbers(1000, 80)], probabilities=[0.6, 0.4], seed=2)
+    tar = TarDataset(shards, shuffle_buffer=5 * scale, shuffle_shards=True, seed=1,
+                     fields=("cls",))
+    return interleave([tar, Numbers(10**6, 80 * scale)], probabilities=[0.6, 0.4], seed=2)
 
 
 def sample_id(position, sample):
@@ -78,11 +79,12 @@ def workers(kind):
 
 
 def loaders(config, rank, ranks, kinds):
-    dataset = list(range(MAP_SIZE))
+    scale = config.get("scale", 1)
+    dataset = list(range(MAP_SIZE * scale))
     sampler = DistributedSampler(dataset, ranks, rank, seed=3)
     mapped = DataLoader(dataset, batch_size=MAP_BATCH, sampler=sampler, timeout=120,
                         **workers(kinds[0]))
-    stream = DataLoader(shard(stream_source(config["directory"]), rank, ranks),
+    stream = DataLoader(shard(stream_source(config["directory"], scale), rank, ranks),
                         batch_size=STREAM_BATCH, timeout=120,
                         transform=sample_id, **workers(kinds[1]))
     return mapped, stream

@@ -133,6 +133,35 @@ def test_map_style_epoch_resized_delivers_every_sample_once(shuffle, sizes):
     assert state["epoch"] == 1 and state["levels"] == []
 
 
+def resize_chain(n, batch_size, sizes, shuffle, drop_last, rng, num_workers=0):
+    """The samples delivered over one epoch stopped at random and resized through ``sizes``."""
+    seen = Counter()
+    state = None
+    for step, ranks in enumerate(sizes):
+        loaders = [sampler_loader(n, r, ranks, shuffle=shuffle, drop_last=drop_last,
+                                  batch_size=batch_size, num_workers=num_workers)
+                   for r in range(ranks)]
+        if state is not None:
+            for loader in loaders:
+                loader.load_state_dict(state)
+        delivered, states = run_ranks(loaders, rng, stop=step < len(sizes) - 1)
+        seen.update(i for batches in delivered for batch in batches for i in batch)
+        state = json.loads(json.dumps(merge_states(states)))
+    return seen
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("seed", range(4))
+def test_long_chains_of_resizes_on_up_to_eight_ranks(seed):
+    # 26880 divides by 1 to 8, and a batch of 840 (their common multiple) keeps
+    # every remainder dividing too: no padding, so each sample exactly once.
+    rng = random.Random(seed)
+    for _ in range(25):
+        sizes = [rng.randint(1, 8) for _ in range(rng.randint(2, 5))]
+        seen = resize_chain(26880, 840, sizes, rng.random() < 0.5, rng.random() < 0.5, rng)
+        assert seen == Counter(range(26880)), sizes
+
+
 @pytest.mark.parametrize("drop_last", [False, True])
 def test_uneven_remainders_are_padded_or_cut_as_the_sampler_does(drop_last):
     n = 50

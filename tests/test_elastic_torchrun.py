@@ -38,18 +38,18 @@ CASES = [
 ]
 
 
-def write_shards(directory):
+def write_shards(directory, scale=1):
     label = 0
-    for n, count in enumerate([9, 14, 6, 11]):
+    for n, count in enumerate([9, 14, 6, 11] * scale):
         with TarWriter(str(directory / f"s-{n}.tar")) as writer:
             for _ in range(count):
                 writer.write({"__key__": f"{label:05d}", "cls": label})
                 label += 1
 
 
-def stream_epoch(directory):
+def stream_epoch(directory, scale):
     """The stream's ids over an uninterrupted epoch 0 (one reader)."""
-    source = elastic_worker.stream_source(directory)
+    source = elastic_worker.stream_source(directory, scale)
     source.set_epoch(0)
     return Counter(elastic_worker.sample_id(None, item) for item in source)
 
@@ -75,30 +75,42 @@ def delivered(directory, prefix):
     return records
 
 
-def check_epoch(tmp_path, resumed_ranks):
+def check_epoch(tmp_path, resumed_ranks, scale=1):
     before = delivered(tmp_path, "run")
     after = delivered(tmp_path, "resume")
     assert len(after) == resumed_ranks
     maps = Counter(i for record in before + after for i in record["map_ids"])
-    assert maps == Counter(range(elastic_worker.MAP_SIZE))
+    assert maps == Counter(range(elastic_worker.MAP_SIZE * scale))
     streams = Counter(i for record in before + after for i in record["stream_ids"])
-    assert streams == stream_epoch(tmp_path)
+    assert streams == stream_epoch(tmp_path, scale)
     assert len({record["map_batches"] for record in after}) == 1, "unequal batch counts"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}to{c[1]}-{c[2]}" for c in CASES])
 def test_killed_job_resumed_on_other_ranks_delivers_each_sample_once(tmp_path, case):
+    kill_and_resume(tmp_path, case, scale=1, seed=0)
+
+
+# Larger epochs, killed later, over several seeds of the kill step and victim.
+@pytest.mark.soak
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}to{c[1]}-{c[2]}" for c in CASES])
+def test_killed_larger_job_resumed_on_other_ranks(tmp_path, case, seed):
+    kill_and_resume(tmp_path, case, scale=10, seed=seed)
+
+
+def kill_and_resume(tmp_path, case, scale, seed):
     ranks, resumed, who, map_kinds, stream_kinds = case
-    write_shards(tmp_path)
-    rng = random.Random(f"{case}")
+    write_shards(tmp_path, scale)
+    rng = random.Random(f"{case}{seed}")
     kill_ranks = list(range(ranks)) if who == "all" else [rng.randrange(ranks)]
-    config = {"directory": str(tmp_path), "phase": "run", "kill_step": rng.randint(2, 5),
-              "kill_ranks": kill_ranks, "kinds": [[map_kinds[0], stream_kinds[0]],
-                                                  [map_kinds[1], stream_kinds[1]]]}
+    config = {"directory": str(tmp_path), "phase": "run", "scale": scale,
+              "kill_step": rng.randint(2, 5 * scale), "kill_ranks": kill_ranks,
+              "kinds": [[map_kinds[0], stream_kinds[0]], [map_kinds[1], stream_kinds[1]]]}
     torchrun(ranks, config, expect_ok=False)
     assert len(list(tmp_path.glob("run-rank*.pt"))) == ranks
     torchrun(resumed, {**config, "phase": "resume"})
-    check_epoch(tmp_path, resumed)
+    check_epoch(tmp_path, resumed, scale)
 
 
 def test_distributed_checkpoint_resumes_on_other_ranks(tmp_path):

@@ -478,29 +478,34 @@ class ShardIterator:
     def __iter__(self) -> ShardIterator:
         return self
 
-    def _as_only_worker(self, call: Any, argument: Any) -> Any:
+    def _as_only_worker(self, call: Any, *arguments: Any) -> Any:
+        """``call(*arguments)`` with ``get_worker_info()`` saying the one-worker view."""
         if self._view is None:
-            return call(argument)
+            return call(*arguments)
         worker = get_worker_info()
         set_stream_worker(self._view)
         try:
-            return call(argument)
+            return call(*arguments)
         finally:
             set_stream_worker(worker)
 
     def _open(self, skip: int) -> None:
         """Read the source again up to position ``skip`` (without yielding)."""
-        self._iterator = self._as_only_worker(iter, self._source)
+        self._iterator = iter(self._source)
         self._consumed = skip
-        if skip:
-            self._as_only_worker(_skip, (self._iterator, skip))
+        for _ in islice(self._iterator, skip):
+            pass
 
     def __next__(self) -> Any:
+        return self._as_only_worker(self._next)
+
+    def _next(self) -> Any:
         if self._iterator is None:
             self._open(self._deal.first_entry() if self._deal is not None else 0)
-        deal = self._deal
+        iterator, deal = self._iterator, self._deal
+        assert iterator is not None  # opened just above
         while True:
-            item = self._as_only_worker(next, self._iterator)
+            item = next(iterator)
             position = self._consumed
             self._consumed += 1
             if deal is None:
@@ -517,11 +522,6 @@ class ShardIterator:
 
     def load_state_dict(self, state: dict[str, int]) -> None:
         """Read the source up to the saved position again (without yielding it)."""
-        self._open(int(state["consumed"]))
+        self._as_only_worker(self._open, int(state["consumed"]))
         self._yielded = int(state.get("yielded", 0))
 
-
-def _skip(arguments: tuple[Iterator[Any], int]) -> None:
-    iterator, count = arguments
-    for _ in islice(iterator, count):
-        pass

@@ -26,6 +26,7 @@ The next epoch is the ordinary one for the new number of ranks.
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -357,10 +358,17 @@ def gather_state(loader: DataLoader) -> dict[str, Any]:
     (0, [[1, 6, [2]]])
     """
     own = loader.state_dict()
-    group = RankGroup()
+    group = _groups.get(loader)
+    if group is None:
+        group = _groups[loader] = RankGroup()
     if not group.ready():
         return merge_states([own])
     return merge_states(group.gather(own))
+
+
+# Each loader's own gloo group for gathering, made by its first gather (on every
+# rank, in the same order, as torch's new_group requires) and kept for the next.
+_groups: weakref.WeakKeyDictionary[Any, RankGroup] = weakref.WeakKeyDictionary()
 
 
 class LoaderCheckpoint:
