@@ -19,6 +19,7 @@ from dataloader import (
     IterableDataset,
     LoaderCheckpoint,
     gather_state,
+    interleave,
     merge_states,
     shard,
 )
@@ -360,3 +361,42 @@ def test_gather_and_checkpoint_without_torch_distributed_merge_this_process_alon
     LoaderCheckpoint(resumed).load_state_dict(saved)
     rest = [b.tolist() for b in resumed]
     assert sorted(i for batch in first + rest for i in batch) == list(range(24))
+
+
+def test_a_resized_shard_with_equal_batches_stops_every_rank_together():
+    n = 203
+    old = [DataLoader(shard(list(range(n)), r, 2), batch_size=4, num_workers=2,
+                      equal_batches=True) for r in range(2)]
+    seen = Counter()
+    states = []
+    for loader, stop in zip(old, (5, 9), strict=True):
+        iterator = iter(loader)
+        for _ in range(stop):
+            seen.update(next(iterator).tolist())
+        states.append(loader.state_dict())
+        del iterator
+    merged = merge_states(states)
+    new = [DataLoader(shard(list(range(n)), r, 3), batch_size=4, num_workers=2,
+                      equal_batches=True) for r in range(3)]
+    for loader in new:
+        loader.load_state_dict(merged)
+    lengths = {len(loader) for loader in new}
+    rest = [[batch.tolist() for batch in loader] for loader in new]
+    assert len(lengths) == 1 and {len(batches) for batches in rest} == lengths
+    for batches in rest:
+        seen.update(i for batch in batches for i in batch)
+    # Only full batches, the same count on every rank: each item at most once, and
+    # fewer than a batch per stream left out.
+    assert max(seen.values()) == 1 and n - len(seen) < 3 * 2 * 4
+
+
+def test_a_shard_reads_a_source_that_splits_itself_among_workers_whole():
+    # interleave keeps, on each worker, that worker's batches: read as a shard's
+    # source it must see one worker, or the shard would split it twice.
+    source = interleave([Numbers(30), Numbers(30)], probabilities=[0.5, 0.5], seed=4)
+    expected = Counter(source)
+    seen = Counter()
+    for rank in range(2):
+        loader = DataLoader(shard(source, rank, 2), batch_size=3, num_workers=3)
+        seen.update(i for batch in loader for i in batch.tolist())
+    assert seen == expected
