@@ -95,13 +95,9 @@ def run_ranks(loaders, rng, stop):
     """Each loader's batches of its epoch, up to a random stop; the lists and states."""
     delivered, states = [], []
     for loader in loaders:
-        taken = []
         iterator = iter(loader)
-        limit = rng.randint(0, len(loader) - 1) if stop else None
-        for batch in iterator:
-            taken.append(batch.tolist())
-            if limit is not None and len(taken) >= limit:
-                break
+        limit = rng.randint(0, len(loader) - 1) if stop else len(loader)
+        taken = [next(iterator).tolist() for _ in range(limit)]
         delivered.append(taken)
         states.append(loader.state_dict())
         del iterator
