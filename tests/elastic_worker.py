@@ -110,6 +110,11 @@ def run(config, rank, ranks, phase):
 
         state = {"map": LoaderCheckpoint(mapped), "stream": LoaderCheckpoint(stream)}
         dcp.load(state, checkpoint_id=str(out / "dcp"))
+    if phase == "run":  # every rank has a state before any is killed
+        save(out / f"run-rank{rank}.pt", {"map": mapped.state_dict(),
+                                          "stream": stream.state_dict(),
+                                          "map_ids": [], "stream_ids": []})
+        dist.barrier()
     iterators = [iter(mapped), iter(stream)]
     ids = [[], []]
     batches = [0, 0]
