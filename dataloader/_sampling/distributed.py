@@ -342,8 +342,8 @@ class DistributedSampler(_ChunkedSampler, EpochSeeded):
         if saved != self.num_replicas:
             raise ValueError(
                 f"the state was saved with num_replicas={saved}, this sampler has "
-                f"num_replicas={self.num_replicas}: an epoch cannot be resumed on a "
-                "different number of ranks"
+                f"num_replicas={self.num_replicas}: to resume on another number of ranks, "
+                "load the merge of every rank's loader state (dataloader.merge_states)"
             )
         super().load_state_dict(state)
 
