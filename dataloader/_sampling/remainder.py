@@ -19,9 +19,9 @@ stack to an entry of the first level, a position in the epoch's order
 Within a level the remaining entries are a *band* (the rows, ``k // R``,
 some owners have delivered and others not: at most the spread between the
 fastest and slowest owner) followed by a *tail* (every entry from row
-``max(delivered)`` on). The tail is plain arithmetic; the band is searched
-by row, so any entry is found in ``O(R log n)`` and a tail entry in
-``O(1)``. ``docs/architecture.md``, "Elastic resumption", has the picture.
+``max(delivered)`` on). The tail is plain arithmetic; the band is cut into
+segments of rows holding the same owners (at most ``2R``), so an entry is
+found with one binary search over segments, vectorised over a chunk. ``docs/architecture.md``, "Elastic resumption", has the picture.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class Level:
     (1, None)
     """
 
-    __slots__ = ("_band", "_counts", "_delivered", "_hi", "owners", "size")
+    __slots__ = ("_band", "_counts", "_delivered", "_hi", "_segmented", "owners", "size")
 
     def __init__(self, owners: int, size: int | None, delivered: Sequence[int]) -> None:
         if owners < 1 or len(delivered) != owners:
@@ -72,6 +72,7 @@ class Level:
             raise ValueError(f"delivered counts cannot be negative, got {list(delivered)}")
         self._hi = int(self._delivered.max())
         self._band = self._before_row(self._hi)
+        self._segmented: tuple[np.ndarray, ...] | None = None  # _segments(), once needed
 
     def to_list(self) -> list[Any]:
         """``[owners, size, delivered]``: plain data for a state."""
@@ -90,7 +91,7 @@ class Level:
 
     def _before_row(self, row: int) -> int:
         """Remaining entries in the rows before ``row``."""
-        return int(np.clip(np.minimum(row, self._counts) - self._delivered, 0, None).sum())
+        return int(self._rows_before(np.array([row], dtype=np.int64))[0])
 
     def _present(self, row: int) -> np.ndarray:
         """The owners whose entry in ``row`` remains, ascending."""
@@ -100,21 +101,40 @@ class Level:
         """The entry numbers of the remaining entries ``t`` (0 = the first remaining)."""
         t = np.asarray(t, dtype=np.int64)
         out = self._hi * self.owners + (t - self._band)
-        for i in np.flatnonzero(t < self._band).tolist():
-            out[i] = self._select_in_band(int(t[i]))
+        in_band = np.flatnonzero(t < self._band)
+        if len(in_band):
+            out[in_band] = self._select_in_band(t[in_band])
         return out
 
-    def _select_in_band(self, t: int) -> int:
-        # The last row starting at or before remaining entry t.
-        low, high = int(self._delivered.min()), self._hi
-        while high - low > 1:
-            middle = (low + high) // 2
-            if self._before_row(middle) <= t:
-                low = middle
-            else:
-                high = middle
-        owner = int(self._present(low)[t - self._before_row(low)])
-        return low * self.owners + owner
+    def _rows_before(self, rows: np.ndarray) -> np.ndarray:
+        """Remaining entries in the rows before each of ``rows``."""
+        within = np.minimum(rows[:, None], self._counts[None, :]) - self._delivered[None, :]
+        return np.clip(within, 0, None).sum(axis=1)
+
+    def _segments(self) -> tuple[np.ndarray, ...]:
+        """The band cut where the owners present in a row change: between two
+        consecutive delivered counts or entry counts, every row holds the same
+        owners. ``(first rows, remaining before them, owners per row, offsets, owners)``,
+        the owners of segment ``i`` being ``owners[offsets[i]:offsets[i] + per_row[i]]``."""
+        bounds = np.concatenate([self._delivered, self._counts])
+        bounds = np.unique(bounds[(bounds >= self._delivered.min()) & (bounds < self._hi)])
+        present = (self._delivered[None, :] <= bounds[:, None]) & (
+            bounds[:, None] < self._counts[None, :])
+        per_row = present.sum(axis=1)
+        offsets = np.concatenate([[0], np.cumsum(per_row)[:-1]])
+        owners = np.nonzero(present)[1]  # row by row, ascending within a row
+        return bounds, self._rows_before(bounds), per_row, offsets, owners
+
+    def _select_in_band(self, t: np.ndarray) -> np.ndarray:
+        if self._segmented is None:
+            self._segmented = self._segments()
+        bounds, before, per_row, offsets, owners = self._segmented
+        segment = np.searchsorted(before, t, side="right") - 1
+        offset = t - before[segment]
+        width = per_row[segment]
+        rows = bounds[segment] + offset // width
+        owner = owners[offsets[segment] + offset % width]
+        return rows * self.owners + owner
 
     def index(self, k: int) -> int | None:
         """Entry ``k``'s number among the remaining ones; ``None`` if it was delivered."""
