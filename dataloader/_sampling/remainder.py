@@ -21,7 +21,8 @@ some owners have delivered and others not: at most the spread between the
 fastest and slowest owner) followed by a *tail* (every entry from row
 ``max(delivered)`` on). The tail is plain arithmetic; the band is cut into
 segments of rows holding the same owners (at most ``2R``), so an entry is
-found with one binary search over segments, vectorised over a chunk. ``docs/architecture.md``, "Elastic resumption", has the picture.
+found with one binary search over segments, vectorised over a chunk.
+``docs/architecture.md``, "Elastic resumption", has the picture.
 """
 
 from __future__ import annotations
