@@ -27,6 +27,7 @@ from dataloader._images.collator import ImageCollator
 from dataloader._images.folder import ImageFolder
 from dataloader._loader import DataLoader
 from dataloader._loading.collate import default_collate, default_convert
+from dataloader._loading.elastic import LoaderCheckpoint, gather_state, merge_states
 from dataloader._media.folder import ClipSampler, VideoFolder
 from dataloader._sampling.distributed import DistributedSampler
 from dataloader._sampling.sampler import (
@@ -60,6 +61,7 @@ __all__ = [
     "ImageCollator",
     "ImageFolder",
     "IterableDataset",
+    "LoaderCheckpoint",
     "ObjectStoreDataset",
     "PackedDataset",
     "PadCollator",
@@ -77,9 +79,11 @@ __all__ = [
     "collate_packed",
     "default_collate",
     "default_convert",
+    "gather_state",
     "get_worker_info",
     "interleave",
     "item_seed",
+    "merge_states",
     "random_split",
     "shard",
 ]

@@ -17,6 +17,7 @@ from dataloader._datasets.asynchronous import check_async_dataset, is_async_data
 from dataloader._datasets.dataset import is_iterable_style
 from dataloader._datasets.event_loop import EventLoop
 from dataloader._lifetime import close_at_exit
+from dataloader._loading import elastic
 from dataloader._loading import streaming as _streaming
 from dataloader._loading.arguments import (
     check_counts,
@@ -494,6 +495,9 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         True
         """
         state = self._progress.state_dict(self.seed, self.sampler, self.in_order)
+        share = elastic.describe_rank(self)  # for a job of another size (merge_states)
+        if share is not None:
+            state["elastic"] = share
         if is_epoch_seeded(self.batch_sampler):
             state["batch_sampler"] = self.batch_sampler.state_dict()
         if state["batches"]:
@@ -519,6 +523,7 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         >>> loader.epoch, [batch.tolist() for batch in loader]
         (3, [[4, 5]])
         """
+        state = dict(elastic.prepare_load(self, state))  # a merged state: this rank's share
         if self._iterable and state.get("batches"):
             _streaming.check_resumable_state(state)
         if "sampler" in state and hasattr(self.sampler, "load_state_dict"):

@@ -21,10 +21,11 @@ from itertools import islice
 from typing import Any, Generic, TypeVar
 
 from dataloader._datasets.asynchronous import is_async_dataset
-from dataloader._datasets.hooks import batch_fetch
-from dataloader._datasets.worker_info import get_worker_info
+from dataloader._datasets.hooks import announce_epoch, batch_fetch
+from dataloader._datasets.worker_info import WorkerInfo, get_worker_info, set_stream_worker
 from dataloader._errors import DatasetTypeError, DatasetValueError
 from dataloader._sampling.distributed import check_rank, world
+from dataloader._sampling.remainder import Deal, Level
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -400,50 +401,127 @@ class ShardedIterable(IterableDataset):
         self.source = source
         self.rank = rank
         self.world_size = world_size
+        self.epoch = 0
+        # (epoch, levels): what remained of that epoch when a job on other ranks (or
+        # workers) stopped in its middle, dealt to this job's streams
+        # (dataloader._loading.elastic).
+        self.elastic_levels: tuple[int, list[Level]] | None = None
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch the next iterators take; passed on to the source."""
+        self.epoch = int(epoch)
+        announce_epoch(self.source, epoch)
+
+    def active_levels(self) -> list[Level] | None:
+        """The interrupted progress of the current epoch, when it resumes one elsewhere."""
+        if self.elastic_levels is not None and self.elastic_levels[0] == self.epoch:
+            return self.elastic_levels[1]
+        return None
+
+    def _deal(self, workers: int) -> Deal:
+        levels = self.active_levels() or []
+        size = levels[-1].remaining() if levels else _length(self.source)
+        return Deal(levels, self.world_size * workers, size)
 
     def __len__(self) -> int:
-        return len(range(self.rank, len(self.source), self.world_size))  # type: ignore[arg-type]
+        # The rank's streams are the owners congruent to its rank, whatever the workers.
+        size = self._deal(1).size
+        if size is None:
+            raise TypeError(f"the source of this shard ({type(self.source).__name__}) has no len()")
+        return len(range(self.rank, size, self.world_size))
+
+    def stream_length(self, worker: int, workers: int, rank: int | None = None) -> int | None:
+        """Items of worker ``worker`` of ``workers`` on ``rank`` (default: this rank),
+        when the source is sized."""
+        deal = self._deal(workers)
+        rank = self.rank if rank is None else rank
+        return None if deal.size is None else deal.count(rank + self.world_size * worker)
 
     def __iter__(self) -> ShardIterator:
         info = get_worker_info()
-        if info is None:
-            return ShardIterator(self.source, self.rank, self.world_size)
-        # Worker w of the rank takes every num_workers-th item of the rank's share.
-        step = self.world_size * info.num_workers
-        return ShardIterator(self.source, self.rank + self.world_size * info.id, step)
+        worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
+        # Worker w of the rank takes every num_workers-th item of the rank's share;
+        # the source is read whole, as the only worker of a one-worker loader.
+        view = None if info is None else WorkerInfo(0, 1, info.seed, self.source,
+                                                    info.batch_size)
+        deal = self._deal(workers) if self.active_levels() else None
+        return ShardIterator(self.source, self.rank + self.world_size * worker,
+                             self.world_size * workers, view, deal)
+
+
+def _length(source: Any) -> int | None:
+    try:
+        return len(source)
+    except TypeError:
+        return None
 
 
 class ShardIterator:
-    """Items at positions ``start, start + step, ...`` of a source; saves its position."""
+    """Items at positions ``start, start + step, ...`` of a source (or, resuming an epoch
+    dealt again to other ranks, the entries ``deal`` gives owner ``start``); saves its
+    position."""
 
-    __slots__ = ("_source", "_iterator", "_start", "_step", "_consumed")
+    __slots__ = ("_source", "_iterator", "_start", "_step", "_consumed", "_yielded", "_view",
+                 "_deal")
 
-    def __init__(self, source: Iterable[Any], start: int, step: int) -> None:
+    def __init__(self, source: Iterable[Any], start: int, step: int,
+                 view: WorkerInfo | None = None, deal: Deal | None = None) -> None:
         self._source = source
         self._iterator: Iterator[Any] | None = None
         self._start = start
         self._step = step
         self._consumed = 0  # items of the source read so far
+        self._yielded = 0  # items returned so far
+        self._view = view
+        self._deal = deal
 
     def __iter__(self) -> ShardIterator:
         return self
 
+    def _as_only_worker(self, call: Any, *arguments: Any) -> Any:
+        """``call(*arguments)`` with ``get_worker_info()`` saying the one-worker view."""
+        if self._view is None:
+            return call(*arguments)
+        worker = get_worker_info()
+        set_stream_worker(self._view)
+        try:
+            return call(*arguments)
+        finally:
+            set_stream_worker(worker)
+
+    def _open(self, skip: int) -> None:
+        """Read the source again up to position ``skip`` (without yielding)."""
+        self._iterator = iter(self._source)
+        self._consumed = skip
+        for _ in islice(self._iterator, skip):
+            pass
+
     def __next__(self) -> Any:
+        return self._as_only_worker(self._next)
+
+    def _next(self) -> Any:
         if self._iterator is None:
-            self._iterator = iter(self._source)
+            self._open(self._deal.first_entry() if self._deal is not None else 0)
+        iterator, deal = self._iterator, self._deal
+        assert iterator is not None  # opened just above
         while True:
-            item = next(self._iterator)
+            item = next(iterator)
             position = self._consumed
             self._consumed += 1
-            if position % self._step == self._start:
+            if deal is None:
+                mine = position % self._step == self._start
+            else:
+                found = deal.owner_of(position)
+                mine = found is not None and found[0] == self._start
+            if mine:
+                self._yielded += 1
                 return item
 
     def state_dict(self) -> dict[str, int]:
-        return {"consumed": self._consumed}
+        return {"consumed": self._consumed, "yielded": self._yielded}
 
     def load_state_dict(self, state: dict[str, int]) -> None:
         """Read the source up to the saved position again (without yielding it)."""
-        self._iterator = iter(self._source)
-        self._consumed = int(state["consumed"])
-        for _ in islice(self._iterator, self._consumed):
-            pass
+        self._as_only_worker(self._open, int(state["consumed"]))
+        self._yielded = int(state.get("yielded", 0))
+

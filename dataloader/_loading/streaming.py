@@ -125,23 +125,18 @@ def _known_limit(loader: DataLoader) -> int | None:
     dataset = loader.dataset
     if not isinstance(dataset, ShardedIterable):
         return None
-    try:
-        n = len(dataset.source)  # type: ignore[arg-type]
-    except TypeError:
+    streams = num_streams(loader)
+    if dataset.stream_length(0, streams) is None:
         return None
-    world, streams = dataset.world_size, num_streams(loader)
 
     def batches_of_rank(rank: int) -> int:
-        # Worker w of the rank streams positions rank + world * w (mod world * streams).
         return sum(
-            _batches_of(
-                len(range(rank + world * w, n, world * streams)), loader.batch_size,
-                drops_partial(loader),
-            )
+            _batches_of(dataset.stream_length(w, streams, rank) or 0, loader.batch_size,
+                        drops_partial(loader))
             for w in range(streams)
         )
 
-    return min(batches_of_rank(rank) for rank in range(world))
+    return min(batches_of_rank(rank) for rank in range(dataset.world_size))
 
 
 def loader_length(loader: DataLoader) -> int:

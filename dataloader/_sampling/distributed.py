@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from dataloader._sampling.remainder import Deal
 from dataloader._sampling.sampler import _ChunkedSampler
 from dataloader._sampling.seeding import EpochSeeded, check_seed, epoch_generator
-from dataloader._sampling.shuffle import Order, draw_key, strided_indices
+from dataloader._sampling.shuffle import Order, chunk_sizes, draw_key, strided_indices
 
 __all__ = [
     "AgreedBatches", "DistributedSampler", "RankGroup", "check_rank", "in_distributed_job", "world",
@@ -135,6 +136,14 @@ class RankGroup:
             self._group = dist.new_group(backend="gloo")
             self._world = world
         return True
+
+    def gather(self, value: Any) -> list[Any]:
+        """Every rank's ``value`` (picklable), in rank order (``all_gather_object``)."""
+        import torch.distributed as dist
+
+        values: list[Any] = [None] * dist.get_world_size(self._group)
+        dist.all_gather_object(values, value, group=self._group)
+        return values
 
     def min(self, value: int) -> int:
         """The minimum of ``value`` over all ranks (``all_reduce(MIN)`` on this group)."""
@@ -278,10 +287,22 @@ class DistributedSampler(_ChunkedSampler, EpochSeeded):
         self.seed = check_seed(seed)
         self.drop_last = bool(drop_last)
         self.epoch = 0
+        # (epoch, deal): that epoch's remaining positions dealt to these ranks, after a
+        # job on another number of ranks stopped in its middle (dataloader._loading.elastic).
+        self.elastic_deal: tuple[int, Deal] | None = None
+
+    def active_deal(self) -> Deal | None:
+        """The elastic deal of the current epoch, if it resumes one on other ranks."""
+        if self.elastic_deal is not None and self.elastic_deal[0] == self.epoch:
+            return self.elastic_deal[1]
+        return None
 
     @property
     def num_samples(self) -> int:
         """How many indices this rank gets per epoch."""
+        deal = self.active_deal()
+        if deal is not None:
+            return deal.count(self.rank)
         n = len(self.dataset)
         if self.drop_last:
             return n // self.num_replicas
@@ -302,6 +323,10 @@ class DistributedSampler(_ChunkedSampler, EpochSeeded):
         order = None
         if self.shuffle:
             order = Order(n, draw_key(epoch_generator(self.seed, self.epoch)))
+        deal = self.active_deal()
+        if deal is not None:
+            yield from _dealt_indices(deal, order, n, self.rank, start, count)
+            return
         # This rank's positions of the epoch's order: rank, rank + R, ...;
         # past n (padding) they wrap around to its start, as torch's do.
         first = self.rank + start * self.num_replicas
@@ -317,7 +342,21 @@ class DistributedSampler(_ChunkedSampler, EpochSeeded):
         if saved != self.num_replicas:
             raise ValueError(
                 f"the state was saved with num_replicas={saved}, this sampler has "
-                f"num_replicas={self.num_replicas}: an epoch cannot be resumed on a "
-                "different number of ranks"
+                f"num_replicas={self.num_replicas}: to resume on another number of ranks, "
+                "load the merge of every rank's loader state (dataloader.merge_states)"
             )
         super().load_state_dict(state)
+
+
+def _dealt_indices(deal: Deal, order: Order | None, n: int, rank: int, start: int,
+                   count: int) -> Iterator[np.ndarray]:
+    """The indices of a deal's entries ``start`` to ``start + count - 1`` of ``rank``: its
+    first-level entries are positions of the epoch's (padded) order."""
+    done = 0
+    for size in chunk_sizes():
+        if done >= count:
+            return
+        size = min(size, count - done)
+        positions = deal.entries(rank, start + done, size) % n
+        yield positions if order is None else order.at(positions)
+        done += size

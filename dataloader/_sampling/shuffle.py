@@ -105,6 +105,36 @@ class Order:
         positions = start + step * np.arange(count, dtype=np.int64)
         return array[positions % self.n].astype(np.int64)
 
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        """The indices at ``positions`` (each in ``[0, n)``), as int64.
+
+        On the native side each run of evenly spaced positions is one
+        :meth:`take` (an elastic deal's positions are such runs but for a
+        few at the start, ``dataloader._sampling.remainder``).
+        """
+        if self._array is not None:
+            return self._array[positions].astype(np.int64)
+        if len(positions) > 1:
+            steps = np.diff(positions)
+            if steps[0] > 0 and (steps == steps[0]).all():
+                return self.take(int(positions[0]), int(steps[0]), len(positions))
+        out = np.empty(len(positions), dtype=np.int64)
+        i = 0
+        while i < len(positions):
+            j = i + 1
+            if j < len(positions):
+                step = int(positions[j] - positions[i])
+                while j + 1 < len(positions) and positions[j + 1] - positions[j] == step:
+                    j += 1
+                j += 1
+            else:
+                step = 1
+            if step <= 0:  # not a run the native fill can take: one position alone
+                j, step = i + 1, 1
+            out[i:j] = self.take(int(positions[i]), step, j - i)
+            i = j
+        return out
+
 
 def _exact_block(n: int, key: tuple[int, int], block: int, passes: int) -> np.ndarray:
     """Exact passes ``block * passes`` to ``block * passes + passes - 1`` over ``[0, n)``.
