@@ -27,6 +27,7 @@ from dataloader._images.collator import ImageCollator
 from dataloader._images.folder import ImageFolder
 from dataloader._loader import DataLoader
 from dataloader._loading.collate import default_collate, default_convert
+from dataloader._media.clips import ClipCollator, ClipTransform
 from dataloader._media.folder import ClipSampler, VideoFolder
 from dataloader._sampling.distributed import DistributedSampler
 from dataloader._sampling.sampler import (
@@ -50,7 +51,9 @@ __all__ = [
     "BatchSampler",
     "BucketBatchSampler",
     "ChainDataset",
+    "ClipCollator",
     "ClipSampler",
+    "ClipTransform",
     "ConcatDataset",
     "DataLoader",
     "Dataset",
