@@ -27,6 +27,7 @@ from dataloader._images.collator import ImageCollator
 from dataloader._images.folder import ImageFolder
 from dataloader._loader import DataLoader
 from dataloader._loading.collate import default_collate, default_convert
+from dataloader._media.audio_folder import AudioFolder, WindowSampler
 from dataloader._media.clips import ClipCollator, ClipTransform
 from dataloader._media.folder import ClipSampler, VideoFolder
 from dataloader._sampling.distributed import DistributedSampler
@@ -48,6 +49,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AsyncDataset",
+    "AudioFolder",
     "BatchSampler",
     "BucketBatchSampler",
     "ChainDataset",
@@ -76,6 +78,7 @@ __all__ = [
     "TensorDataset",
     "VideoFolder",
     "WeightedRandomSampler",
+    "WindowSampler",
     "WorkerInfo",
     "collate_packed",
     "default_collate",
