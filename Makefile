@@ -39,7 +39,7 @@ RS_REQUIREMENT := dataloader-rs==0.2.0
 FUZZ_REQUIREMENTS := atheris==3.0.0
 # Seconds per fuzz target.
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS := decode image_info transforms native_chain
+FUZZ_TARGETS := decode image_info transforms native_chain media
 # The sanitizer runtimes are preloaded into the (uninstrumented) interpreter.
 # Leak checking is off for the Python suite (CPython's own allocations at
 # exit would drown real reports); the C-only codec harness runs with it on.

@@ -288,6 +288,7 @@ int dl_open_decoder(const dl_media_t *m, int stream, int threads,
     int err = avcodec_parameters_to_context(d, st->codecpar);
     if (err >= 0) {
         d->thread_count = threads;
+        d->max_pixels = DL_VIDEO_MAX_PIXELS;
         d->pkt_timebase = st->time_base;
         err = avcodec_open2(d, codec, NULL);
     }
