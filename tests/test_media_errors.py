@@ -8,17 +8,28 @@ from dataloader import AudioFolder, ClipSampler, DataLoader, VideoFolder, Window
 from dataloader.kernels import decode_audio, decode_video
 
 
+def cut_inside_a_frame(data):
+    """``data`` (an MPEG-TS file) cut short from 30% of it on, where the cut leaves the
+    last frame partly written: the first cut that decoding refuses."""
+    for end in range(len(data) * 3 // 10, len(data), 997):
+        try:
+            decode_video(data[:end], size=(8, 8))
+        except ValueError:
+            return data[:end]
+    raise AssertionError("no cut of the file damages a frame")
+
+
 @pytest.fixture(scope="module")
 def damaged(media, tmp_path_factory):
     """A folder per kind: one good file and one cut short inside its packets."""
     root = tmp_path_factory.mktemp("damaged")
-    cut = {"videos": ("offset.ts", 0.3), "audio": ("tones.wav", 0.3)}
-    for kind, (name, fraction) in cut.items():
+    for kind, name in {"videos": "offset.ts", "audio": "tones.wav"}.items():
         for label in ("good", "bad"):
             (root / kind / label).mkdir(parents=True)
         shutil.copy(media[name], root / kind / "good" / name)
         data = media[name].read_bytes()
-        (root / kind / "bad" / name).write_bytes(data[:int(len(data) * fraction) + 1])
+        cut = cut_inside_a_frame(data) if kind == "videos" else data[:len(data) * 3 // 10 + 1]
+        (root / kind / "bad" / name).write_bytes(cut)
     return root
 
 
