@@ -225,6 +225,10 @@ struct dl_media {
     int64_t frames, key_count;
     int64_t *pts;               /* frames' presentation times, ascending */
     dl_keyframe_t *keys;        /* ascending by pts */
+    /* A file's identity (device, inode, size, modification time): the key
+     * of its frame index in the thread's cache (dl_video_scan). */
+    int identified;
+    uint64_t device, inode, modified_ns;
 };
 
 /* The stream's decoder, opened with `threads` threads of its own (1: none,

@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +215,10 @@ int dl_media_open_file(const char *path, int probe_streams, dl_media_t **media, 
                                                                     : "not a regular file");
     }
     m->size = (size_t)facts.st_size;
+    m->identified = 1;
+    m->device = (uint64_t)facts.st_dev;
+    m->inode = (uint64_t)facts.st_ino;
+    m->modified_ns = (uint64_t)facts.st_mtim.tv_sec * 1000000000u + (uint64_t)facts.st_mtim.tv_nsec;
     return open_input(m, probe_streams, msg);
 }
 
@@ -348,9 +353,125 @@ static int index_packet(dl_media_t *m, const AVPacket *packet, int64_t *pts_capa
     return 1;
 }
 
+/* ---- the frame indexes a thread scanned, kept for the next opening ------- *
+ * Scanning reads every packet of the file: for a long video that is far more
+ * than decoding a clip of it. Each thread keeps the last DL_INDEX_CACHE
+ * indexes it made, of files only, keyed by the file's identity (a file
+ * rewritten in place keeps its inode but not its size and modification
+ * time), and an opening of the same file copies its index from there. */
+
+#define DL_INDEX_CACHE 64
+
+typedef struct {
+    uint64_t device, inode, size, modified_ns;
+    int stream;
+    int64_t frames, key_count;
+    int64_t *pts;
+    dl_keyframe_t *keys;
+} cached_index_t;
+
+typedef struct {
+    cached_index_t entries[DL_INDEX_CACHE];
+    int next;   /* the entry replaced next: the oldest */
+} index_cache_t;
+
+static pthread_key_t index_key;
+static pthread_once_t index_once = PTHREAD_ONCE_INIT;
+
+static void index_cache_free(void *raw)
+{
+    index_cache_t *cache = raw;
+    for (int k = 0; k < DL_INDEX_CACHE; k++) {
+        free(cache->entries[k].pts);
+        free(cache->entries[k].keys);
+    }
+    free(cache);
+}
+
+static void index_key_create(void) { pthread_key_create(&index_key, index_cache_free); }
+
+static index_cache_t *index_cache(void)
+{
+    pthread_once(&index_once, index_key_create);
+    index_cache_t *cache = pthread_getspecific(index_key);
+    if (cache == NULL && (cache = calloc(1, sizeof *cache)) != NULL &&
+        pthread_setspecific(index_key, cache) != 0) {
+        free(cache);
+        cache = NULL;
+    }
+    return cache;
+}
+
+static cached_index_t *cached_index(const dl_media_t *m, int stream)
+{
+    index_cache_t *cache = m->identified ? index_cache() : NULL;
+    for (int k = 0; cache && k < DL_INDEX_CACHE; k++) {
+        cached_index_t *e = &cache->entries[k];
+        if (e->pts && e->stream == stream && e->device == m->device && e->inode == m->inode &&
+            e->size == (uint64_t)m->size && e->modified_ns == m->modified_ns)
+            return e;
+    }
+    return NULL;
+}
+
+/* Copies `count` items of `size` bytes (a NULL copy of nothing is fine). */
+static void *copy_of(const void *items, int64_t count, size_t size)
+{
+    void *copy = malloc((size_t)(count > 0 ? count : 1) * size);
+    if (copy && count > 0)
+        memcpy(copy, items, (size_t)count * size);
+    return copy;
+}
+
+/* m's index from the cache: 1 when found and copied. */
+static int index_from_cache(dl_media_t *m, int stream)
+{
+    const cached_index_t *e = cached_index(m, stream);
+    if (!e)
+        return 0;
+    int64_t *pts = copy_of(e->pts, e->frames, sizeof *pts);
+    dl_keyframe_t *keys = copy_of(e->keys, e->key_count, sizeof *keys);
+    if (!pts || !keys) {
+        free(pts);
+        free(keys);
+        return 0;
+    }
+    free(m->pts);
+    free(m->keys);
+    m->pts = pts;
+    m->keys = keys;
+    m->frames = e->frames;
+    m->key_count = e->key_count;
+    m->stream = stream;
+    return 1;
+}
+
+/* Keeps a copy of m's fresh index, in place of the oldest (nothing when out of memory). */
+static void index_to_cache(const dl_media_t *m)
+{
+    index_cache_t *cache = m->identified ? index_cache() : NULL;
+    if (!cache)
+        return;
+    int64_t *pts = copy_of(m->pts, m->frames, sizeof *pts);
+    dl_keyframe_t *keys = copy_of(m->keys, m->key_count, sizeof *keys);
+    if (!pts || !keys) {
+        free(pts);
+        free(keys);
+        return;
+    }
+    cached_index_t *e = &cache->entries[cache->next];
+    cache->next = (cache->next + 1) % DL_INDEX_CACHE;
+    free(e->pts);
+    free(e->keys);
+    *e = (cached_index_t){m->device, m->inode, (uint64_t)m->size, m->modified_ns, m->stream,
+                          m->frames, m->key_count, pts, keys};
+}
+
 int dl_video_scan(dl_media_t *m, int stream, char *msg)
 {
     int64_t pts_capacity = 0, key_capacity = 0;
+    if (index_from_cache(m, stream))
+        return DL_OK;
     AVPacket *packet = av_packet_alloc();
     int err = 0;
     if (!packet)
@@ -381,6 +502,7 @@ int dl_video_scan(dl_media_t *m, int stream, char *msg)
     /* Packets come in decoding order; frames are shown in timestamp order. */
     qsort(m->pts, (size_t)m->frames, sizeof *m->pts, compare_int64);
     qsort(m->keys, (size_t)m->key_count, sizeof *m->keys, compare_keys);
+    index_to_cache(m);
     return DL_OK;
 }
 
