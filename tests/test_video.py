@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 import pytest
-from media_files import VIDEOS, Clips
+from media_files import VIDEOS, X264, Clips
 
 from dataloader import DataLoader, kernels
 from dataloader.kernels import Clip, Timestamps, decode_video, media_info
@@ -268,3 +268,18 @@ def test_a_file_rewritten_in_place_is_indexed_again(media, tmp_path):
     np.testing.assert_array_equal(decode_video(path, [frames - 1], size=(24, 40)),
                                   decode_video(media["vfr.mkv"], [frames - 1], size=(24, 40)))
     assert not np.array_equal(first, decode_video(path, [70], size=(24, 40)))
+
+
+def test_clips_of_files_alike_in_turn_equal_pyavs(media, references, tmp_path):
+    # Each thread keeps its last decoder for the next file of the same codec parameters:
+    # a mirrored copy of a file is coded alike, so the two share it in turn.
+    from dataloader._media.samples import encode
+
+    mirrored = encode(["-i", str(media["h264_bframes.mp4"]), "-vf", "hflip", *X264,
+                       "-an"], tmp_path / "mirrored.mp4")
+    truth = {"h264_bframes.mp4": references["h264_bframes.mp4"], "mirrored": Reference(mirrored)}
+    paths = {"h264_bframes.mp4": media["h264_bframes.mp4"], "mirrored": mirrored}
+    for name, wanted in [("h264_bframes.mp4", [40, 41]), ("mirrored", [40, 41]),
+                         ("h264_bframes.mp4", [7]), ("mirrored", [70, 3])]:
+        np.testing.assert_array_equal(decode_video(paths[name], wanted), truth[name].rgb[wanted],
+                                      err_msg=name)

@@ -302,6 +302,91 @@ int dl_open_decoder(const dl_media_t *m, int stream, int threads,
     return DL_OK;
 }
 
+/* ---- one video decoder kept per thread ------------------------------------------ *
+ * A decoder allocates its tables when opened and its frames' memory as it
+ * decodes: for 720p frames, megabytes mapped and faulted in afresh for every
+ * clip, a third of the time of a short one. Each thread keeps the last video
+ * decoder it closed cleanly; the next clip of a stream with the same codec
+ * parameters (extradata included), time base and thread count takes it back,
+ * flushed (dl_video_decode seeks, which flushes, before its first frame). */
+
+typedef struct {
+    AVCodecContext *decoder;
+    AVCodecParameters *parameters;   /* of the stream it was opened for */
+    AVRational time_base;
+    int threads;
+} kept_decoder_t;
+
+static pthread_key_t decoder_key;
+static pthread_once_t decoder_once = PTHREAD_ONCE_INIT;
+
+static void kept_decoder_free(void *raw)
+{
+    kept_decoder_t *kept = raw;
+    avcodec_free_context(&kept->decoder);
+    avcodec_parameters_free(&kept->parameters);
+    free(kept);
+}
+
+static void decoder_key_create(void) { pthread_key_create(&decoder_key, kept_decoder_free); }
+
+static kept_decoder_t *kept_decoder(void)
+{
+    pthread_once(&decoder_once, decoder_key_create);
+    kept_decoder_t *kept = pthread_getspecific(decoder_key);
+    if (kept == NULL && (kept = calloc(1, sizeof *kept)) != NULL) {
+        kept->parameters = avcodec_parameters_alloc();
+        if (!kept->parameters || pthread_setspecific(decoder_key, kept) != 0) {
+            avcodec_parameters_free(&kept->parameters);
+            free(kept);
+            kept = NULL;
+        }
+    }
+    return kept;
+}
+
+static int same_stream(const kept_decoder_t *kept, const AVStream *st, int threads)
+{
+    const AVCodecParameters *a = kept->parameters, *b = st->codecpar;
+    return kept->threads == threads && !av_cmp_q(kept->time_base, st->time_base) &&
+           a->codec_type == b->codec_type && a->codec_id == b->codec_id &&
+           a->codec_tag == b->codec_tag && a->format == b->format && a->width == b->width &&
+           a->height == b->height && a->profile == b->profile && a->level == b->level &&
+           a->extradata_size == b->extradata_size &&
+           (!a->extradata_size || !memcmp(a->extradata, b->extradata, (size_t)a->extradata_size));
+}
+
+int dl_take_video_decoder(const dl_media_t *m, int stream, int threads,
+                          struct AVCodecContext **decoder, char *msg)
+{
+    const AVStream *st = m->format->streams[stream];
+    kept_decoder_t *kept = kept_decoder();
+    if (kept && kept->decoder && same_stream(kept, st, threads)) {
+        *decoder = kept->decoder;
+        kept->decoder = NULL;
+        avcodec_flush_buffers(*decoder);
+        (*decoder)->skip_frame = AVDISCARD_DEFAULT;
+        return DL_OK;
+    }
+    return dl_open_decoder(m, stream, threads, decoder, msg);
+}
+
+void dl_give_video_decoder(const dl_media_t *m, int stream, int threads,
+                           struct AVCodecContext **decoder, int clean)
+{
+    const AVStream *st = m->format->streams[stream];
+    kept_decoder_t *kept = clean && *decoder ? kept_decoder() : NULL;
+    if (!kept || avcodec_parameters_copy(kept->parameters, st->codecpar) < 0) {
+        avcodec_free_context(decoder);
+        return;
+    }
+    avcodec_free_context(&kept->decoder);
+    kept->decoder = *decoder;
+    kept->time_base = st->time_base;
+    kept->threads = threads;
+    *decoder = NULL;
+}
+
 /* ---- the frame index ---------------------------------------------------------- */
 
 static int compare_int64(const void *a, const void *b)
