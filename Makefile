@@ -39,7 +39,7 @@ RS_REQUIREMENT := dataloader-rs==0.2.0
 FUZZ_REQUIREMENTS := atheris==3.0.0
 # Seconds per fuzz target.
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS := decode image_info transforms native_chain
+FUZZ_TARGETS := decode image_info transforms native_chain media
 # The sanitizer runtimes are preloaded into the (uninstrumented) interpreter.
 # Leak checking is off for the Python suite (CPython's own allocations at
 # exit would drown real reports); the C-only codec harness runs with it on.
@@ -50,7 +50,7 @@ SANITIZER_ENV = LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-fi
 LSAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: demo test bench bench-photos bench-rs docs soak mutate fuzz test-asan test-ft asan-install ft-install fuzz-install fuzz-deps sysdeps pillow-simd clean
+.PHONY: demo test bench bench-photos bench-rs docs soak mutate fuzz test-asan test-ft asan-install ft-install fuzz-install fuzz-deps sysdeps pillow-simd spdl clean
 
 demo: $(VENV)/.installed-demo
 	$(BIN)/python examples/demo.py
@@ -189,7 +189,7 @@ ft-install: $(FT_VENV)/.installed
 
 # Every benchmark, each against its peers in the same run (docs/benchmarks.md);
 # JSON into benchmarks/results/, the image chart into docs/images/.
-bench: $(VENV)/.installed-test bench-photos pillow-simd
+bench: $(VENV)/.installed-test bench-photos pillow-simd spdl
 	$(BIN)/python benchmarks/loader_overhead.py
 	$(BIN)/python benchmarks/compare_torch.py
 	$(BIN)/python benchmarks/drop_in.py
@@ -217,6 +217,18 @@ bench-photos:
 	else \
 		echo "The image benchmarks use scikit-image's photographs; for real ones: sudo apt-get install $(PHOTO_APT_PACKAGES)"; \
 	fi
+
+# SPDL, the second peer of benchmarks/video.py, in its own venv (its pins are
+# not ours); video.py leaves its row out when .venv-spdl is missing.
+SPDL_VENV := .venv-spdl
+SPDL_REQUIREMENT := spdl==0.8.0
+spdl: $(SPDL_VENV)/.installed
+
+$(SPDL_VENV)/.installed:
+	$(PYTHON) -m venv $(SPDL_VENV)
+	$(SPDL_VENV)/bin/python -m pip install -q --upgrade pip
+	$(SPDL_VENV)/bin/python -m pip install -q numpy $(SPDL_REQUIREMENT)
+	touch $@
 
 # benchmarks/loader_overhead.py against dataloader-rs alone, on CPython 3.13.
 bench-rs: $(PY313_VENV)/.installed
@@ -292,5 +304,5 @@ $(VENV)/.installed-docs: $(VENV)/.installed
 	touch $@
 
 clean:
-	rm -rf build $(VENV) $(ASAN_VENV) $(FT_VENV) $(PY313_VENV) $(FUZZ_VENV) $(PILLOW_SIMD_VENV) fuzz/corpus fuzz/artifacts .pytest_cache \
+	rm -rf build $(VENV) $(ASAN_VENV) $(FT_VENV) $(PY313_VENV) $(FUZZ_VENV) $(PILLOW_SIMD_VENV) $(SPDL_VENV) fuzz/corpus fuzz/artifacts .pytest_cache \
 		site docs/images/transforms docs/images/kernels_chart.svg

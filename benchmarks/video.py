@@ -1,7 +1,7 @@
 """Random video clips: ours vs torch's DataLoader over PyAV, in one run.
 
 Random 16-frame clips (every other frame) resized to 224x224, from 720p
-H.264 files with B-frames (ffmpeg's moving ``testsrc2`` pattern, made by
+H.264 files with B-frames (camera pans over real photographs, made by
 ``dataloader._media.samples`` into ``.cache/``), batches of 8, 2 workers:
 
 * ours: ``VideoFolder`` with a random ``ClipSampler`` in our ``DataLoader``
@@ -10,45 +10,64 @@ H.264 files with B-frames (ffmpeg's moving ``testsrc2`` pattern, made by
 * the peer: a torch ``DataLoader`` (2 worker processes) over a dataset that
   does what a PyAV user writes: open, seek to the keyframe before the
   clip, decode to its first frame, keep every other frame, each
-  ``reformat``-ed to 224x224 RGB, stacked (PyAV's own threading defaults).
+  ``reformat``-ed to 224x224 RGB, stacked (PyAV's own threading defaults);
+* SPDL 0.8's thread pipeline (``_spdl_clips.py``, 2 decoding tasks), when
+  an environment with ``spdl`` exists (``make spdl`` makes ``.venv-spdl``;
+  its pins are not ours), else the row is left out.
 
-Clips per second over the best of the epochs after a warm-up one, the
-time to the first batch of a new loader, and the CPU time per clip (all
-threads and worker processes). Run ``python benchmarks/video.py``;
-results, with the load average, go to ``benchmarks/results/video.json``.
+Ours collates with ``ClipCollator("NTHWC")``: each clip decoded straight
+into its slot of a pooled batch. Clips per second over the best of the
+epochs after a warm-up one, the time to the first batch of a new loader,
+and the CPU time per clip (all threads and worker processes), each the
+best of ``--rounds`` rounds of the two loaders in turn. Then the
+memory: the peak resident memory a fresh process of ours adds over an
+epoch, per clip in flight (the batches being made or waiting, and the one
+the consumer holds), against a clip's output bytes. Run ``python
+benchmarks/video.py``; results, with the load average, go to
+``benchmarks/results/video.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import random
 import resource
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from dataloader import ClipSampler, DataLoader, VideoFolder
+from dataloader import ClipCollator, ClipSampler, DataLoader, VideoFolder
 from dataloader._cli.measure import print_table, write_json
-from dataloader._media.samples import encode, pattern_input
+from dataloader._media.samples import encode, pan_arguments, pattern_input, photographs
+from dataloader.kernels import media_info
 
 RESULTS = Path(__file__).parent / "results"
-CACHE = Path(__file__).parent.parent / ".cache" / "bench-videos"
+CACHE = Path(__file__).parent.parent / ".cache" / "bench-videos-photos"
+SPDL_PYTHON = Path(__file__).parent.parent / ".venv-spdl" / "bin" / "python"
 NUM_FRAMES, STRIDE, SIZE = 16, 2, 224
-BATCH_SIZE, NUM_WORKERS = 8, 2
+BATCH_SIZE, NUM_WORKERS, PREFETCH_FACTOR = 8, 2, 2
 
 
 def make_videos(count: int, seconds: float) -> Path:
-    """``count`` 720p H.264 videos in two class folders (kept in .cache/ once made)."""
+    """``count`` 720p H.264 videos in two class folders (kept in .cache/ once made), each
+    a pan over another photograph (``testsrc2`` where none is installed)."""
+    photos = photographs()
     for index in range(count):
         folder = CACHE / f"class_{index % 2}"
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"video_{index}.mp4"
+        source = (pan_arguments(photos[index % len(photos)], 720, 1280, 30, seconds) if photos
+                  else pattern_input(720, 1280, 30, seconds))
         if not path.exists():
-            encode([*pattern_input(720, 1280, 30, seconds), "-c:v", "libx264", "-preset",
-                    "veryfast", "-bf", "3", "-g", "60", "-pix_fmt", "yuv420p"], path)
+            encode([*source, "-c:v", "libx264", "-preset", "veryfast", "-bf", "3", "-g", "60",
+                    "-pix_fmt", "yuv420p"], path)
     return CACHE
 
 
@@ -132,13 +151,87 @@ def measure(make, clips: int, epochs: int) -> dict[str, float]:
             "cpu_s_per_clip": (cpu_seconds() - cpu) / (clips * (epochs + 1))}
 
 
+def best(rounds: list[dict[str, float]]) -> dict[str, float]:
+    """Each figure's best over the rounds: the one the machine's other work disturbed least."""
+    return {"clips_per_s": max(r["clips_per_s"] for r in rounds),
+            "first_batch_s": min(r["first_batch_s"] for r in rounds),
+            "cpu_s_per_clip": min(r["cpu_s_per_clip"] for r in rounds)}
+
+
+def our_loader(folder: VideoFolder) -> DataLoader:
+    return DataLoader(folder, batch_size=BATCH_SIZE, shuffle=True, seed=0,
+                      num_workers=NUM_WORKERS, worker_type="thread",
+                      prefetch_factor=PREFETCH_FACTOR, collate_fn=ClipCollator("NTHWC"))
+
+
+def spdl_row(folder: VideoFolder, clips_per_video: int, epochs: int) -> dict | None:
+    """SPDL's figures from ``_spdl_clips.py`` in its own environment, or None without it."""
+    if not SPDL_PYTHON.exists():
+        print(f"no SPDL row: {SPDL_PYTHON} does not exist (make spdl)")
+        return None
+    videos = []
+    for path, label in folder.samples:
+        stream = next(s for s in media_info(path) if s.kind == "video")
+        videos.append([path, label, stream.frames, stream.frame_rate])
+    setup = {"videos": videos, "num_frames": NUM_FRAMES, "stride": STRIDE, "size": SIZE,
+             "clips_per_video": clips_per_video, "batch_size": BATCH_SIZE,
+             "workers": NUM_WORKERS, "epochs": epochs}
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as file:
+        json.dump(setup, file)
+        file.flush()
+        done = subprocess.run([str(SPDL_PYTHON), str(Path(__file__).parent / "_spdl_clips.py"),
+                               file.name], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def peak_memory(root: Path, clips_per_video: int) -> dict[str, float]:
+    """One epoch of ours in a fresh process (``--memory-child``): its peak resident
+    memory over what it held before the loader, per clip in flight."""
+    done = subprocess.run([sys.executable, __file__, "--memory-child", str(root),
+                           "--clips-per-video", str(clips_per_video)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def memory_child(root: Path, clips_per_video: int) -> None:
+    folder = VideoFolder(root, ClipSampler(NUM_FRAMES, stride=STRIDE,
+                                           clips_per_video=clips_per_video), size=(SIZE, SIZE))
+    folder[0]   # the libraries loaded and touched before the baseline
+    gc.collect()
+    before = _status_bytes("VmRSS")
+    with open("/proc/self/clear_refs", "w") as file:   # the peak starts again from here
+        file.write("5")
+    for batch, _ in our_loader(folder):
+        del batch
+    peak = _status_bytes("VmHWM")
+    in_flight = (NUM_WORKERS * PREFETCH_FACTOR + 1) * BATCH_SIZE
+    clip_bytes = NUM_FRAMES * SIZE * SIZE * 3
+    print(json.dumps({"peak_extra_bytes": peak - before, "clips_in_flight": in_flight,
+                      "clip_bytes": clip_bytes,
+                      "per_clip_over_clip_bytes": (peak - before) / in_flight / clip_bytes}))
+
+
+def _status_bytes(field: str) -> int:
+    """A memory figure of this process from /proc/self/status (Linux)."""
+    with open("/proc/self/status") as file:
+        for line in file:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--videos", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--clips-per-video", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--memory-child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.memory_child:
+        memory_child(args.memory_child, args.clips_per_video)
+        return
 
     import torch.utils.data
 
@@ -147,25 +240,34 @@ def main() -> None:
                                            clips_per_video=args.clips_per_video),
                          size=(SIZE, SIZE))
     clips = len(folder)
-    ours = measure(lambda: DataLoader(folder, batch_size=BATCH_SIZE, shuffle=True, seed=0,
-                                      num_workers=NUM_WORKERS, worker_type="thread"),
-                   clips, args.epochs)
     peer_dataset = PyAVClips(folder, args.clips_per_video)
-    peer = measure(lambda: torch.utils.data.DataLoader(
-        peer_dataset, batch_size=BATCH_SIZE, shuffle=True, num_workers=NUM_WORKERS,
-        persistent_workers=True), clips, args.epochs)
+    makes = {"ours": lambda: our_loader(folder),
+             "torch_pyav": lambda: torch.utils.data.DataLoader(
+                 peer_dataset, batch_size=BATCH_SIZE, shuffle=True, num_workers=NUM_WORKERS,
+                 persistent_workers=True)}
+    # Rounds in turn, so that both loaders see the same load on a shared machine.
+    rounds = [{name: measure(make, clips, args.epochs) for name, make in makes.items()}
+              for _ in range(args.rounds)]
+    ours, peer = (best([round_[name] for round_ in rounds]) for name in makes)
+    spdl = spdl_row(folder, args.clips_per_video, args.epochs)
+    memory = peak_memory(root, args.clips_per_video)
     load = os.getloadavg()
     print(f"{clips} random clips of {NUM_FRAMES} frames (stride {STRIDE}) at {SIZE}x{SIZE} "
           f"from {args.videos} 720p H.264 videos, {NUM_WORKERS} workers; "
           f"load average {load[0]:.2f} {load[1]:.2f}")
     figures = ["clips_per_s", "first_batch_s", "cpu_s_per_clip"]
-    print_table(["loader", "clips/s", "first batch s", "CPU s/clip"], [
-        ["ours", *(ours[name] for name in figures)],
-        ["torch + PyAV", *(peer[name] for name in figures)],
-        ["ratio", *(ours[name] / peer[name] for name in figures)],
-    ])
-    write_json(RESULTS, "video", {"ours": ours, "torch_pyav": peer, "clips": clips,
-                                  "load_average": load})
+    rows = [["ours", *(ours[name] for name in figures)],
+            ["torch + PyAV", *(peer[name] for name in figures)],
+            ["ours / torch + PyAV", *(ours[name] / peer[name] for name in figures)]]
+    if spdl is not None:
+        rows += [[f"SPDL {spdl['spdl']}", *(spdl[name] for name in figures)],
+                 ["ours / SPDL", *(ours[name] / spdl[name] for name in figures)]]
+    print_table(["loader", "clips/s", "first batch s", "CPU s/clip"], rows)
+    print(f"peak memory per clip in flight: {memory['per_clip_over_clip_bytes']:.2f}x the "
+          f"clip's {memory['clip_bytes'] / 2**20:.1f} MiB ({memory['clips_in_flight']} clips in "
+          f"flight, {memory['peak_extra_bytes'] / 2**20:.0f} MiB over the baseline)")
+    write_json(RESULTS, "video", {"ours": ours, "torch_pyav": peer, "spdl": spdl,
+                                  "memory": memory, "clips": clips, "load_average": load})
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ from dataloader._images.folder import ImageFolder
 from dataloader._loader import DataLoader
 from dataloader._loading.collate import default_collate, default_convert
 from dataloader._loading.elastic import LoaderCheckpoint, gather_state, merge_states
+from dataloader._media.audio_folder import AudioFolder, WindowSampler
+from dataloader._media.clips import ClipCollator, ClipTransform
 from dataloader._media.folder import ClipSampler, VideoFolder
 from dataloader._sampling.distributed import DistributedSampler
 from dataloader._sampling.sampler import (
@@ -48,10 +50,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AsyncDataset",
+    "AudioFolder",
     "BatchSampler",
     "BucketBatchSampler",
     "ChainDataset",
+    "ClipCollator",
     "ClipSampler",
+    "ClipTransform",
     "ConcatDataset",
     "DataLoader",
     "Dataset",
@@ -75,6 +80,7 @@ __all__ = [
     "TensorDataset",
     "VideoFolder",
     "WeightedRandomSampler",
+    "WindowSampler",
     "WorkerInfo",
     "collate_packed",
     "default_collate",

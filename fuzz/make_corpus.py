@@ -1,4 +1,4 @@
-"""Write the fuzzers' seed corpus: valid and broken images of every format.
+"""Write the fuzzers' seed corpus: valid and broken images of every format, and media.
 
 Usage: ``python fuzz/make_corpus.py DIR`` writes ``DIR/seeds/<name>``.
 The same inputs are replayed by ``tests/test_fuzz_regressions.py``
@@ -8,14 +8,19 @@ Valid images cover what the native decoders branch on (JPEG subsampling,
 progressive and grayscale; PNG colour types, bit depths, palettes,
 transparency and interlacing; lossy, lossless and alpha WebP; the formats
 Pillow decodes); broken ones are truncations, bit flips, and headers that
-claim absurd sizes.
+claim absurd sizes. Small videos (H.264 with B-frames and an AAC track, VP9,
+HEVC, MPEG-2 in MPEG-TS) and audio (PCM, Vorbis, FLAC) are made by the
+``ffmpeg`` command when it is installed, with their truncations, bit flips
+and runs of zeros.
 """
 
 from __future__ import annotations
 
 import io
+import shutil
 import struct
 import sys
+import tempfile
 import zlib
 from pathlib import Path
 
@@ -121,11 +126,61 @@ def broken_images(valid: dict[str, bytes], rng: np.random.Generator) -> dict[str
     return broken
 
 
+# Small videos and audio for the media target: the ffmpeg command's arguments
+# between the inputs and the output file, by file name.
+_PATTERN = ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10:duration=1"]
+_TONES = ["-f", "lavfi", "-i", "aevalsrc=0.5*sin(440*2*PI*t)|0.2*sin(660*2*PI*t):s=8000:d=0.5"]
+_GOP = ["-g", "4", "-threads", "1"]
+MEDIA = {
+    "h264.mp4": [*_PATTERN, *_TONES, "-c:v", "libx264", "-preset", "ultrafast", "-bf", "2",
+                 "-pix_fmt", "yuv420p", *_GOP, "-c:a", "aac", "-shortest"],
+    "vp9.webm": [*_PATTERN, "-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8",
+                 *_GOP],
+    "hevc.mkv": [*_PATTERN, "-c:v", "libx265", "-pix_fmt", "yuv420p", "-x265-params",
+                 "keyint=4:log-level=error:pools=none:frame-threads=1"],
+    "mpeg2.ts": [*_PATTERN, "-c:v", "mpeg2video", *_GOP],
+    "tones.wav": [*_TONES, "-c:a", "pcm_s16le"],
+    "tones.ogg": [*_TONES, "-c:a", "libvorbis"],
+    "tones.flac": [*_TONES, "-c:a", "flac"],
+}
+
+
+def media_files() -> dict[str, bytes]:
+    """The files of ``MEDIA``, made by the ``ffmpeg`` command; none without it."""
+    if shutil.which("ffmpeg") is None:
+        return {}
+    from dataloader._media.samples import encode
+
+    with tempfile.TemporaryDirectory() as folder:
+        return {f"media-{name}": encode(arguments, Path(folder) / name).read_bytes()
+                for name, arguments in MEDIA.items()}
+
+
+def broken_media(valid: dict[str, bytes], rng: np.random.Generator) -> dict[str, bytes]:
+    """Each media file cut short, with bits flipped, and with a run of zeros."""
+    broken: dict[str, bytes] = {}
+    for name, data in valid.items():
+        for cut in (len(data) // 5, len(data) // 2, len(data) - 7):
+            broken[f"{name}-cut{cut}"] = data[:cut]
+        for flips in range(3):
+            mutated = bytearray(data)
+            for position in rng.integers(16, len(data), 1 + 6 * flips):
+                mutated[position] ^= 1 << int(rng.integers(8))
+            broken[f"{name}-flip{flips}"] = bytes(mutated)
+        zeros = bytearray(data)
+        start = int(rng.integers(len(data) // 4, len(data) // 2))
+        zeros[start:start + 256] = bytes(len(zeros[start:start + 256]))
+        broken[f"{name}-zeros"] = bytes(zeros)
+    return broken
+
+
 def corpus() -> dict[str, bytes]:
-    """Every seed, by name; the same bytes on every run."""
+    """Every seed, by name; the same bytes on every run (the media seeds: for one build of
+    the ffmpeg command)."""
     rng = np.random.default_rng(SEED)
     valid = valid_images(rng)
-    return {**valid, **broken_images(valid, rng)}
+    media = media_files()
+    return {**valid, **broken_images(valid, rng), **media, **broken_media(media, rng)}
 
 
 def main(argv: list[str]) -> int:

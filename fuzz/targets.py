@@ -10,7 +10,8 @@ does this over the whole corpus, under the sanitizers)::
 
     python -P fuzz/targets.py replay CORPUS_DIR_OR_FILE...
 
-Each target takes the fuzzer's bytes as an encoded image. The contract under
+Each target takes the fuzzer's bytes as an encoded image (``media``: as a
+video or audio file, through FFmpeg's libraries). The contract under
 test: every input either gives a correct result or raises ``ValueError``;
 any other exception, a crash, a sanitizer report or a hang is a finding.
 ``tests/test_fuzz_regressions.py`` replays the seed corpus and every file of
@@ -173,11 +174,36 @@ def fuzz_native_chain(data: bytes) -> None:
     assert np.isfinite(np.asarray(image, dtype=np.float64)).all()
 
 
+def fuzz_media(data: bytes) -> None:
+    """A video or audio file: its streams, every frame resized, its audio resampled."""
+    choice = _choices(data)
+    try:
+        streams = kernels.media_info(data)
+    except ValueError:
+        return
+    assert all(stream.kind in ("video", "audio", "other") for stream in streams), streams
+    size = (1 + choice % 29, 1 + (choice >> 5) % 31)
+    try:
+        frames = kernels.decode_video(data, size=size)
+    except ValueError:
+        pass
+    else:
+        assert frames.dtype == np.uint8 and frames.shape[1:] == (*size, 3), frames.shape
+    rate, channels = 4000 + (choice >> 10) % 44100, 1 + (choice >> 3) % 3
+    try:
+        samples = kernels.decode_audio(data, sample_rate=rate, channels=channels,
+                                       start=(choice >> 12) % 3 * 0.1)
+    except ValueError:
+        return
+    assert samples.dtype == np.float32 and samples.shape[0] == channels, samples.shape
+
+
 TARGETS = {
     "decode": fuzz_decode,
     "image_info": fuzz_image_info,
     "transforms": fuzz_transforms,
     "native_chain": fuzz_native_chain,
+    "media": fuzz_media,
 }
 
 

@@ -1,8 +1,10 @@
 """The test videos and audio, made on this machine by Debian's ``ffmpeg`` command.
 
-No media file is committed: ``make_media(folder)`` encodes ffmpeg's moving
-pattern and two tones (``dataloader._media.samples``) into each file below.  Run it alone
-to look at the files::
+No media file is committed: ``make_media(folder)`` encodes a camera pan
+over a real photograph (Debian's wallpaper photographs, else
+scikit-image's; ffmpeg's moving pattern where neither is installed) and
+two tones (``dataloader._media.samples``) into each file below.  Run it
+alone to look at the files::
 
     python tests/media_files.py /tmp/media
 """
@@ -13,11 +15,13 @@ import sys
 from pathlib import Path
 
 from dataloader import Dataset
-from dataloader._media.samples import encode, pattern_input, tones_input
+from dataloader._media.samples import encode, photo_input, tones_input
 from dataloader.kernels import decode_video
 
-# 208x120 is not a multiple of 16: codecs pad and crop their blocks.
-PATTERN = pattern_input(height=120, width=208, rate=25, seconds=3)
+# Stands for the video input in the arguments below: the pan over a
+# photograph, 208x120 (not a multiple of 16: codecs pad and crop their
+# blocks) at 25 frames a second for 3 seconds, made once per folder.
+PATTERN = ["<picture>"]
 TONES = tones_input(sample_rate=44100, seconds=3)
 # Keyframes every 12 frames, so that clips need seeks inside the file.
 GOP = ["-g", "12", "-keyint_min", "12", "-sc_threshold", "0"]
@@ -52,7 +56,13 @@ AUDIO = {
 def make_media(folder: Path) -> dict[str, Path]:
     """Encode every file of ``VIDEOS`` and ``AUDIO`` into ``folder`` (kept when present)."""
     folder.mkdir(parents=True, exist_ok=True)
-    return {name: path if (path := folder / name).exists() else encode(arguments, path)
+    picture = photo_input(folder, height=120, width=208, rate=25, seconds=3)
+
+    def inputs(arguments: list[str]) -> list[str]:
+        return [part for argument in arguments
+                for part in (picture if argument == PATTERN[0] else [argument])]
+
+    return {name: path if (path := folder / name).exists() else encode(inputs(arguments), path)
             for name, arguments in {**VIDEOS, **AUDIO}.items()}
 
 

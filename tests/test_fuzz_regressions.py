@@ -80,3 +80,27 @@ def test_seed_corpus_has_valid_and_broken_images(seeds):
         except ValueError:
             pass
     assert 50 < decoded < len(seeds) - 30
+
+
+def test_seed_corpus_has_valid_and_broken_media(seeds):
+    import shutil
+
+    from dataloader import kernels
+
+    if shutil.which("ffmpeg") is None:
+        pytest.skip("the media seeds are made by the ffmpeg command")
+    outcomes = {}
+    for name, data in seeds.items():
+        if name.startswith("media-"):
+            try:
+                kernels.media_info(data)
+                if "tones" in name:
+                    kernels.decode_audio(data)
+                else:
+                    kernels.decode_video(data, size=(8, 8))
+                outcomes[name] = "decoded"
+            except ValueError:
+                outcomes[name] = "refused"
+    valid = [f"media-{name}" for name in make_corpus.MEDIA]
+    assert all(outcomes[name] == "decoded" for name in valid), outcomes
+    assert "refused" in outcomes.values() and len(outcomes) > 5 * len(valid)

@@ -6,10 +6,10 @@ import threading
 
 import numpy as np
 import pytest
-from media_files import VIDEOS, Clips
+from media_files import VIDEOS, X264, Clips
 
 from dataloader import DataLoader, kernels
-from dataloader.kernels import Clip, Timestamps, decode_video
+from dataloader.kernels import Clip, Timestamps, decode_video, media_info
 
 # PyAV, the reference (not installed beside a free-threaded build).
 av = pytest.importorskip("av")
@@ -253,3 +253,33 @@ def test_without_ffmpeg_in_the_build_the_kernels_say_what_to_install(monkeypatch
                  lambda: media_info(media["hevc.mkv"])):
         with pytest.raises(ImportError, match="apt-get install libavformat-dev"):
             call()
+
+
+def test_a_file_rewritten_in_place_is_indexed_again(media, tmp_path):
+    # Each thread keeps the frame indexes it scanned, keyed by the file's identity.
+    path = tmp_path / "video.mkv"
+    path.write_bytes(media["hevc.mkv"].read_bytes())
+    first = decode_video(path, [70], size=(24, 40))
+    assert media_info(path)[0].frames == 75
+    with path.open("r+b") as file:   # the same inode, another video
+        file.truncate(0)
+        file.write(media["vfr.mkv"].read_bytes())
+    frames = media_info(path)[0].frames
+    np.testing.assert_array_equal(decode_video(path, [frames - 1], size=(24, 40)),
+                                  decode_video(media["vfr.mkv"], [frames - 1], size=(24, 40)))
+    assert not np.array_equal(first, decode_video(path, [70], size=(24, 40)))
+
+
+def test_clips_of_files_alike_in_turn_equal_pyavs(media, references, tmp_path):
+    # Each thread keeps its last decoder for the next file of the same codec parameters:
+    # a mirrored copy of a file is coded alike, so the two share it in turn.
+    from dataloader._media.samples import encode
+
+    mirrored = encode(["-i", str(media["h264_bframes.mp4"]), "-vf", "hflip", *X264,
+                       "-an"], tmp_path / "mirrored.mp4")
+    truth = {"h264_bframes.mp4": references["h264_bframes.mp4"], "mirrored": Reference(mirrored)}
+    paths = {"h264_bframes.mp4": media["h264_bframes.mp4"], "mirrored": mirrored}
+    for name, wanted in [("h264_bframes.mp4", [40, 41]), ("mirrored", [40, 41]),
+                         ("h264_bframes.mp4", [7]), ("mirrored", [70, 3])]:
+        np.testing.assert_array_equal(decode_video(paths[name], wanted), truth[name].rgb[wanted],
+                                      err_msg=name)

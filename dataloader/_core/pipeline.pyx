@@ -189,6 +189,59 @@ cdef class Chain:
         if self._run(data, seed, &out) == DL_NEEDS_FALLBACK:
             self.rest.apply_into(self.fallback(data), seed, batch, index)
 
+    def apply_frames_into(self, const uint8_t[:, :, :, ::1] frames,  # IN: (T, H, W, C)
+                          uint64_t seed,
+                          out,       # OUT: (T, H, W, C) or (T, C, H, W), C-contiguous
+                          bint chw):
+        """Run the chain on every frame of a clip with one ``seed`` (one draw of every
+        random op for the whole clip), frame ``t`` into ``out[t]``.
+
+        ``out`` is a C-contiguous uint8 or float32 array of ``T`` frames of the
+        chain's output, in the layout the chain ends in (``chw``): the chain
+        must produce exactly that shape, or fails as ``apply_into`` does.
+        """
+        cdef dl_chain_input_t source
+        cdef dl_chain_output_t output
+        cdef char msg[256]
+        cdef int status = DL_OK
+        cdef Py_ssize_t t, count = frames.shape[0]
+        cdef Py_ssize_t frame_bytes
+        cdef uint8_t* base
+        if (not isinstance(out, np.ndarray) or out.ndim != 4 or out.shape[0] != count
+                or out.dtype not in (np.uint8, np.float32) or not out.flags.c_contiguous
+                or not out.flags.writeable):
+            raise ValueError(f"out must be a writable C-contiguous uint8 or float32 array of "
+                             f"{count} frames, got {getattr(out, 'dtype', type(out).__name__)} "
+                             f"{getattr(out, 'shape', '')}")
+        if count == 0:
+            return
+        frame_bytes = out.strides[0]
+        base = <uint8_t*> <size_t> out.ctypes.data
+        source.bytes = NULL
+        source.size = 0
+        source.layout = DL_LAYOUT_HWC
+        source.image.height, source.image.width, source.image.channels = (
+            frames.shape[1], frames.shape[2], frames.shape[3])
+        source.image.sample_size = 1
+        source.image.row_stride = frames.strides[1]
+        output.sample_size = out.itemsize
+        if chw:
+            output.layout = DL_LAYOUT_CHW
+            output.channels, output.height, output.width = out.shape[1], out.shape[2], out.shape[3]
+        else:
+            output.layout = DL_LAYOUT_HWC
+            output.height, output.width, output.channels = out.shape[1], out.shape[2], out.shape[3]
+        output.row_stride = out.strides[2] if chw else out.strides[1]
+        with nogil:
+            for t in range(count):
+                source.image.data = <uint8_t*> &frames[t, 0, 0, 0]
+                output.data = base + t * frame_bytes
+                status = dl_chain_run(self.ops, self.n, &source, seed, &output, msg)
+                if status != DL_OK:
+                    break
+        if status != DL_OK:
+            raise_status(status, msg, _OPS["decode"][1])
+
     cdef int _run(self, data, uint64_t seed, dl_chain_output_t* out) except -1:
         cdef dl_chain_input_t source
         cdef const uint8_t[::1] encoded

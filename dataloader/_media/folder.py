@@ -12,6 +12,7 @@ different each epoch, and repeated exactly by a resumed epoch.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import os
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,9 @@ from typing import Any
 import numpy as np
 
 from dataloader._datasets.class_folders import scan_class_folders
-from dataloader._images.arguments import check_bool, check_int
+from dataloader._images.arguments import check_bool, check_int, check_size
+from dataloader._images.chains import Transform
+from dataloader._media.clips import ClipTransform, EpochClips, clip_seed
 from dataloader._media.info import VIDEO_EXTENSIONS
 from dataloader._media.video import decode_video
 from dataloader._sampling.seeding import item_seed
@@ -97,15 +100,54 @@ class ClipDecoder:
 
     sampler: ClipSampler
     size: Any = None
+    transform: ClipTransform | None = None
 
-    def bind_epoch(self, seed: int, epoch: int):
-        def decode(index: int, item: tuple[str, int]) -> tuple[np.ndarray, int]:
-            path, target = item
-            draw = np.random.default_rng(item_seed(seed, epoch, index)).random()
-            clip = self.sampler.clip(index % self.sampler.clips_per_video, draw)
-            return decode_video(path, clip, size=self.size), target
+    def bind_epoch(self, seed: int, epoch: int) -> EpochClipDecoder:
+        return EpochClipDecoder(self, seed, epoch)
 
-        return decode
+
+class EpochClipDecoder(EpochClips):
+    """A :class:`ClipDecoder` bound to one epoch: each item's clip place and its clip
+    transform's draw come from ``(seed, epoch, index)``."""
+
+    __slots__ = ("decoder", "epoch", "seed")
+
+    def __init__(self, decoder: ClipDecoder, seed: int, epoch: int) -> None:
+        self.decoder, self.seed, self.epoch = decoder, seed, epoch
+
+    def __call__(self, index: int, item: tuple[str, int]) -> tuple[np.ndarray, int]:
+        path, target = item
+        clip = decode_video(path, self._clip(index), size=self.decoder.size)
+        transform = self.decoder.transform
+        if transform is not None:
+            clip = transform.apply(clip, clip_seed(self.seed, self.epoch, index))
+        return clip, target
+
+    def _clip(self, index: int) -> SampledClip:
+        sampler = self.decoder.sampler
+        draw = np.random.default_rng(item_seed(self.seed, self.epoch, index)).random()
+        return sampler.clip(index % sampler.clips_per_video, draw)
+
+    def clip_shape(self) -> tuple[int, int, int, int, str] | None:
+        frames, size, transform = self.decoder.sampler.num_frames, self.decoder.size, (
+            self.decoder.transform)
+        if transform is not None:
+            shape = transform.frame_shape(3)   # decoded frames are RGB
+            return None if shape is None else (frames, *shape)
+        if isinstance(size, tuple):   # (height, width): every video's frames at that size
+            return (frames, *size, 3, "uint8")
+        return None
+
+    def clip_into(self, index: int, data: Any, out: np.ndarray, chw: bool) -> None:
+        transform = self.decoder.transform
+        if transform is None and not chw:
+            decode_video(data, self._clip(index), size=self.decoder.size, out=out)
+            return
+        clip = decode_video(data, self._clip(index), size=self.decoder.size)
+        if transform is None:
+            np.copyto(out, clip.transpose(0, 3, 1, 2))
+        else:
+            transform.clip_into(clip, clip_seed(self.seed, self.epoch, index), out, chw)
 
 
 class VideoFolder:
@@ -123,6 +165,10 @@ class VideoFolder:
     sampler : ClipSampler
     size : int or (int, int), optional
         Each frame resized at decode (``decode_video``'s ``size``).
+    transform : ClipTransform or Transform, optional
+        Applied to every frame of each clip with one random draw per clip
+        (a ``Transform`` is wrapped in a :class:`ClipTransform`), seeded by
+        ``(seed, epoch, index)``.
     extensions : tuple of str
         File name suffixes (case-insensitive) that count as videos.
 
@@ -141,18 +187,36 @@ class VideoFolder:
     >>> clips, labels = next(iter(DataLoader(folder, batch_size=4, shuffle=True, seed=0)))
     >>> clips.shape, clips.dtype
     ((4, 8, 56, 96, 3), dtype('uint8'))
+
+    One random crop and flip per clip, into pooled ``(B, T, C, H, W)`` batches:
+
+    >>> from dataloader import ClipCollator
+    >>> from dataloader.transforms import Compose, RandomHFlip, RandomResizedCrop
+    >>> folder = VideoFolder(root, ClipSampler(8, clips_per_video=2), size=(56, 96),
+    ...                      transform=Compose([RandomResizedCrop(48), RandomHFlip()]))
+    >>> loader = DataLoader(folder, batch_size=4, seed=0, collate_fn=ClipCollator())
+    >>> next(iter(loader))[0].shape
+    (4, 8, 3, 48, 48)
     """
 
     def __init__(self, root: str | os.PathLike, sampler: ClipSampler, *, size: Any = None,
+                 transform: ClipTransform | Transform | None = None,
                  extensions: tuple[str, ...] = VIDEO_EXTENSIONS) -> None:
         if not isinstance(sampler, ClipSampler):
             raise TypeError(f"sampler must be a ClipSampler, got {type(sampler).__name__}")
+        if isinstance(transform, Transform):
+            transform = ClipTransform(transform)
+        if transform is not None and not isinstance(transform, ClipTransform):
+            raise TypeError("transform must be a ClipTransform or a dataloader.transforms "
+                            f"Transform, got {type(transform).__name__}")
+        if size is not None and not isinstance(size, numbers.Integral):
+            size = check_size("size", tuple(size) if isinstance(size, list) else size, False)
         self.root = Path(root)
         found = scan_class_folders(self.root, extensions, "video")
         self.classes, self.class_to_idx, self.samples = (
             found.classes, found.class_to_idx, found.samples)
         self.sampler = sampler
-        self.transform = ClipDecoder(sampler, size)
+        self.transform = ClipDecoder(sampler, size, transform)
 
     def __len__(self) -> int:
         return len(self.samples) * self.sampler.clips_per_video

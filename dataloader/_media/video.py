@@ -111,7 +111,8 @@ class Clip:
 
 def decode_video(source: MediaSource, frames: Sequence[int] | FrameSelection | None = None, *,
                  size: int | Sequence[int] | None = None, crop: Sequence[int] | None = None,
-                 interpolation: str = "bilinear", threads: int = 1) -> np.ndarray:
+                 interpolation: str = "bilinear", threads: int = 1,
+                 out: np.ndarray | None = None) -> np.ndarray:
     """Decode chosen frames of a video into uint8 ``(T, H, W, 3)`` RGB.
 
     Parameters
@@ -134,11 +135,14 @@ def decode_video(source: MediaSource, frames: Sequence[int] | FrameSelection | N
     threads : int, default 1
         The decoder's own threads; 1 is none (a loader's workers are the
         parallelism), 0 lets FFmpeg choose.
+    out : ndarray, optional
+        A C-contiguous, writable uint8 ``(T, H, W, 3)`` array of the result's
+        shape to decode into (a slot of a batch, say); returned.
 
     Returns
     -------
     ndarray
-        uint8 ``(T, H, W, 3)``, in the order of ``frames``.
+        uint8 ``(T, H, W, 3)``, in the order of ``frames`` (``out`` when given).
 
     Raises
     ------
@@ -184,10 +188,18 @@ def decode_video(source: MediaSource, frames: Sequence[int] | FrameSelection | N
         height, width = _output_size(size, box[2], box[3])
         distinct, order = np.unique(wanted, return_inverse=True)
         _check_bytes(len(distinct), height, width)
-        decoded = np.empty((len(distinct), height, width, 3), np.uint8)
+        in_order = len(distinct) == len(wanted) and bool(np.all(distinct == wanted))
+        if out is not None:
+            _check_out(out, (len(wanted), height, width, 3))
+        decoded = out if in_order and out is not None else np.empty(
+            (len(distinct), height, width, 3), np.uint8)
         media.decode_frames_into(distinct, decoded, box, filter_code, threads)
-    in_order = len(distinct) == len(wanted) and bool(np.all(distinct == wanted))
-    return decoded if in_order else decoded[order.reshape(-1)]
+    if in_order:
+        return decoded
+    if out is None:
+        return decoded[order.reshape(-1)]
+    np.take(decoded, order.reshape(-1), axis=0, out=out)
+    return out
 
 
 def frame_numbers(frames: Any, times: np.ndarray) -> np.ndarray:
@@ -270,6 +282,16 @@ def _output_size(size: Any, height: int, width: int) -> tuple[int, int]:
         return (max(1, round(height * scale)) if height > width else shorter,
                 max(1, round(width * scale)) if width > height else shorter)
     return check_size("size", tuple(size) if isinstance(size, list) else size)
+
+
+def _check_out(out: Any, shape: tuple[int, ...]) -> None:
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
+    if (out.shape != shape or out.dtype != np.uint8 or not out.flags.c_contiguous
+            or not out.flags.writeable):
+        raise ValueError(f"out must be a writable C-contiguous uint8 array of shape {shape}, got "
+                         f"{'' if out.flags.writeable else 'a read-only '}{out.dtype} array of "
+                         f"shape {out.shape}{'' if out.flags.c_contiguous else ', strided'}")
 
 
 def _check_bytes(count: int, height: int, width: int) -> None:

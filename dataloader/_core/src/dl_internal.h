@@ -225,12 +225,24 @@ struct dl_media {
     int64_t frames, key_count;
     int64_t *pts;               /* frames' presentation times, ascending */
     dl_keyframe_t *keys;        /* ascending by pts */
+    /* A file's identity (device, inode, size, modification time): the key
+     * of its frame index in the thread's cache (dl_video_scan). */
+    int identified;
+    uint64_t device, inode, modified_ns;
 };
 
 /* The stream's decoder, opened with `threads` threads of its own (1: none,
  * 0: FFmpeg's choice); the caller frees *decoder, on failure too. */
 int dl_open_decoder(const struct dl_media *m, int stream, int threads,
                     struct AVCodecContext **decoder, char *msg);
+/* A video stream's decoder for one dl_video_decode: the one this thread kept
+ * from its last clip when it was opened for the same stream parameters and
+ * threads (flushed), else a new one (dl_open_decoder); given back after it,
+ * to be kept when `clean` (the decode succeeded), else freed. */
+int dl_take_video_decoder(const struct dl_media *m, int stream, int threads,
+                          struct AVCodecContext **decoder, char *msg);
+void dl_give_video_decoder(const struct dl_media *m, int stream, int threads,
+                           struct AVCodecContext **decoder, int clean);
 /* dl_fail with FFmpeg's reason for `av_error` (when < 0) and its last logged
  * error appended; an out-of-memory error is DL_ERR_NOMEM whatever `status`. */
 int dl_media_fail(char *msg, int status, int av_error, const char *format, ...);

@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +215,10 @@ int dl_media_open_file(const char *path, int probe_streams, dl_media_t **media, 
                                                                     : "not a regular file");
     }
     m->size = (size_t)facts.st_size;
+    m->identified = 1;
+    m->device = (uint64_t)facts.st_dev;
+    m->inode = (uint64_t)facts.st_ino;
+    m->modified_ns = (uint64_t)facts.st_mtim.tv_sec * 1000000000u + (uint64_t)facts.st_mtim.tv_nsec;
     return open_input(m, probe_streams, msg);
 }
 
@@ -288,12 +293,98 @@ int dl_open_decoder(const dl_media_t *m, int stream, int threads,
     int err = avcodec_parameters_to_context(d, st->codecpar);
     if (err >= 0) {
         d->thread_count = threads;
+        d->max_pixels = DL_VIDEO_MAX_PIXELS;
         d->pkt_timebase = st->time_base;
         err = avcodec_open2(d, codec, NULL);
     }
     if (err < 0)
         return dl_media_fail(msg, DL_ERR_CORRUPT, err, "cannot open the %s decoder", codec->name);
     return DL_OK;
+}
+
+/* ---- one video decoder kept per thread ------------------------------------------ *
+ * A decoder allocates its tables when opened and its frames' memory as it
+ * decodes: for 720p frames, megabytes mapped and faulted in afresh for every
+ * clip, a third of the time of a short one. Each thread keeps the last video
+ * decoder it closed cleanly; the next clip of a stream with the same codec
+ * parameters (extradata included), time base and thread count takes it back,
+ * flushed (dl_video_decode seeks, which flushes, before its first frame). */
+
+typedef struct {
+    AVCodecContext *decoder;
+    AVCodecParameters *parameters;   /* of the stream it was opened for */
+    AVRational time_base;
+    int threads;
+} kept_decoder_t;
+
+static pthread_key_t decoder_key;
+static pthread_once_t decoder_once = PTHREAD_ONCE_INIT;
+
+static void kept_decoder_free(void *raw)
+{
+    kept_decoder_t *kept = raw;
+    avcodec_free_context(&kept->decoder);
+    avcodec_parameters_free(&kept->parameters);
+    free(kept);
+}
+
+static void decoder_key_create(void) { pthread_key_create(&decoder_key, kept_decoder_free); }
+
+static kept_decoder_t *kept_decoder(void)
+{
+    pthread_once(&decoder_once, decoder_key_create);
+    kept_decoder_t *kept = pthread_getspecific(decoder_key);
+    if (kept == NULL && (kept = calloc(1, sizeof *kept)) != NULL) {
+        kept->parameters = avcodec_parameters_alloc();
+        if (!kept->parameters || pthread_setspecific(decoder_key, kept) != 0) {
+            avcodec_parameters_free(&kept->parameters);
+            free(kept);
+            kept = NULL;
+        }
+    }
+    return kept;
+}
+
+static int same_stream(const kept_decoder_t *kept, const AVStream *st, int threads)
+{
+    const AVCodecParameters *a = kept->parameters, *b = st->codecpar;
+    return kept->threads == threads && !av_cmp_q(kept->time_base, st->time_base) &&
+           a->codec_type == b->codec_type && a->codec_id == b->codec_id &&
+           a->codec_tag == b->codec_tag && a->format == b->format && a->width == b->width &&
+           a->height == b->height && a->profile == b->profile && a->level == b->level &&
+           a->extradata_size == b->extradata_size &&
+           (!a->extradata_size || !memcmp(a->extradata, b->extradata, (size_t)a->extradata_size));
+}
+
+int dl_take_video_decoder(const dl_media_t *m, int stream, int threads,
+                          struct AVCodecContext **decoder, char *msg)
+{
+    const AVStream *st = m->format->streams[stream];
+    kept_decoder_t *kept = kept_decoder();
+    if (kept && kept->decoder && same_stream(kept, st, threads)) {
+        *decoder = kept->decoder;
+        kept->decoder = NULL;
+        avcodec_flush_buffers(*decoder);
+        (*decoder)->skip_frame = AVDISCARD_DEFAULT;
+        return DL_OK;
+    }
+    return dl_open_decoder(m, stream, threads, decoder, msg);
+}
+
+void dl_give_video_decoder(const dl_media_t *m, int stream, int threads,
+                           struct AVCodecContext **decoder, int clean)
+{
+    const AVStream *st = m->format->streams[stream];
+    kept_decoder_t *kept = clean && *decoder ? kept_decoder() : NULL;
+    if (!kept || avcodec_parameters_copy(kept->parameters, st->codecpar) < 0) {
+        avcodec_free_context(decoder);
+        return;
+    }
+    avcodec_free_context(&kept->decoder);
+    kept->decoder = *decoder;
+    kept->time_base = st->time_base;
+    kept->threads = threads;
+    *decoder = NULL;
 }
 
 /* ---- the frame index ---------------------------------------------------------- */
@@ -347,9 +438,125 @@ static int index_packet(dl_media_t *m, const AVPacket *packet, int64_t *pts_capa
     return 1;
 }
 
+/* ---- the frame indexes a thread scanned, kept for the next opening ------- *
+ * Scanning reads every packet of the file: for a long video that is far more
+ * than decoding a clip of it. Each thread keeps the last DL_INDEX_CACHE
+ * indexes it made, of files only, keyed by the file's identity (a file
+ * rewritten in place keeps its inode but not its size and modification
+ * time), and an opening of the same file copies its index from there. */
+
+#define DL_INDEX_CACHE 64
+
+typedef struct {
+    uint64_t device, inode, size, modified_ns;
+    int stream;
+    int64_t frames, key_count;
+    int64_t *pts;
+    dl_keyframe_t *keys;
+} cached_index_t;
+
+typedef struct {
+    cached_index_t entries[DL_INDEX_CACHE];
+    int next;   /* the entry replaced next: the oldest */
+} index_cache_t;
+
+static pthread_key_t index_key;
+static pthread_once_t index_once = PTHREAD_ONCE_INIT;
+
+static void index_cache_free(void *raw)
+{
+    index_cache_t *cache = raw;
+    for (int k = 0; k < DL_INDEX_CACHE; k++) {
+        free(cache->entries[k].pts);
+        free(cache->entries[k].keys);
+    }
+    free(cache);
+}
+
+static void index_key_create(void) { pthread_key_create(&index_key, index_cache_free); }
+
+static index_cache_t *index_cache(void)
+{
+    pthread_once(&index_once, index_key_create);
+    index_cache_t *cache = pthread_getspecific(index_key);
+    if (cache == NULL && (cache = calloc(1, sizeof *cache)) != NULL &&
+        pthread_setspecific(index_key, cache) != 0) {
+        free(cache);
+        cache = NULL;
+    }
+    return cache;
+}
+
+static cached_index_t *cached_index(const dl_media_t *m, int stream)
+{
+    index_cache_t *cache = m->identified ? index_cache() : NULL;
+    for (int k = 0; cache && k < DL_INDEX_CACHE; k++) {
+        cached_index_t *e = &cache->entries[k];
+        if (e->pts && e->stream == stream && e->device == m->device && e->inode == m->inode &&
+            e->size == (uint64_t)m->size && e->modified_ns == m->modified_ns)
+            return e;
+    }
+    return NULL;
+}
+
+/* Copies `count` items of `size` bytes (a NULL copy of nothing is fine). */
+static void *copy_of(const void *items, int64_t count, size_t size)
+{
+    void *copy = malloc((size_t)(count > 0 ? count : 1) * size);
+    if (copy && count > 0)
+        memcpy(copy, items, (size_t)count * size);
+    return copy;
+}
+
+/* m's index from the cache: 1 when found and copied. */
+static int index_from_cache(dl_media_t *m, int stream)
+{
+    const cached_index_t *e = cached_index(m, stream);
+    if (!e)
+        return 0;
+    int64_t *pts = copy_of(e->pts, e->frames, sizeof *pts);
+    dl_keyframe_t *keys = copy_of(e->keys, e->key_count, sizeof *keys);
+    if (!pts || !keys) {
+        free(pts);
+        free(keys);
+        return 0;
+    }
+    free(m->pts);
+    free(m->keys);
+    m->pts = pts;
+    m->keys = keys;
+    m->frames = e->frames;
+    m->key_count = e->key_count;
+    m->stream = stream;
+    return 1;
+}
+
+/* Keeps a copy of m's fresh index, in place of the oldest (nothing when out of memory). */
+static void index_to_cache(const dl_media_t *m)
+{
+    index_cache_t *cache = m->identified ? index_cache() : NULL;
+    if (!cache)
+        return;
+    int64_t *pts = copy_of(m->pts, m->frames, sizeof *pts);
+    dl_keyframe_t *keys = copy_of(m->keys, m->key_count, sizeof *keys);
+    if (!pts || !keys) {
+        free(pts);
+        free(keys);
+        return;
+    }
+    cached_index_t *e = &cache->entries[cache->next];
+    cache->next = (cache->next + 1) % DL_INDEX_CACHE;
+    free(e->pts);
+    free(e->keys);
+    *e = (cached_index_t){m->device, m->inode, (uint64_t)m->size, m->modified_ns, m->stream,
+                          m->frames, m->key_count, pts, keys};
+}
+
 int dl_video_scan(dl_media_t *m, int stream, char *msg)
 {
     int64_t pts_capacity = 0, key_capacity = 0;
+    if (index_from_cache(m, stream))
+        return DL_OK;
     AVPacket *packet = av_packet_alloc();
     int err = 0;
     if (!packet)
@@ -380,6 +587,7 @@ int dl_video_scan(dl_media_t *m, int stream, char *msg)
     /* Packets come in decoding order; frames are shown in timestamp order. */
     qsort(m->pts, (size_t)m->frames, sizeof *m->pts, compare_int64);
     qsort(m->keys, (size_t)m->key_count, sizeof *m->keys, compare_keys);
+    index_to_cache(m);
     return DL_OK;
 }
 

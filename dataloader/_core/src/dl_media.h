@@ -29,6 +29,11 @@ typedef enum { DL_VIDEO_FILTERS(DL_VIDEO_FILTER_ENUM) DL_VIDEO_FILTER_COUNT } dl
 
 const char *dl_video_filter_name(int filter);
 
+/* The largest frame a video decoder is let allocate (8192 x 8192 pixels): a
+ * stream claiming a larger one fails to decode instead of taking gigabytes
+ * per reference frame. */
+#define DL_VIDEO_MAX_PIXELS (8192LL * 8192LL)
+
 typedef struct dl_media dl_media_t;
 
 /* Silences FFmpeg's log (which prints to stderr); called once before any

@@ -46,12 +46,12 @@ typedef struct {
     int64_t position;    /* byte offset of the last packet read, for messages */
 } reader_t;
 
-static void close_reader(reader_t *r)
+static void close_reader(reader_t *r, int clean)
 {
     sws_freeContext(r->scaler);
     av_frame_free(&r->frame);
     av_packet_free(&r->packet);
-    avcodec_free_context(&r->decoder);
+    dl_give_video_decoder(r->m, r->m->stream, r->output->threads, &r->decoder, clean);
 }
 
 /* The last keyframe shown at or before `pts` (the first one when none is). */
@@ -291,14 +291,14 @@ int dl_video_decode(dl_media_t *m, const int64_t *frames, int64_t count,
         wanted[k] = m->pts[frames[k]];
     r.wanted = wanted;
     r.wanted_count = count;
-    int status = dl_open_decoder(m, m->stream, output->threads, &r.decoder, msg);
+    int status = dl_take_video_decoder(m, m->stream, output->threads, &r.decoder, msg);
     r.packet = av_packet_alloc();
     r.frame = av_frame_alloc();
     if (status == DL_OK && (!r.packet || !r.frame))
         status = dl_fail(msg, DL_ERR_NOMEM, "out of memory decoding");
     for (int64_t k = 0; status == DL_OK && k < count; k++)
         status = decode_one(&r, frames[k], m->pts[frames[k]], dst + (size_t)k * frame_bytes, msg);
-    close_reader(&r);
+    close_reader(&r, status == DL_OK);
     free(wanted);
     return status;
 }

@@ -1,0 +1,185 @@
+"""ClipTransform and ClipCollator: one draw per clip, pooled (B, T, ...) batches, straight
+into their slots in a loader on every worker kind."""
+
+import functools
+import shutil
+
+import numpy as np
+import pytest
+
+from dataloader import ClipCollator, ClipSampler, ClipTransform, DataLoader, VideoFolder
+from dataloader.kernels import decode_video
+from dataloader.transforms import (
+    CenterCrop,
+    ColorJitter,
+    Compose,
+    Normalize,
+    RandomHFlip,
+    RandomResizedCrop,
+    Resize,
+    ToChw,
+    ToFloat,
+    ToRgb,
+)
+
+WORKERS = [(0, "auto"), (2, "thread"), (2, "process")]
+WORKER_IDS = ["direct", "threads", "processes"]
+SIZE = (48, 80)
+AUGMENT = Compose([RandomResizedCrop((32, 40), scale=(0.3, 1.0)), RandomHFlip(),
+                   ColorJitter(0.4, 0.4, 0.4)])
+
+
+def random_clip(frames=6, height=40, width=56, seed=0):
+    return np.random.default_rng(seed).integers(0, 256, (frames, height, width, 3), np.uint8)
+
+
+@pytest.fixture(scope="module")
+def root(media, tmp_path_factory):
+    """Two classes of two videos each (75 frames of 120x208)."""
+    root = tmp_path_factory.mktemp("clip-videos")
+    for name, videos in {"a": ["h264_bframes.mp4", "vp9.webm"],
+                         "b": ["hevc.mkv", "vfr.mkv"]}.items():
+        (root / name).mkdir()
+        for video in videos:
+            shutil.copy(media[video], root / name / video)
+    return root
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2**63 + 5])
+def test_every_frame_gets_the_draw_the_image_chain_makes_for_the_clips_seed(seed):
+    clip = random_clip()
+    out = ClipTransform(AUGMENT)(clip, seed=seed)
+    assert out.shape == (6, 32, 40, 3) and out.dtype == np.uint8
+    for t, frame in enumerate(clip):
+        np.testing.assert_array_equal(out[t], AUGMENT(frame, seed=seed))
+
+
+def test_one_draw_per_clip_differs_between_clips():
+    clip = random_clip()
+    clip[:] = clip[0]
+    draws = [ClipTransform(AUGMENT)(clip, seed=seed) for seed in range(6)]
+    for out in draws:
+        assert (out == out[0]).all()   # equal frames stay equal: one draw for the clip
+    assert len({out.tobytes() for out in draws}) > 1
+
+
+def test_a_chain_whose_size_follows_the_frames_and_a_float_tail():
+    clip = random_clip(frames=3, height=30, width=44)
+    out = ClipTransform(RandomHFlip())(clip, seed=4)
+    assert out.shape == clip.shape
+    np.testing.assert_array_equal(out[2], RandomHFlip()(clip[2], seed=4))
+    chain = Compose([Resize(20), CenterCrop(16), ToFloat(), Normalize([0.5] * 3, [0.2] * 3)])
+    out = ClipTransform(chain)(clip, seed=1)
+    assert out.shape == (3, 16, 16, 3) and out.dtype == np.float32
+    np.testing.assert_allclose(out[1], chain(clip[1], seed=1))
+
+
+def test_bound_to_an_epoch_a_clip_transform_follows_seed_epoch_and_index():
+    transform = ClipTransform(AUGMENT)
+    clip = random_clip()
+    bound = transform.bind_epoch(3, 1)
+    got, label = bound(5, (clip, 9))
+    assert label == 9
+    np.testing.assert_array_equal(got, bound(5, clip))
+    assert not np.array_equal(got, transform.bind_epoch(3, 2)(5, clip))
+
+
+def test_clip_transform_arguments():
+    with pytest.raises(ValueError, match="ends in CHW"):
+        ClipTransform(Compose([Resize((8, 8)), ToRgb(), ToChw()]))
+    with pytest.raises(ValueError, match="ends in CHW"):   # found by the first frame
+        ClipTransform(Compose([Resize((8, 8)), ToChw()]))(random_clip(), seed=0)
+    with pytest.raises(TypeError, match=r"takes a dataloader\.transforms Transform"):
+        ClipTransform(lambda clip: clip)
+    with pytest.raises(ValueError, match=r"\(T, H, W, C\)"):
+        ClipTransform(RandomHFlip())(np.zeros((4, 4, 3), np.uint8), seed=0)
+    with pytest.raises(ValueError, match="uint8 clips"):
+        ClipTransform(RandomHFlip())(np.zeros((1, 4, 4, 3), np.float32), seed=0)
+
+
+@pytest.mark.parametrize("layout", ["NTCHW", "NTHWC"])
+@pytest.mark.parametrize("dtype", [None, "float32"])
+def test_the_collator_stacks_clips_in_its_layout(layout, dtype):
+    clips = [random_clip(frames=4, height=6, width=10, seed=i) for i in range(3)]
+    collator = ClipCollator(layout, dtype=dtype)
+    batch, labels = collator([(clip, i) for i, clip in enumerate(clips)])
+    expected = np.stack(clips)
+    if layout == "NTCHW":
+        expected = expected.transpose(0, 1, 4, 2, 3)
+    if dtype == "float32":
+        expected = expected.astype(np.float32) / np.float32(255)
+    assert batch.dtype == expected.dtype and batch.flags.c_contiguous
+    np.testing.assert_array_equal(batch, expected)
+    assert labels.tolist() == [0, 1, 2]
+
+
+def test_the_collator_reuses_its_memory_and_names_bad_items():
+    collator = ClipCollator("NTHWC")
+    clips = [random_clip(frames=2, height=4, width=4, seed=i) for i in range(2)]
+    first = collator(clips)
+    address = first.ctypes.data
+    del first
+    assert collator(clips).ctypes.data == address   # the batch's memory came back to the pool
+    with pytest.raises(ValueError, match="item 1 is a uint8 clip of shape"):
+        collator([clips[0], random_clip(frames=3, height=4, width=4)])
+    with pytest.raises(ValueError, match="cannot store float32 clips as uint8"):
+        ClipCollator(dtype="uint8")([np.zeros((1, 2, 2, 3), np.float32)])
+    with pytest.raises(ValueError, match="empty batch"):
+        collator([])
+    with pytest.raises(ValueError, match="layout"):
+        ClipCollator("NCHW")
+
+
+def test_decode_video_into_a_given_array(media):
+    path = media["h264_bframes.mp4"]
+    expected = decode_video(path, [5, 3, 5], size=SIZE)
+    out = np.empty((3, *SIZE, 3), np.uint8)
+    assert decode_video(path, [5, 3, 5], size=SIZE, out=out) is out
+    np.testing.assert_array_equal(out, expected)
+    with pytest.raises(ValueError, match=r"out must be a writable C-contiguous uint8 array"):
+        decode_video(path, [1, 2], size=SIZE, out=np.empty((3, *SIZE, 3), np.uint8))
+
+
+def collate_plainly(layout, items):
+    """ClipCollator's collation with no assembler: each clip made, then copied in."""
+    return ClipCollator(layout)(items)
+
+
+def epochs_of(loader, count=2):
+    """``count`` epochs' batches, copied, each batch dropped before the next."""
+    return [[clips.copy() for clips, _ in loader] for _ in range(count)]
+
+
+@pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
+@pytest.mark.parametrize(("layout", "transform"), [
+    ("NTHWC", None), ("NTCHW", None), ("NTCHW", AUGMENT), ("NTHWC", AUGMENT)])
+def test_clips_go_straight_into_pooled_batches_on_every_worker_kind(root, workers, layout,
+                                                                    transform):
+    num_workers, worker_type = workers
+    folder = VideoFolder(root, ClipSampler(4, stride=2, clips_per_video=2), size=SIZE,
+                         transform=transform)
+    collator = ClipCollator(layout)
+    assert collator.assembler(folder.transform.bind_epoch(0, 0)) is not None
+
+    def loader(collate_fn, num_workers=0, worker_type="auto"):
+        return DataLoader(folder, batch_size=3, shuffle=True, seed=11, num_workers=num_workers,
+                          worker_type=worker_type, collate_fn=collate_fn)
+
+    expected = epochs_of(loader(functools.partial(collate_plainly, layout)))
+    assembled = loader(collator, num_workers, worker_type)
+    held = []
+    for epoch in range(2):   # the second epoch reuses the first's memory
+        for step, (clips, labels) in enumerate(assembled):
+            assert clips.shape[:2] == (len(labels), 4)
+            np.testing.assert_array_equal(clips, expected[epoch][step])
+            if step == 1:
+                held.append((clips, expected[epoch][step]))   # kept across the epoch boundary
+    for clips, kept in held:
+        np.testing.assert_array_equal(clips, kept)
+
+
+def test_an_unsized_folder_collates_without_an_assembler(root):
+    folder = VideoFolder(root, ClipSampler(3), size=40)   # the shorter side: sizes could vary
+    assert ClipCollator().assembler(folder.transform.bind_epoch(0, 0)) is None
+    clips, _ = next(iter(DataLoader(folder, batch_size=4, collate_fn=ClipCollator())))
+    assert clips.shape == (4, 3, 3, 40, 69)
