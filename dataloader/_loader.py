@@ -459,6 +459,8 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         if self.num_workers > 0 and self._worker_type.measured(self):
             choice = self._auto.choice
             workers["why"] = choice.why if choice is not None else "not measured yet"
+            if choice is not None:  # one thread may run a dataset not safe on several
+                workers["count"] = choice.workers
         stages = [figures[stage]["seconds"] for stage in ("fetch", "transform", "collate")]
         items = figures["fetch"]["count"]
         native = self._worker_type.native_stages(self)

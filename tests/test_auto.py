@@ -72,6 +72,7 @@ def test_cheap_items_stay_on_one_thread_and_start_no_process():
     assert multiprocessing.active_children() == []
     figures = loader.stats()
     assert "1 worker thread" in figures["workers"]["why"]
+    assert figures["workers"]["count"] == 1
     assert figures["interpreter_share"] > 0.5  # __getitem__ is Python code
     loader.close()
 

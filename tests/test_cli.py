@@ -413,3 +413,30 @@ def test_bench_progress_without_tqdm(folder, monkeypatch, capsys):
     assert main(["bench", str(folder), "--batch-size", "4", "--workers", "1", "--size", "8"]) == 0
     err = capsys.readouterr().err
     assert "\rdataloader: 8/8 images" in err and err.endswith("\n")
+
+
+def test_bench_runs_a_dataset_of_yours_and_says_what_auto_chose(tmp_path):
+    (tmp_path / "mydata.py").write_text(
+        "class Squares:\n"
+        "    def __len__(self):\n"
+        "        return 640\n"
+        "    def __getitem__(self, index):\n"
+        "        return index * index\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "dataloader", "bench", "--dataset", "mydata:Squares",
+         "--batch-size", "64", "--epochs", "2"],
+        capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "mydata:Squares: 1280 items in batches of 64, 2 epoch(s)" in done.stdout
+    assert "workers: 1 x thread -- a batch every" in done.stdout
+    assert "of it in Python code" in done.stdout and "waited for batches" in done.stdout
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("mydata", "should be MODULE:CALLABLE"),
+    ("no_such_module:Thing", "cannot import 'no_such_module'"),
+    ("json:no_such_name", "'json' has no 'no_such_name'"),
+])
+def test_bench_names_a_dataset_it_cannot_find(spec, message):
+    done = run("bench", "--dataset", spec)
+    assert done.returncode == 2 and message in done.stderr

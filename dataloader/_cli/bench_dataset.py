@@ -2,7 +2,9 @@
 
 The callable (a class or a function) is called without arguments and
 returns a dataset; the loader runs it with ``worker_type="auto"`` and
-``num_workers="auto"`` (or ``--workers``), and the report gives items/s,
+``num_workers="auto"`` (or ``--workers``; torch's loader, with
+``--against torch``, gets one worker process per core, or ``--workers``),
+and the report gives items/s,
 the first batch's time and ``loader.stats()``'s figures: the kind and
 count of workers and why, what an item costs, its share in Python code,
 and the share of the time spent waiting for batches.
@@ -17,6 +19,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from dataloader._auto import usable_cores
 from dataloader._cli.common import require
 from dataloader._errors import UsageError
 
@@ -73,7 +76,7 @@ def bench_dataset(spec: str, *, batch_size: int, workers: int | None, epochs: in
         require("torch", "--against torch needs torch: pip install torch")
         import torch.utils.data
 
-        count = figures["workers"]["count"] if workers is None else workers
+        count = usable_cores() if workers is None else workers
         theirs = torch.utils.data.DataLoader(dataset, batch_size=batch_size, num_workers=count)
         torch_items, torch_seconds, torch_first = _time(theirs, epochs)
         rate = torch_items / torch_seconds
@@ -106,7 +109,7 @@ def _batch_length(batch: Any) -> int:
 
 def _figures(figures: dict[str, Any]) -> list[str]:
     workers = figures["workers"]
-    lines = [f"workers: {workers['count']} {workers['type']}"
+    lines = [f"workers: {workers['count']} x {workers['type']}"
              + (f" -- {workers['why']}" if "why" in workers else "")]
     item = figures["item_seconds"]
     if item is not None:
