@@ -9,8 +9,10 @@ processes against our 2 worker threads.
 dataloader-rs (a Rust core with worker threads; CPython >= 3.13) runs as a
 second peer when it is importable (``make bench-rs`` builds a CPython 3.13
 and a virtual environment with both): the same workloads with
-``collate_fn=np.array`` on both sides, ours / dataloader-rs printed per
-workload. ``--peer rs`` runs that comparison alone.
+``collate_fn=np.array`` on both sides, over a ``Dataset`` subclass whose
+item is its index (as dataloader-rs's own benchmark), ``worker_type``
+left at its default; ours / dataloader-rs printed per workload.
+``--peer rs`` runs that comparison alone.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from statistics import median
 
 import numpy as np
 
-from dataloader import DataLoader
+from dataloader import DataLoader, Dataset
 from dataloader._cli.measure import median_seconds, print_table, write_json
 
 RESULTS = Path(__file__).parent / "results"
@@ -72,6 +74,20 @@ IO_SECONDS = 0.010
 IO_ITEMS = 1_280
 IO_WORKERS, IO_ITEMS_PER_WORKER = 2, 16
 FIRST_BATCHES = 50
+
+
+class Ints(Dataset):
+    """Item ``i`` is ``i``: a ``Dataset`` subclass, as dataloader-rs's own benchmark has it
+    (our loader then measures it under ``worker_type="auto"``, the default)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> int:
+        return index
 
 
 class SlowInts:
@@ -132,7 +148,7 @@ def rs_comparison(repeats: int) -> list[dict]:
     """Ours and dataloader-rs, alternating, on each workload; higher ratios are ours."""
     import dataloader_rs  # noqa: F401  (fails early when it is not installed)
 
-    ints = list(range(N_ITEMS))
+    ints = Ints(N_ITEMS)
     workloads = [
         ("direct", ints, {"num_workers": 0}, N_ITEMS),
         ("1 worker", ints, {"num_workers": 1}, N_ITEMS),

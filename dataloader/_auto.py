@@ -218,9 +218,16 @@ def _process_interval(measured: Measurements, workers: int, cores: int) -> float
 
 def _workers_for(measured: Measurements, cores: int) -> int:
     """``num_workers="auto"``: a worker per core for items that compute, more for items
-    that wait (as many as keep the cores busy), at most ``WORKERS_PER_CORE`` per core."""
+    that wait (as many as keep the cores busy), at most ``WORKERS_PER_CORE`` per core;
+    and no more than keep up with the consumer's own work between batches."""
     waiting = 1.0 / max(measured.cpu_share, 1.0 / WORKERS_PER_CORE)
-    return max(min(math.ceil(cores * waiting), cores * WORKERS_PER_CORE), 1)
+    count = min(math.ceil(cores * waiting), cores * WORKERS_PER_CORE)
+    if measured.consumer_seconds > 0 and measured.load_seconds:
+        overhead = PROCESS_BATCH_SECONDS + measured.batch_bytes / COPY_BYTES_PER_SECOND
+        # A batch every consumer step, with a fifth to spare.
+        count = min(count, math.ceil(1.2 * (measured.load_seconds + overhead)
+                                     / measured.consumer_seconds))
+    return max(count, 1)
 
 
 def _in_flight_cap(memory_budget: int | None, batch_bytes: int) -> int | None:

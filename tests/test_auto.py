@@ -296,6 +296,18 @@ def test_decide_keeps_the_window_within_the_memory_budget():
     assert few.kind == "thread" and "do not repay" in few.why
 
 
+def test_decide_starts_no_more_workers_than_keep_up_with_the_consumer():
+    # Batches take 100 ms to load, the training step 50 ms: 3 workers keep up.
+    measured = Measurements(load_seconds=0.1, consumer_seconds=0.05, wait_share=0.5)
+    choice = decide(measured, workers=None, safe_on_threads=False, cores=8, remaining=1000,
+                    prefetch_factor=2)
+    assert (choice.kind, choice.workers) == ("process", 3)
+    # The step is the slower: one thread keeps up, no process is started.
+    measured = Measurements(load_seconds=0.01, consumer_seconds=0.04, wait_share=0.0)
+    assert decide(measured, workers=None, safe_on_threads=False, cores=8, remaining=1000,
+                  prefetch_factor=2).kind == "thread"
+
+
 def test_open_files_found_before_the_first_epoch_keep_it_on_one_thread():
     class Held(Heavy):
         def __init__(self):
