@@ -34,7 +34,7 @@ from dataloader._errors import (
     add_context,
     check_same_process,
 )
-from dataloader._loading.stats import WAIT, monotonic_ns
+from dataloader._loading.stats import SKIPPED, WAIT, monotonic_ns
 from dataloader._processes.group import (
     EndOfSampler,
     LoadBatch,
@@ -206,6 +206,8 @@ class ProcessEngine:
         for index, remote in message.skipped:
             error = remote.restore()
             if self._budget is None or not self._budget.spend(error, index):
+                # The worker counted it as skipped; it is raised instead, as on threads.
+                self._plan.stats.remote.add(SKIPPED, -1, 0)
                 self._group.discard(worker_id, message.packed)
                 raise error
         if message.packed is None:
