@@ -185,6 +185,10 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
     [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
     """
 
+    #: ``worker_type="auto"`` measures a map-style dataset doing Python work
+    #: (``dataloader._auto``); ``dataloader.torch``'s loader gives it worker
+    #: processes, as torch does.
+    _measures_python_work = True
     # The collate_fn of batches and of single items when none is given.
     _collate = staticmethod(default_collate)
     _convert = staticmethod(default_convert)

@@ -19,7 +19,11 @@ with torch's behaviour where ``dataloader`` chose numpy:
   gives torch's order; each ``iter(loader)`` draws the workers' base seed
   as torch does (once with ``persistent_workers``), and a worker process
   is seeded from it before ``worker_init_fn`` runs. With ``seed=``, orders
-  and worker seeds follow the seed alone, as in ``dataloader``.
+  and worker seeds follow the seed alone, as in ``dataloader``;
+- a dataset doing Python work loads on worker processes, as under torch
+  (``worker_type="auto"`` does not measure it first on this process's
+  threads, as ``dataloader.DataLoader`` does: ``docs/execution.md``,
+  "How auto chooses").
 
 torch must be installed. Without torch, ``from dataloader import ...``
 gives numpy batches.
@@ -163,6 +167,9 @@ class DataLoader(_DataLoader[T_co]):
 
     _collate = staticmethod(default_collate)
     _convert = staticmethod(default_convert)
+    # A dataset doing Python work loads on worker processes, each seeded as
+    # torch seeds its workers, never first on this process's threads.
+    _measures_python_work = False
     # The base seed torch drew for this iteration's workers (None: follow seed=).
     _drawn_base_seed: int | None = None
     _draws_base_seed = False

@@ -191,6 +191,28 @@ def test_a_worker_init_fn_keeps_python_work_on_processes():
     loader.close()
 
 
+def test_a_timeout_keeps_python_work_on_processes():
+    loader = DataLoader(Cheap(8), batch_size=4, num_workers=2, timeout=60)
+    assert loader.worker_type == "process"
+    assert {pid for _, pid, _ in consume(loader)} - {os.getpid()}
+    loader.close()
+
+
+def test_the_torch_drop_in_keeps_python_work_on_processes_seeded_as_torch_seeds_them():
+    torch = pytest.importorskip("torch")
+    from dataloader.torch import DataLoader as TorchDropIn
+
+    class Seeds(Cheap):
+        def __getitem__(self, index):
+            return torch.initial_seed()
+
+    loader = TorchDropIn(Seeds(8), batch_size=1, num_workers=2)
+    assert loader.worker_type == "process"
+    seeds = [int(batch) for batch in loader]
+    assert len(set(seeds)) == 2  # one per worker, as under torch
+    loader.close()
+
+
 def test_a_dataset_declared_thread_safe_loads_on_several_threads():
     class Shared(Cheap):
         thread_safe = True

@@ -383,7 +383,8 @@ def test_skipping_spends_one_budget_in_delivery_order():
                    [20, 21, 22, 23]]
     assert str(raised.value) == "'no item 24'"
     assert "more than max_skipped=3" in " ".join(raised.value.__notes__)
-    assert loader.stats()["skipped"]["count"] >= 4
+    # The three skipped (the fourth is raised), and those of batches loaded ahead.
+    assert loader.stats()["skipped"]["count"] >= 3
 
 
 def test_stats_count_the_workers_stages_and_say_the_worker_type():

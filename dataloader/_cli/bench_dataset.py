@@ -39,12 +39,18 @@ def load_callable(spec: str) -> Any:
     if not module_name or not name:
         raise UsageError(f"--dataset should be MODULE:CALLABLE (say, mydata:TrainSet), "
                          f"got {spec!r}")
-    if "" not in sys.path:
+    # The current directory is searched for this import only: worker processes
+    # started later by spawn take this process's path.
+    added = "" not in sys.path
+    if added:
         sys.path.insert(0, "")
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:
         raise UsageError(f"--dataset {spec}: cannot import {module_name!r}: {err}") from None
+    finally:
+        if added:
+            sys.path.remove("")
     found: Any = module
     for part in name.split("."):
         try:

@@ -32,8 +32,10 @@ The rule, in order:
 6. a map-style dataset doing Python work -- measured (``"auto"``, the
    kind of ``dataloader._auto``): batch 0 loads on the calling thread,
    the rest on one worker thread or on worker processes, whichever the
-   measurements say is faster (never on two threads at once); but with a
-   ``worker_init_fn``, which expects a process of its own, processes;
+   measurements say is faster (never on two threads at once); but
+   processes, as torch's, where they are expected: under
+   ``dataloader.torch`` (each worker seeded as torch seeds it), with a
+   ``worker_init_fn`` or with a ``timeout``;
 7. anything else -- processes: an iterable-style dataset whose
    ``__iter__`` is Python code (each process then iterates its own
    stream, as under torch).
@@ -150,7 +152,10 @@ class WorkerTypeChoice:
                 or is_async_dataset(self.dataset) or loader.item_concurrency > 1):
             return False
         if self.of(loader) == "process":
-            return loader.worker_init_fn is None
+            # What expects worker processes, as torch's: its drop-in (torch's seeding
+            # of each worker), a worker_init_fn, a timeout to wait on them.
+            return (type(loader)._measures_python_work and loader.worker_init_fn is None
+                    and not loader.timeout)
         return loader._auto_workers or loader.memory_budget is not None
 
     def safe_on_threads(self, loader: Any) -> bool:
