@@ -1,6 +1,7 @@
 """The threaded path: workers, lanes, ordering, timeouts and the lifecycle."""
 
 import gc
+import math
 import os
 import subprocess
 import sys
@@ -612,3 +613,18 @@ def test_ctrl_c_interrupts_the_consumer_and_the_iterator_stays_usable(blocked):
     finally:
         process.kill()
         process.wait()
+
+
+def test_a_pool_shut_down_without_a_bound_waits_for_its_threads_and_returns():
+    from dataloader._core.pool import Pool
+
+    loader = _DataLoader(list(range(8)), batch_size=2, num_workers=2, worker_type="thread")
+    assert len(list(loader)) == 4
+    pool = loader._worker_kinds["thread"].pool
+    assert isinstance(pool, Pool)
+    outcome = {}
+    stopper = threading.Thread(target=lambda: outcome.update(stopped=pool.shutdown(math.inf)),
+                               daemon=True)
+    stopper.start()
+    stopper.join(60)
+    assert outcome == {"stopped": True}

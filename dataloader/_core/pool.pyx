@@ -329,7 +329,9 @@ cdef class Pool:
         ``True`` when every thread has exited. Calling it again does nothing.
         """
         cdef dl_pool_t* pool
-        cdef double seconds = wait_bound(-1.0 if timeout is None else timeout)
+        # None, or no bound at all (inf, which no deadline can hold), waits for them.
+        cdef double seconds = wait_bound(
+            -1.0 if timeout is None or timeout == float("inf") else timeout)
         cdef int timed_out
         if self.generation != _fork_generation:
             # Inherited through fork(): the lock may be held by a parent's
