@@ -393,10 +393,13 @@ class MeasuredEngine:
         seconds = (time.monotonic_ns() - started) * 1e-9
         native = self._loader._worker_type.native_stages(self._loader)
         stages = [now - before for now, before in zip(row.totals(), stages_before, strict=True)]
-        python = sum(stages[column + 1] for column in (FETCH, TRANSFORM, COLLATE)
-                     if column not in native) * 1e-9
-        self._kind.measured.add_load(seconds, (time.thread_time_ns() - cpu_started) * 1e-9,
-                                     python, batch_nbytes(batch))
+        columns = (FETCH, TRANSFORM, COLLATE)
+        python = sum(stages[column + 1] for column in columns if column not in native) * 1e-9
+        # The loading stages alone: an epoch's sampler may spend its first next()
+        # setting up its order, which no later batch pays.
+        loading = sum(stages[column + 1] for column in columns) * 1e-9 or seconds
+        cpu_share = (time.thread_time_ns() - cpu_started) * 1e-9 / seconds if seconds else 1.0
+        self._kind.measured.add_load(loading, cpu_share * loading, python, batch_nbytes(batch))
         return batch
 
     def _hand_over(self) -> None:
