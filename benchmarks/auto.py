@@ -130,7 +130,8 @@ def run_child(workload: str, name: str, root: Path, epochs: int) -> dict:
             items += len(batch[0] if isinstance(batch, (list, tuple)) else batch)
     seconds = time.perf_counter() - started
     chosen = getattr(loader, "worker_type", "process")
-    count = loader.num_workers
+    stats = getattr(loader, "stats", None)  # the workers auto used, when it chose
+    count = stats()["workers"]["count"] if stats is not None else loader.num_workers
     if hasattr(loader, "close"):
         loader.close()
     return {"items_per_second": items / seconds, "first_batch_ms": first_batch * 1e3,
