@@ -220,7 +220,10 @@ def _workers_for(measured: Measurements, cores: int) -> int:
     """``num_workers="auto"``: a worker per core for items that compute, more for items
     that wait (as many as keep the cores busy), at most ``WORKERS_PER_CORE`` per core;
     and no more than keep up with the consumer's own work between batches."""
-    waiting = 1.0 / max(measured.cpu_share, 1.0 / WORKERS_PER_CORE)
+    # Items that mostly compute get a worker per core: one more would only
+    # take turns on them (a read of a local file is not worth a process).
+    waiting = 1.0 if measured.cpu_share >= 0.5 else 1.0 / max(measured.cpu_share,
+                                                             1.0 / WORKERS_PER_CORE)
     count = min(math.ceil(cores * waiting), cores * WORKERS_PER_CORE)
     if measured.consumer_seconds > 0 and measured.load_seconds:
         overhead = PROCESS_BATCH_SECONDS + measured.batch_bytes / COPY_BYTES_PER_SECOND
