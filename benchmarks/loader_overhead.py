@@ -26,7 +26,7 @@ from statistics import median
 import numpy as np
 
 from dataloader import DataLoader, Dataset
-from dataloader._cli.measure import median_seconds, print_table, write_json
+from dataloader._cli.measure import Indices, median_seconds, print_table, write_json
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -76,18 +76,9 @@ IO_WORKERS, IO_ITEMS_PER_WORKER = 2, 16
 FIRST_BATCHES = 50
 
 
-class Ints(Dataset):
+class Ints(Indices, Dataset):
     """Item ``i`` is ``i``: a ``Dataset`` subclass, as dataloader-rs's own benchmark has it
     (our loader then measures it under ``worker_type="auto"``, the default)."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, index: int) -> int:
-        return index
 
 
 class SlowInts:
