@@ -25,6 +25,18 @@ apart, as the first batch's time), and which kind auto chose. The ratios
 are auto's items/s over the best explicit configuration's and over
 torch's, and auto's first batch over the direct path's (``num_workers=0``).
 Run ``python benchmarks/auto.py`` (``--workloads`` to pick, ``--epochs``).
+
+Last, ``memory_budget=``: the numpy dataset (9.6 MB batches) under
+``num_workers="auto"`` with budgets of 2, 3 and 6 batches and with none,
+the consumer taking 100 ms a batch (so that batches ahead pile up).
+For each, the peak memory its batches held, sampled every 20 ms: the
+shared memory mapped by the loader's processes (the worker processes'
+batch slots, counted once across the processes that map them) plus the
+main process's own memory beyond its level once the loader was made
+(batches on threads, and the one the consumer holds). A worker
+process's interpreter and its items before they are collated are not
+batches and are not counted. The figure the
+budget promises: the peak is above it by at most one batch.
 """
 
 from __future__ import annotations
@@ -138,6 +150,79 @@ def run_child(workload: str, name: str, root: Path, epochs: int) -> dict:
             "chosen": f"{chosen}-{count}"}
 
 
+BUDGET_BATCHES = (2, 3, 6, None)
+#: The consumer's step in the memory_budget runs, slower than loading a
+#: batch, so that loaders fill the batches ahead that they may hold.
+STEP_SECONDS = 0.1
+
+
+def run_budget_child(batches: str) -> dict:
+    """One ``memory_budget`` loader over two epochs: the peak memory of its batches."""
+    import threading
+
+    from compare_torch import NumpyWork
+    from drop_in import _family, rollup_kib
+
+    import dataloader as ours
+
+    dataset = NumpyWork(SIZES["numpy_work"])
+    batch_bytes = BATCH_SIZE * dataset[0].nbytes
+    budget = None if batches == "none" else int(batches) * batch_bytes
+    loader = ours.DataLoader(dataset, batch_size=BATCH_SIZE, shuffle=True,
+                             num_workers="auto", memory_budget=budget)
+    before = rollup_kib(os.getpid())
+    peak = [0]
+    stop = threading.Event()
+
+    def held_kib() -> int:
+        """This process's memory beyond ``before``, and the shared memory that any
+        process of the loader maps (the worker processes' slots: the machine's
+        ``Shmem`` would count other programs' too)."""
+        own = rollup_kib(os.getpid())
+        private = own.get("Pss", 0) - own.get("Pss_Shmem", 0)
+        held = private - (before.get("Pss", 0) - before.get("Pss_Shmem", 0))
+        shared = sum(rollup_kib(pid).get("Pss_Shmem", 0) for pid in _family(os.getpid()))
+        return held + shared - before.get("Pss_Shmem", 0)
+
+    def sample() -> None:
+        while not stop.wait(0.02):
+            peak[0] = max(peak[0], held_kib() * 1024)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    for _ in range(2):
+        for batch in loader:
+            touch(batch)
+            del batch
+            time.sleep(STEP_SECONDS)  # a training step: the batches ahead pile up
+    stop.set()
+    sampler.join()
+    count = loader.stats()["workers"]["count"]
+    kind = loader.worker_type
+    loader.close()
+    return {"budget_bytes": budget, "batch_bytes": batch_bytes, "peak_bytes": peak[0],
+            "chosen": f"{kind}-{count}"}
+
+
+def budget_rows() -> list[list[str]]:
+    rows = []
+    for batches in BUDGET_BATCHES:
+        name = "none" if batches is None else str(batches)
+        command = [sys.executable, __file__, "--budget-child", name]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"memory_budget {name} failed:\n{done.stderr[-3000:]}")
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+        batch, budget, peak = found["batch_bytes"], found["budget_bytes"], found["peak_bytes"]
+        rows.append([
+            "none" if budget is None else f"{budget / 2**20:.1f}", f"{batch / 2**20:.1f}",
+            found["chosen"],
+            f"{peak / 2**20:.1f}",
+            "-" if budget is None else f"{(peak - budget) / batch:+.2f}",
+        ])
+    return rows
+
+
 def run_fresh(workload: str, name: str, root: Path, epochs: int) -> dict:
     command = [sys.executable, __file__, "--child", workload, name, str(root), str(epochs)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -153,7 +238,13 @@ def main() -> None:
                         default="in_memory,pure_python,numpy_work,pillow,io,native")
     parser.add_argument("--images", type=int, default=640)
     parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--budget-child", metavar="BATCHES")
+    parser.add_argument("--no-budget", action="store_true",
+                        help="skip the memory_budget measurement")
     options = parser.parse_args()
+    if options.budget_child:
+        print(json.dumps(run_budget_child(options.budget_child)))
+        return
     if options.child:
         workload, name, root, epochs = options.child
         print(json.dumps(run_child(workload, name, Path(root), int(epochs))))
@@ -182,7 +273,12 @@ def main() -> None:
           f"{os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} CPUs")
     print_table(["dataset", "auto chose", "best explicit", "auto items/s", "auto / best",
                  "auto / torch(2)", "auto first batch ms", "vs direct"], rows)
-    write_json(RESULTS, "auto", {"load_average": load, "results": results})
+    budget = [] if options.no_budget else budget_rows()
+    if budget:
+        print(f"\nmemory_budget, numpy dataset, load average {os.getloadavg()[0]:.1f}")
+        print_table(["budget MiB", "batch MiB", "auto chose", "peak batch memory MiB",
+                     "peak - budget, in batches"], budget)
+    write_json(RESULTS, "auto", {"load_average": load, "results": results, "budget": budget})
 
 
 if __name__ == "__main__":

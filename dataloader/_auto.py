@@ -19,6 +19,12 @@ which, so the :class:`Auto` kind measures. Each epoch:
    processes took to start) replaces the prediction for the next epoch,
    so the loader moves back to threads when processes turned out slower.
 
+An epoch after one that ran on worker processes, which the measurements
+still favour, starts its processes on batches 1, 2, ... before batch 0
+loads on the calling thread (the fork comes first, so no thread of ours
+is in the dataset's code): the workers start while batch 0 loads. The
+items' cost is then read from the workers' own counters.
+
 With ``num_workers="auto"`` the worker count is chosen too (one process
 per free core for items that compute, more for items that wait), and
 ``memory_budget`` caps the batches in flight. The batches, their order,
@@ -38,6 +44,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dataloader._core.pool import CLOSE_WAIT_SECONDS
+from dataloader._errors import warn_at_caller
 from dataloader._loading.arguments import epoch_window
 from dataloader._loading.handles import open_files
 from dataloader._loading.iterators import Engine, InlineEngine
@@ -75,6 +82,23 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def cpu_demand_ns() -> int:
+    """The calling thread's time on a CPU or waiting for one, in nanoseconds.
+
+    On a busy machine an item that computes also waits for a core; the
+    wait belongs to its CPU time, not to waiting on I/O, or a computing
+    dataset would look like one that waits and get too many workers.
+    Linux reports both in ``/proc/thread-self/schedstat``; elsewhere it is
+    the thread's CPU time alone.
+    """
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as stat:
+            on_cpu, runnable, _ = stat.read().split()
+        return int(on_cpu) + int(runnable)
+    except (OSError, ValueError):
+        return time.thread_time_ns()
+
+
 def batch_nbytes(batch: Any) -> int:
     """The bytes of the arrays and tensors in ``batch`` (nested lists, tuples and dicts).
 
@@ -98,7 +122,8 @@ class Measurements:
 
     #: Loading one batch on one thread (the calling thread's batch 0).
     load_seconds: float | None = None
-    #: The share of ``load_seconds`` on a CPU (the rest waits: I/O, sleep).
+    #: The share of ``load_seconds`` on a CPU or waiting for one (the rest
+    #: waits for I/O, a sleep).
     cpu_share: float = 1.0
     #: The share of ``load_seconds`` in Python code, holding the interpreter.
     python_share: float = 1.0
@@ -234,10 +259,11 @@ def _workers_for(measured: Measurements, cores: int) -> int:
 
 
 def _in_flight_cap(memory_budget: int | None, batch_bytes: int) -> int | None:
-    """The batches in flight that ``memory_budget`` bytes hold (at least one)."""
+    """The batches ahead that ``memory_budget`` bytes hold beside the one the consumer
+    holds (at least one)."""
     if memory_budget is None or batch_bytes <= 0:
         return None
-    return max(memory_budget // batch_bytes, 1)
+    return max(memory_budget // batch_bytes - 1, 1)
 
 
 def _ms(seconds: float) -> str:
@@ -270,6 +296,7 @@ class Auto:
         self.choice: Choice | None = None
         self.processes = Processes()
         self.threads: Any = None
+        self._warned = False  # of a memory budget smaller than two batches
 
     @property
     def kind(self) -> str:
@@ -307,6 +334,13 @@ class Auto:
             memory_budget=loader.memory_budget, open_files=open_files(loader.dataset),
             current=self.choice.kind if self.choice is not None else None,
         )
+        budget = loader.memory_budget
+        if budget is not None and budget < 2 * self.measured.batch_bytes and not self._warned:
+            self._warned = True
+            warn_at_caller(
+                f"memory_budget={budget} holds fewer than two batches of "
+                f"{self.measured.batch_bytes} bytes: the batch the loop holds and the one "
+                "loading take more")
         previous, self.choice = self.choice, choice
         if previous is None or (previous.kind, previous.workers) != (choice.kind, choice.workers):
             logger.info("DataLoader loads on %s: %s", _count(choice.workers, choice.kind),
@@ -338,7 +372,7 @@ class MeasuredEngine:
 
     __slots__ = ("_kind", "_loader", "_plan", "_engine", "_before", "_phase", "_consumer_at",
                  "_waited_at", "_phase_started", "_first_at", "_last_at", "_phase_batches",
-                 "_ended")
+                 "_ended", "_ahead", "_ahead_started", "_remote_at")
 
     def __init__(self, kind: Auto, loader: DataLoader, plan: EpochPlan) -> None:
         self._kind = kind
@@ -349,11 +383,23 @@ class MeasuredEngine:
         self._consumer_at = plan.stats.consumer_ns
         self._waited_at = plan.stats.rows[0].totals()[WAIT + 1]
         self._ended = False
+        # Processes started before batch 0 (see ``_start_ahead``), and when.
+        self._ahead: Engine | None = None
+        self._ahead_started = 0
+        self._remote_at: tuple[int, ...] | None = None
         if kind.warm_processes():  # persistent workers: no need to start on this thread
             assert kind.choice is not None
             self._start_phase(kind.engine_for(loader, plan, kind.choice), "process")
+        elif kind.kind == "process" and self._still_on_processes():
+            self._start_phase(InlineEngine(plan), "ahead")  # nothing loaded yet
         else:
             self._start_phase(InlineEngine(plan), "inline")
+
+    def _still_on_processes(self) -> bool:
+        """Whether the last epoch's measurements choose processes again, before batch 0."""
+        total = self._plan.total
+        remaining = None if total is None else max(total - 1, 0)
+        return self._kind.choose(self._loader, remaining).kind == "process"
 
     @property
     def delivered(self) -> int:
@@ -370,15 +416,17 @@ class MeasuredEngine:
         self._phase_batches = 0
 
     def next(self) -> Any:
-        if self._phase == "inline" and self._engine.delivered:
+        if self._phase == "ahead":
+            self._start_ahead()
+        elif self._phase == "inline" and self._engine.delivered:
             self._hand_over()
         try:
-            if self._phase == "inline":
+            if self._phase == "inline" and self._ahead is None:
                 batch = self._next_measured()
             else:
                 batch = self._engine.next()
         except StopIteration:
-            self._end()
+            self._end(finished=True)
             raise
         ended = time.monotonic_ns()
         self._phase_batches += 1
@@ -391,7 +439,7 @@ class MeasuredEngine:
         """The next batch, loaded here, with what it cost recorded."""
         row = self._plan.stats.rows[0]
         stages_before = row.totals()
-        started, cpu_started = time.monotonic_ns(), time.thread_time_ns()
+        started, cpu_started = time.monotonic_ns(), cpu_demand_ns()
         batch = self._engine.next()
         seconds = (time.monotonic_ns() - started) * 1e-9
         native = self._loader._worker_type.native_stages(self._loader)
@@ -401,12 +449,39 @@ class MeasuredEngine:
         # The loading stages alone: an epoch's sampler may spend its first next()
         # setting up its order, which no later batch pays.
         loading = sum(stages[column + 1] for column in columns) * 1e-9 or seconds
-        cpu_share = (time.thread_time_ns() - cpu_started) * 1e-9 / seconds if seconds else 1.0
+        cpu_share = (cpu_demand_ns() - cpu_started) * 1e-9 / seconds if seconds else 1.0
         self._kind.measured.add_load(loading, cpu_share * loading, python, batch_nbytes(batch))
         return batch
 
+    def _start_ahead(self) -> None:
+        """Start worker processes on batches 1, 2, ..., then load batch 0 here.
+
+        The workers fork before this thread enters the dataset's code, and
+        start while batch 0 loads. That load shares the cores with them,
+        so it is not timed: the workers' counters give the items' cost.
+        """
+        plan = self._plan
+        try:
+            indices = next(plan.batches)
+        except BaseException:
+            plan.progress.finished = True  # an empty or broken sampler ends the epoch
+            raise
+        assert self._kind.choice is not None
+        rest = dataclasses.replace(plan, total=None if plan.total is None else plan.total - 1,
+                                   first=plan.progress.delivered + 1)
+        self._remote_at = plan.stats.remote.totals()
+        self._ahead_started = time.monotonic_ns()
+        self._ahead = self._kind.engine_for(self._loader, rest, self._kind.choice)
+        self._start_phase(InlineEngine(dataclasses.replace(plan, batches=iter([indices]))),
+                          "inline")
+
     def _hand_over(self) -> None:
         """Batch 0 is out: run the rest of the epoch on what the measurements choose."""
+        if self._ahead is not None:
+            self._before += self._engine.delivered
+            self._start_phase(self._ahead, "process")
+            self._phase_started, self._ahead = self._ahead_started, None
+            return
         total = self._plan.total
         remaining = None if total is None else max(total - self._engine.delivered, 0)
         choice = self._kind.choose(self._loader, remaining)
@@ -415,7 +490,7 @@ class MeasuredEngine:
                                    first=self._plan.progress.delivered)
         self._start_phase(self._kind.engine_for(self._loader, rest, choice), choice.kind)
 
-    def _end(self) -> None:
+    def _end(self, finished: bool) -> None:
         """Record what this epoch measured (once), for the next epoch's choice."""
         if self._ended:
             return
@@ -430,11 +505,26 @@ class MeasuredEngine:
             measured.wait_share = waited / (consumer + waited)
         if self._phase == "inline" or self._phase_batches < MEASURED_BATCHES:
             return
+        if self._remote_at is not None and finished:
+            self._measure_remote_load()
         interval = (self._last_at - self._first_at) * 1e-9 / (self._phase_batches - 1)
         measured.intervals[self._phase] = (interval, measured.load_seconds or 0.0)
         if self._phase == "process":
             measured.startup_seconds = (self._first_at - self._phase_started) * 1e-9
 
+    def _measure_remote_load(self) -> None:
+        """The seconds a batch took to load on a worker process, from the workers'
+        counters (an epoch whose batch 0 loaded beside them; batches still in
+        flight would count, so only an epoch that ran to its end)."""
+        assert self._remote_at is not None
+        now = self._plan.stats.remote.totals()
+        seconds = sum(now[column + 1] - self._remote_at[column + 1]
+                      for column in (FETCH, TRANSFORM, COLLATE)) * 1e-9
+        if seconds > 0:
+            self._kind.measured.load_seconds = seconds / self._phase_batches
+
     def cancel(self) -> None:
-        self._end()
+        self._end(finished=False)
+        if self._ahead is not None:
+            self._ahead.cancel()
         self._engine.cancel()

@@ -574,6 +574,7 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
             item_concurrency=self.item_concurrency,
             in_order=self.in_order,
             timeout=float(self.timeout),
+            first=skipped,
         )
         return MapIterator(self, plan, kind.map_engine(self, plan))
 

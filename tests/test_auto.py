@@ -10,8 +10,11 @@ import io
 import logging
 import multiprocessing
 import os
+import subprocess
+import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -111,14 +114,101 @@ def test_the_choice_changes_between_epochs_when_the_items_cost_changes():
     kinds = []
     # What an epoch measured holds for the next while items cost about as much;
     # a change of cost is predicted afresh (what processes measure depends on
-    # how busy the machine is, a prediction does not).
-    for heavy in (False, True, False):
+    # how busy the machine is, a prediction does not). An epoch after one on
+    # processes may start them before it measures batch 0: it runs on them,
+    # and the next epoch goes by what they measured.
+    for heavy in (False, True, False, False):
         Changing.heavy = heavy  # seen by the next epoch's processes: they start with it
         rows = consume(loader)
         assert [index for index, *_ in rows] == list(range(96))
         kinds.append(loader.worker_type)
-    assert kinds == ["thread", "process", "thread"]
+    assert kinds[:2] == ["thread", "process"]
+    assert kinds[3] == "thread"
     loader.close()
+
+
+class Waits(Cheap):
+    """5 ms of waiting an item (as a read from a remote store): on any machine,
+    however busy, two processes deliver batches twice as fast as one thread."""
+
+    def __getitem__(self, index):
+        time.sleep(0.005)
+        row = super().__getitem__(index)
+        row["children"] = len(multiprocessing.active_children())  # in this process
+        return row
+
+
+def waits_loader(**options):
+    return DataLoader(Waits(128), batch_size=4, num_workers=2, shuffle=True, seed=7, **options)
+
+
+@needs_two_cores
+def test_an_epoch_after_one_on_processes_starts_them_before_its_first_batch():
+    loader = waits_loader()
+    direct = DataLoader(Waits(128), batch_size=4, shuffle=True, seed=7)
+    for epoch in range(3):
+        first = None
+        indices = []
+        for batch in loader:  # each batch dropped before the next
+            if first is None:
+                first = {key: batch[key].tolist() for key in ("pid", "children")}
+            indices += batch["index"].tolist()
+        assert indices == [i for batch in direct for i in batch["index"].tolist()]
+        assert loader.worker_type == "process"
+        # Batch 0 loads on the calling thread every epoch; from the second,
+        # the worker processes were started before it.
+        assert set(first["pid"]) == {os.getpid()}
+        assert set(first["children"]) == ({0} if epoch == 0 else {2})
+        assert multiprocessing.active_children() == []  # not persistent: gone with the epoch
+    loader.close()
+
+
+@needs_two_cores
+def test_an_epoch_started_ahead_resumes_and_names_its_errors_as_any_other():
+    class FailingAt(Waits):
+        failing = None
+
+        def __getitem__(self, index):
+            if index == type(self).failing:
+                raise KeyError(index)
+            return super().__getitem__(index)
+
+    def loader_in_second_epoch():
+        """A loader whose first epoch ran on processes: the second starts them ahead."""
+        loader = DataLoader(FailingAt(64), batch_size=4, num_workers=2, shuffle=True, seed=4)
+        for _ in loader:
+            pass
+        return loader
+
+    reference = loader_in_second_epoch()
+    whole = [batch["index"].tolist() for batch in reference]
+    first = loader_in_second_epoch()
+    it = iter(first)
+    head = [next(it)["index"].tolist() for _ in range(5)]
+    state = first.state_dict()
+    del it
+    for _ in range(2):  # resumed twice, each time on processes started ahead
+        resumed = loader_in_second_epoch()
+        resumed.load_state_dict(state)
+        it = iter(resumed)
+        head += [next(it)["index"].tolist() for _ in range(3)]
+        assert set(multiprocessing.active_children()) >= set(it._workers)
+        state = resumed.state_dict()
+        del it
+        resumed.close()
+    assert head == whole[:11]
+    failing = loader_in_second_epoch()
+    FailingAt.failing = whole[12][1]
+    it = iter(failing)
+    for _ in range(12):
+        next(it)
+    with pytest.raises(KeyError) as raised:
+        next(it)
+    assert any("batch 12" in note for note in raised.value.__notes__), raised.value.__notes__
+    assert next(it)["index"].tolist() == whole[13]
+    FailingAt.failing = None
+    for loader in (reference, first, failing):
+        loader.close()
 
 
 @needs_two_cores
@@ -241,6 +331,25 @@ def test_num_workers_auto_starts_more_processes_for_items_that_wait():
     loader.close()
 
 
+@needs_two_cores
+def test_items_that_compute_on_a_busy_machine_get_a_process_per_core_not_more():
+    # Other programs keep every core busy: the items wait for a core too,
+    # which is not waiting for I/O.
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                for _ in range(usable_cores() + 1)]
+    try:
+        loader = DataLoader(Heavy(64), batch_size=4, num_workers="auto")
+        rows = consume(loader)
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    assert [index for index, *_ in rows] == list(range(64))
+    assert loader.worker_type == "process"
+    assert loader.stats()["workers"]["count"] == usable_cores()
+    loader.close()
+
+
 def test_memory_budget_bounds_the_batches_loaded_ahead():
     lock = threading.Lock()
     fetched = []
@@ -256,14 +365,25 @@ def test_memory_budget_bounds_the_batches_loaded_ahead():
                 fetched.append(index)
             return np.zeros(250, np.float32)  # 1000 bytes: 4000 a batch
 
-    loader = DataLoader(Arrays(), batch_size=4, num_workers=4, memory_budget=8000)
+    # Three batches of 4000 bytes: the one the loop holds and two ahead.
+    loader = DataLoader(Arrays(), batch_size=4, num_workers=4, memory_budget=12_000)
     ahead = []
     for consumed, _batch in enumerate(loader, start=1):
         time.sleep(0.002)  # a training step: the workers fill what the budget allows
         with lock:
             ahead.append(len(fetched) // 4 - consumed)
-    # Two batches of 4000 bytes in flight, and the one being loaded.
+    # Two batches ahead, and the one being loaded.
     assert max(ahead) <= 2 + 1, ahead
+    loader.close()
+
+
+def test_a_memory_budget_under_two_batches_is_warned_of_once():
+    loader = DataLoader(Heavy(32), batch_size=4, num_workers=2, memory_budget=100)
+    with pytest.warns(UserWarning, match="memory_budget=100 holds fewer than two batches"):
+        consume(loader)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [index for index, *_ in consume(loader)] == list(range(32))
     loader.close()
 
 
@@ -314,7 +434,7 @@ def test_decide_moves_back_to_threads_when_processes_measured_slower():
 def test_decide_keeps_the_window_within_the_memory_budget():
     measured = Measurements(load_seconds=0.05, batch_bytes=1000)
     choice = decide(measured, workers=None, safe_on_threads=False, cores=4, remaining=100,
-                    prefetch_factor=2, memory_budget=2500)
+                    prefetch_factor=2, memory_budget=3500)  # 1 held + 2 ahead
     assert choice == Choice("process", 2, 2, choice.why)
     few = decide(measured, workers=2, safe_on_threads=False, cores=2, remaining=1,
                  prefetch_factor=2)

@@ -129,6 +129,36 @@ def test_item_error_is_raised_from_its_own_batch_and_the_epoch_continues(make_lo
         next(it)
 
 
+@pytest.mark.parametrize(("num_workers", "worker_type"),
+                         [(0, "thread"), (2, "thread"), (2, "process")])
+def test_a_resumed_epoch_names_its_failing_batch_by_its_number_in_the_epoch(num_workers,
+                                                                           worker_type):
+    def loader(failing=()):
+        return DataLoader(Items(24, failing), batch_size=4, num_workers=num_workers,
+                          worker_type=worker_type)
+
+    interrupted = loader()
+    it = iter(interrupted)
+    next(it), next(it)
+    state = interrupted.state_dict()
+    del it
+    for resumed_at in (2, 3):  # resumed twice: numbers stay the epoch's
+        resumed = loader(failing=[17])
+        resumed.load_state_dict(state)
+        it = iter(resumed)
+        for batch in range(resumed_at, 4):
+            assert next(it).tolist() == list(range(4 * batch, 4 * batch + 4))
+            if batch == resumed_at:
+                state = resumed.state_dict()
+        with pytest.raises(KeyError, match="item 17") as info:
+            next(it)
+        assert any("batch 4" in note for note in info.value.__notes__), info.value.__notes__
+        assert next(it).tolist() == [20, 21, 22, 23]
+        del it
+        resumed.close()
+    interrupted.close()
+
+
 def test_transform_and_collate_errors_keep_their_type(make_loader):
     def transform(index, item):
         if index == 5:

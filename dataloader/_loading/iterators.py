@@ -144,7 +144,8 @@ class InlineEngine:
                 indices = plan.check_indices(indices)
             return load_direct(self._recipe, indices, self._row)
         except Exception as exc:
-            add_context(exc, LoadingContext(BATCH, batch=self.delivered - 1, indices=indices))
+            add_context(exc, LoadingContext(BATCH, batch=plan.first + self.delivered - 1,
+                                             indices=indices))
             raise
 
     def cancel(self) -> None:

@@ -62,8 +62,9 @@ class EpochPlan:
         Threaded epochs: ``worker_setup(thread_index)``, run by each task
         before it loads (worker info, ``worker_init_fn``).
     first : int
-        Threaded epochs: the epoch's number of the plan's first batch, which
-        errors name (batches before it were loaded by another engine).
+        The epoch's number of the plan's first batch, which errors name and
+        worker processes take turns from (the batches before it were
+        delivered before a resume, or loaded by another engine).
     """
 
     batches: Iterator[Any]

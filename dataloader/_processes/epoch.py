@@ -70,7 +70,6 @@ class ProcessEngine:
         # not __del__, because collecting a reference cycle may finalize
         # the group's pipes before the epoch.
         self._stop_group = close_with(self, group) if owns_group else None
-        first = plan.progress.delivered  # the batches delivered before (a resumed epoch)
         self._budget = plan.skip
         self._consumer_row = plan.stats.rows[0]
         self._posted = 0
@@ -80,7 +79,7 @@ class ProcessEngine:
         self._finished = False
         # The batch being taken: (position, delivered before), until it is.
         self._taking: tuple[int, int] | None = None
-        self._channel = group.open_channel(seed, epoch, plan.in_order, first=first)
+        self._channel = group.open_channel(seed, epoch, plan.in_order, first=plan.first)
         self._refill()
 
     @property
@@ -144,7 +143,8 @@ class ProcessEngine:
                 indices = self._plan.check_indices(indices)
             request = LoadBatch(self._channel, indices)
         except Exception as exc:  # noqa: BLE001 -- raised from its batch
-            add_context(exc, LoadingContext(CHECK, batch=self._posted, indices=indices))
+            add_context(exc, LoadingContext(CHECK, batch=self._plan.first + self._posted,
+                                                    indices=indices))
             request = RejectBatch(self._channel, exc)
         self._group.post(request)
         self._posted += 1
@@ -219,7 +219,8 @@ class ProcessEngine:
     def _fail(self, death: BaseException | None) -> Any:
         self.cancel()
         batches = self._channel.loading(getattr(death, "worker_id", -1))
-        raise_death(self._group, death, f" while loading batch {batches[0]}" if batches else "")
+        where = f" while loading batch {self._channel.first + batches[0]}" if batches else ""
+        raise_death(self._group, death, where)
 
     def cancel(self) -> None:
         """End the epoch now; its workers stop too unless they are persistent."""

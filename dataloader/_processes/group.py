@@ -216,7 +216,6 @@ class WorkerGroup:
         # The process whose workers these are (not a forked child's copy).
         self._owner = os.getpid()
         _groups.add(self)
-        warn_if_more_than_cpus(self.size)
         try:
             for worker_id in range(self.size):
                 self._start(spec, context, worker_id)
@@ -341,7 +340,7 @@ class WorkerGroup:
                 for worker_id, conn in enumerate(self._conns):
                     state = states[worker_id] if states is not None else None
                     self._send(conn, BeginEpoch(channel.token, request.seed, request.epoch,
-                                                state))
+                                                state, channel.first))
             elif isinstance(request, LoadBatch):
                 self._send_load(request.channel, request.indices)
             elif isinstance(request, LoadStreamBatch):

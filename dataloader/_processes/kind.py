@@ -11,7 +11,12 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from dataloader._processes.epoch import ProcessEngine
-from dataloader._processes.group import WorkerGroup, close_with, start_method
+from dataloader._processes.group import (
+    WorkerGroup,
+    close_with,
+    start_method,
+    warn_if_more_than_cpus,
+)
 from dataloader._processes.stream import ProcessStream
 from dataloader._processes.worker import WorkerSpec
 
@@ -52,6 +57,8 @@ class Processes:
             return group
         spec = WorkerSpec.of_loader(loader, loader._worker_base_seed(), loader._auto_collation,
                                     loader._iterable)
+        if not loader._auto_workers:  # a count auto chose is meant (for items that wait)
+            warn_if_more_than_cpus(spec.num_workers)
         group = WorkerGroup(spec, start_method(loader.multiprocessing_context))
         if loader.persistent_workers:
             self.group = group

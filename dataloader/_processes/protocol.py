@@ -90,13 +90,15 @@ class BeginEpoch(NamedTuple):
 
     A persistent worker whose seeds follow the loader's seed reseeds
     ``random``, numpy and torch for it; a streaming worker starts its
-    stream afresh, from ``stream_state`` when the epoch resumes.
+    stream afresh, from ``stream_state`` when the epoch resumes. Position
+    ``p`` of ``token`` is the epoch's batch ``first + p``, as errors name it.
     """
 
     token: int
     seed: int
     epoch: int
     stream_state: Any
+    first: int = 0
 
 
 class Load(NamedTuple):

@@ -267,6 +267,7 @@ class _Worker:
         self.pool: Pool | None = None
         self.recipe: Any = None
         self.token: Any = None
+        self.first = 0  # the epoch's number of the token's position 0
         self.cursor: Cursor | None = None
         # Batches load on item lanes (this process's pool), and an async
         # dataset's event loop.
@@ -310,7 +311,7 @@ class _Worker:
 
     def _begin_epoch(self, request: BeginEpoch) -> None:
         spec, seed, epoch = self.spec, request.seed, request.epoch
-        self.token = request.token
+        self.token, self.first = request.token, request.first
         if self.served_epochs and spec.seeds_follow_seed:
             self._reseed(worker_base_seed(seed, epoch))
         self.served_epochs += 1
@@ -381,7 +382,7 @@ class _Worker:
 
     def _fail(self, token: int, position: int, indices: Any, error: Exception) -> bool:
         """Send ``error`` as the batch's outcome; its slot holds no batch (``False``)."""
-        add_context(error, LoadingContext(BATCH, batch=position, indices=indices,
+        add_context(error, LoadingContext(BATCH, batch=self.first + position, indices=indices,
                                           worker=self.worker_id))
         self.conn.send(Failed(token, position, RemoteError.of(error), self._stats_delta()))
         return False
