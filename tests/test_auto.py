@@ -207,7 +207,21 @@ def test_an_epoch_started_ahead_resumes_and_names_its_errors_as_any_other():
     assert any("batch 12" in note for note in raised.value.__notes__), raised.value.__notes__
     assert next(it)["index"].tolist() == whole[13]
     FailingAt.failing = None
-    for loader in (reference, first, failing):
+    broken_first = loader_in_second_epoch()
+    FailingAt.failing = whole[0][0]  # batch 0, loading here beside the started workers
+    it = iter(broken_first)
+    with pytest.raises(KeyError) as raised:
+        next(it)
+    assert any("batch 0" in note for note in raised.value.__notes__), raised.value.__notes__
+    assert [batch["index"].tolist() for batch in it] == whole[1:]
+    FailingAt.failing = None
+    dropped = loader_in_second_epoch()
+    it = iter(dropped)
+    next(it)
+    assert len(multiprocessing.active_children()) == 2
+    del it  # the loop breaks: the workers started ahead go with the epoch
+    assert multiprocessing.active_children() == []
+    for loader in (reference, first, failing, broken_first, dropped):
         loader.close()
 
 
