@@ -5,6 +5,7 @@ import asyncio
 import gc
 import multiprocessing
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 from stream_datasets import Range
 
-from dataloader import DataLoader, Dataset, TensorDataset, get_worker_info
+from dataloader import DataLoader, Dataset, ImageCollator, TensorDataset, get_worker_info
 from dataloader._processes.choice import free_threaded
 from dataloader.kernels import ImageBatch
 from dataloader.transforms import Compose, Decode, Resize
@@ -422,6 +423,28 @@ def test_image_batches_cross_as_image_batches():
         batches = list(loader)
     assert all(type(batch) is ImageBatch for batch in batches)
     assert np.asarray(batches[1])[:, 0, 0, 0].tolist() == [4, 5, 6, 7]
+
+
+class LabelledImages(Squares):
+    """(uint8 HWC image, label) items (module level: spawned workers import it)."""
+
+    def __getitem__(self, index):
+        return np.full((4, 5, 3), index, np.uint8), index
+
+
+def test_an_image_collator_crosses_to_spawned_workers_with_a_pool_of_its_own():
+    collator = ImageCollator(dtype="float32")
+    with process_loader(LabelledImages(8), batch_size=4, multiprocessing_context="spawn",
+                        collate_fn=collator) as loader:
+        for _ in range(2):  # epoch after epoch: slots and pools reused
+            for number, (images, labels) in enumerate(loader):  # each dropped before the next
+                assert type(images) is ImageBatch
+                assert labels.tolist() == list(range(4 * number, 4 * number + 4))
+                expected = np.asarray(labels, np.float32)[:, None, None, None] / 255
+                np.testing.assert_array_equal(np.asarray(images),
+                                              np.broadcast_to(expected, (4, 3, 4, 5)))
+    restored = pickle.loads(pickle.dumps(collator))
+    assert repr(restored) == repr(collator) and restored.pool is not collator.pool
 
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])
