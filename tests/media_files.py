@@ -46,10 +46,19 @@ VIDEOS = {
                        *X264, "-pix_fmt", "yuvj420p", "-colorspace", "bt709",
                        "-color_range", "pc"],
 }
+# 12 seconds of two rising tones (nothing repeats: a sample off is seen),
+# long enough for windows reached by a seek.
+CHIRPS = ["-f", "lavfi", "-i", "aevalsrc=0.4*sin(2*PI*(200*t+40*t*t))"
+          "|0.3*sin(2*PI*(500*t+25*t*t)):s=44100:d=12"]
 AUDIO = {
     "tones.m4a": [*TONES, "-c:a", "aac"],
     "tones.ogg": [*TONES, "-c:a", "libvorbis"],
     "tones.wav": [*TONES, "-c:a", "pcm_s16le"],
+    "chirps.m4a": [*CHIRPS, "-c:a", "aac"],
+    "chirps.ogg": [*CHIRPS, "-c:a", "libvorbis"],
+    "chirps.mp3": [*CHIRPS, "-c:a", "libmp3lame"],
+    "chirps.flac": [*CHIRPS, "-c:a", "flac"],
+    "chirps.wav": [*CHIRPS, "-c:a", "pcm_s16le"],
 }
 
 

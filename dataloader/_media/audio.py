@@ -48,11 +48,13 @@ def decode_audio(source: MediaSource, *, sample_rate: int | None = None,
 
     Notes
     -----
-    The stream is decoded from its start and the window cut from the
-    resampled output, so a window's samples are exactly the whole stream's
-    samples at the same positions; decoding stops at the window's end.
-    Output sample ``k`` is at ``t0 + k / sample_rate`` seconds, ``t0``
-    being the first decoded frame's timestamp.
+    A window's samples are the whole stream's resampled samples at the same
+    positions; decoding stops at the window's end. Output sample ``k`` is
+    at ``t0 + k / sample_rate`` seconds, ``t0`` being the first decoded
+    frame's timestamp. A window starting 4 s or more into the stream is
+    reached by a seek to 1 s before it, where the decoder and the resampler
+    (started in the whole stream's phase) settle; otherwise, or when the
+    seek cannot land there, the stream is decoded from its start.
 
     Examples
     --------

@@ -90,7 +90,8 @@ typedef struct {
     double start, end;            /* the window, seconds of the stream's timeline; end < 0: to the end */
 } dl_audio_output_t;
 
-/* Decodes an audio stream from its start, resampled, and keeps the samples
+/* Decodes an audio stream from its start (or from a seek 1 s before a window
+ * 4 s or more into it: dl_audio.c), resampled, and keeps the samples
  * of the window: *samples (malloc'ed, the caller frees) holds *count frames
  * of output->channels interleaved float32 samples. */
 int dl_audio_decode(dl_media_t *media, int stream, const dl_audio_output_t *output,
