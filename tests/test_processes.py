@@ -445,6 +445,7 @@ def test_an_image_collator_crosses_to_spawned_workers_with_a_pool_of_its_own():
                                               np.broadcast_to(expected, (4, 3, 4, 5)))
     restored = pickle.loads(pickle.dumps(collator))
     assert repr(restored) == repr(collator) and restored.pool is not collator.pool
+    assert restored.pool.capacity == collator.pool.capacity
 
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])

@@ -21,11 +21,11 @@ from dataloader._core.buffers import POOL_CAPACITY_MAX, BufferPool
 from dataloader._core.image import Image, ImageBatch, new_batch
 from dataloader._images.arguments import check_choice, check_image_shape, check_int
 from dataloader._images.chains import ItemTransform, output_shape
-from dataloader._loading.collate import default_collate, register_collate
+from dataloader._loading.collate import PooledCollator, default_collate, register_collate
 
 __all__ = ["ImageCollator", "default_image_collator"]
 
-class ImageCollator:
+class ImageCollator(PooledCollator):
     """Collate images of one shape into one :class:`~dataloader.kernels.ImageBatch`.
 
     Items are ``Image`` objects (or uint8/float32 HWC arrays), or tuples
@@ -57,20 +57,11 @@ class ImageCollator:
     def __init__(self, layout: str = "NCHW", dtype: str | None = None, pool_capacity: int = 8):
         self.layout = check_choice("layout", layout, ("NCHW", "NHWC"))
         self.dtype = check_choice("dtype", dtype, (None, "uint8", "float32"))
-        self.pool_capacity = check_int("pool_capacity", pool_capacity, 0, POOL_CAPACITY_MAX)
-        self.pool = BufferPool(self.pool_capacity)
+        self.pool = BufferPool(check_int("pool_capacity", pool_capacity, 0, POOL_CAPACITY_MAX))
 
     def __repr__(self) -> str:
         return f"ImageCollator(layout={self.layout!r}, dtype={self.dtype!r})"
 
-    def __getstate__(self) -> dict[str, Any]:
-        # The pool's memory stays in this process: a collator unpickled in a
-        # spawned worker takes a pool of its own.
-        return {name: value for name, value in self.__dict__.items() if name != "pool"}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self.pool = BufferPool(self.pool_capacity)
 
     def __call__(self, items: Sequence[Any]) -> Any:
         if len(items) == 0:

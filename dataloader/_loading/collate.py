@@ -36,16 +36,43 @@ from typing import Any
 
 import numpy as np
 
+from dataloader._core.buffers import BufferPool
 from dataloader._core.collate import collate_numbers, stack_arrays
 
 __all__ = [
-    "allocate", "batch_allocator", "collate_arrays", "collate_container", "convert_container",
-    "default_collate", "default_collate_fn_map", "default_convert", "has_batch_memory",
-    "own_rule", "register_collate",
+    "PooledCollator", "allocate", "batch_allocator", "collate_arrays", "collate_container",
+    "convert_container", "default_collate", "default_collate_fn_map", "default_convert",
+    "has_batch_memory", "own_rule", "register_collate",
     "registered_rule", "stack_tensors", "tensor_batch",
 ]
 
 Allocator = Callable[[tuple[int, ...], Any], np.ndarray]
+
+
+class PooledCollator:
+    """Base of the collators whose batches come from a ``BufferPool`` of their own.
+
+    The pool's memory stays in its process: a collator pickled to a
+    spawned worker process takes a new pool of the same capacity there.
+
+    Examples
+    --------
+    >>> import pickle
+    >>> from dataloader import ImageCollator
+    >>> collator = ImageCollator(pool_capacity=4)
+    >>> copy = pickle.loads(pickle.dumps(collator))
+    >>> copy.pool is collator.pool, copy.pool.capacity
+    (False, 4)
+    """
+
+    pool: BufferPool
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "pool": self.pool.capacity}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.pool = BufferPool(state["pool"])
 
 # Where this process allocates stacked batches: numpy.empty, or a worker
 # process's shared-memory slot while it loads a batch.

@@ -25,7 +25,12 @@ from dataloader._core.pipeline import item_seed as _native_item_seed
 from dataloader._images.arguments import check_choice, check_int, check_seed
 from dataloader._images.chains import Compose, Transform, compile_chain, output_shape
 from dataloader._images.conversion import ToChw, ToRgb
-from dataloader._loading.collate import allocate, default_collate, has_batch_memory
+from dataloader._loading.collate import (
+    PooledCollator,
+    allocate,
+    default_collate,
+    has_batch_memory,
+)
 
 __all__ = ["ClipCollator", "ClipTransform", "EpochClipTransform", "EpochClips", "check_clip",
            "clip_seed"]
@@ -195,7 +200,7 @@ class EpochClipTransform(EpochClips):
                                  clip_seed(self.seed, self.epoch, index), out, chw)
 
 
-class ClipCollator:
+class ClipCollator(PooledCollator):
     """Collate clips of one shape into one pooled ``(B, T, C, H, W)`` or ``(B, T, H, W, C)``
     array.
 
@@ -233,20 +238,10 @@ class ClipCollator:
                  pool_capacity: int = 8) -> None:
         self.layout = check_choice("layout", layout, _LAYOUTS)
         self.dtype = check_choice("dtype", dtype, (None, "uint8", "float32"))
-        self.pool_capacity = check_int("pool_capacity", pool_capacity, 0, POOL_CAPACITY_MAX)
-        self.pool = BufferPool(self.pool_capacity)
+        self.pool = BufferPool(check_int("pool_capacity", pool_capacity, 0, POOL_CAPACITY_MAX))
 
     def __repr__(self) -> str:
         return f"ClipCollator(layout={self.layout!r}, dtype={self.dtype!r})"
-
-    def __getstate__(self) -> dict[str, Any]:
-        # The pool's memory stays in this process: a collator unpickled in a
-        # spawned worker takes a pool of its own.
-        return {name: value for name, value in self.__dict__.items() if name != "pool"}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self.pool = BufferPool(self.pool_capacity)
 
     def __call__(self, items: Sequence[Any]) -> Any:
         if len(items) == 0:
