@@ -169,8 +169,10 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
         ``docs/execution.md``, "How auto chooses").
     memory_budget : int, optional
         With ``worker_type="auto"``: the bytes that batches in flight may
-        take; the loader loads fewer batches ahead (and, with
-        ``num_workers="auto"``, starts fewer workers) to stay within it.
+        take, the one the loop holds included; the loader loads fewer
+        batches ahead (and, with ``num_workers="auto"``, starts fewer
+        workers) to stay within it, with one more batch at most while it
+        is collated.
 
     Examples
     --------
