@@ -1,6 +1,7 @@
 """Damaged video and audio files in the loader: the error names the file and the position."""
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -44,6 +45,15 @@ def test_a_truncated_audio_file_raises_naming_the_file_and_byte(damaged):
     path = damaged / "audio" / "bad" / "tones.wav"
     with pytest.raises(ValueError, match=rf"cannot decode audio '{path}': .* at byte \d+"):
         decode_audio(path, end=2.5)
+
+
+def test_audio_claiming_an_absurd_sample_rate_is_refused_as_corrupt():
+    # Found by fuzzing: a billion samples a second made the resampler ask for
+    # gigabytes (MemoryError); the file is what is wrong.
+    data = (Path(__file__).parent.parent / "fuzz" / "regressions"
+            / "audio-claiming-a-billion-hz.reject.mp4").read_bytes()
+    with pytest.raises(ValueError, match=r"the audio claims 1073741949 Hz and 2 channels"):
+        decode_audio(data, sample_rate=16000)
 
 
 @pytest.mark.parametrize("worker_type", ["thread", "process"])

@@ -9,6 +9,7 @@ from dataloader._media.source import MediaSource, open_media
 
 __all__ = ["decode_audio"]
 
+# What the output may ask for: what a stream may claim (dl_media.h's DL_AUDIO_MAX_*).
 MAX_SAMPLE_RATE = 768_000
 MAX_CHANNELS = 64
 

@@ -29,8 +29,6 @@
  * starts before a seek is worth it. */
 #define PREROLL_SECONDS 1.0
 #define SEEK_AFTER_SECONDS (4 * PREROLL_SECONDS)
-/* The channels of planar audio a window after a seek can start within a frame of. */
-#define MAX_PLANES 64
 
 typedef struct {
     const dl_audio_output_t *output;
@@ -84,6 +82,10 @@ static void align_phase(collector_t *c, const AVFrame *frame)
 static int start_resampler(collector_t *c, const AVFrame *frame, char *msg)
 {
     const dl_audio_output_t *out = c->output;
+    if (frame->sample_rate <= 0 || frame->sample_rate > DL_AUDIO_MAX_RATE ||
+        frame->ch_layout.nb_channels <= 0 || frame->ch_layout.nb_channels > DL_AUDIO_MAX_CHANNELS)
+        return dl_fail(msg, DL_ERR_CORRUPT, "the audio claims %d Hz and %d channels",
+                       frame->sample_rate, frame->ch_layout.nb_channels);
     AVChannelLayout out_layout;
     double t0 = c->t0_known ? c->t0 : frame_seconds(c, frame);
     av_channel_layout_default(&out_layout, out->channels);
@@ -128,7 +130,7 @@ static int collect(collector_t *c, const AVFrame *frame, char *msg)
     int channels = c->output->channels;
     int in_samples = frame ? frame->nb_samples : 0;
     const uint8_t **input = frame ? (const uint8_t **)frame->extended_data : NULL;
-    const uint8_t *skipped[MAX_PLANES];
+    const uint8_t *skipped[DL_AUDIO_MAX_CHANNELS];
     if (frame && c->skip_in) {  /* the input before the phase the resampler starts at */
         if (c->skip_in >= in_samples) {
             c->skip_in -= in_samples;
@@ -138,9 +140,9 @@ static int collect(collector_t *c, const AVFrame *frame, char *msg)
         int planes = planar ? frame->ch_layout.nb_channels : 1;
         int step = av_get_bytes_per_sample(frame->format) *
                    (planar ? 1 : frame->ch_layout.nb_channels);
-        if (planes > MAX_PLANES)
+        if (planes > DL_AUDIO_MAX_CHANNELS)
             return dl_fail(msg, DL_ERR_CORRUPT, "the audio has %d channels, more than %d",
-                           planes, MAX_PLANES);
+                           planes, DL_AUDIO_MAX_CHANNELS);
         for (int plane = 0; plane < planes; plane++)
             skipped[plane] = frame->extended_data[plane] + c->skip_in * step;
         input = skipped;

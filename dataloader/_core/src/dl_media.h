@@ -85,6 +85,12 @@ typedef struct {
 int dl_video_decode(dl_media_t *media, const int64_t *frames, int64_t count,
                     const dl_video_output_t *output, uint8_t *dst, char *msg);
 
+/* The largest sample rate and channel count an audio stream may claim: a
+ * hostile file claiming more (a billion samples a second) fails to decode
+ * as corrupt instead of asking the resampler for gigabytes. */
+#define DL_AUDIO_MAX_RATE 768000
+#define DL_AUDIO_MAX_CHANNELS 64
+
 typedef struct {
     int sample_rate, channels;    /* of the output */
     double start, end;            /* the window, seconds of the stream's timeline; end < 0: to the end */
