@@ -465,7 +465,7 @@ class ShardedIterable(IterableDataset):
         info = get_worker_info()
         view = None if info is None else WorkerInfo(0, 1, info.seed, self.source,
                                                     info.batch_size)
-        items = []
+        items: list[Any] = []
         for position, item in enumerate(ShardIterator(self.source, 0, 1, view)):
             if position == wanted[len(items)]:
                 items.append(item)

@@ -33,8 +33,6 @@ from typing import TYPE_CHECKING, Any
 from dataloader._datasets.dataset import ShardedIterable
 from dataloader._sampling.distributed import DistributedSampler, RankGroup
 from dataloader._sampling.remainder import UNBOUNDED, Deal, Level, dealt_size
-from dataloader._sequences.buckets import BucketBatchSampler
-from dataloader._sequences.packing import PackedDataset
 from dataloader.sources._tar_work import TarWork, shard_order, stream_left
 
 if TYPE_CHECKING:
@@ -54,7 +52,9 @@ def describe_rank(loader: DataLoader) -> dict[str, Any] | None:
     """The rank's share of its epoch, kept in ``loader.state_dict()`` under ``"elastic"``;
     ``None`` when the loader's epochs cannot be dealt again (no ``DistributedSampler``
     or ``shard``, or a batch sampler of the user's)."""
-    if isinstance(loader.batch_sampler, BucketBatchSampler):
+    # The components of later stages are known by what they take a deal on (this stage
+    # imports none of them): a BucketBatchSampler, a TarDataset, a PackedDataset.
+    if hasattr(loader.batch_sampler, "epoch_positions"):
         return _describe_buckets(loader.batch_sampler)
     if loader.batch_size is None and loader.batch_sampler is not None:
         return None
@@ -88,7 +88,7 @@ def describe_rank(loader: DataLoader) -> dict[str, Any] | None:
         return view
     if isinstance(dataset, ShardedIterable):
         return _describe_shard(loader, dataset, batch_size)
-    if isinstance(dataset, PackedDataset) and isinstance(dataset.source, ShardedIterable):
+    if hasattr(dataset, "elastic_pieces") and isinstance(dataset.source, ShardedIterable):
         view = _describe_shard(loader, dataset.source, batch_size)
         view["kind"] = "packed"
         view["dataset"].update(seq_len=dataset.seq_len, window=dataset.window,
@@ -121,7 +121,7 @@ def _describe_shard(loader: DataLoader, dataset: ShardedIterable,
     return view
 
 
-def _describe_buckets(sampler: BucketBatchSampler) -> dict[str, Any]:
+def _describe_buckets(sampler: Any) -> dict[str, Any]:
     """A ``BucketBatchSampler``'s share: its positions of the epoch's batch order, one
     batch each, as a ``DistributedSampler``'s are of the sample order."""
     view: dict[str, Any] = {
