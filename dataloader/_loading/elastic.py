@@ -14,7 +14,21 @@ any rank of a job of any size takes that rank's share of what remains:
   wrapping round, or cut with ``drop_last``, as the sampler's shares are);
 * a ``shard()`` stream: the remaining source positions are dealt to the
   new job's streams (ranks times workers), each reading the source again
-  and keeping its own.
+  and keeping its own;
+* a ``BucketBatchSampler``: the remaining positions of the epoch's batch
+  order, dealt as a ``DistributedSampler``'s positions are;
+* a ``TarDataset`` split among ranks: the shards no stream started, dealt
+  to the new streams as a shard's positions are, and the *pieces* the
+  streams were in the middle of (the rest of each open shard, each
+  buffered sample), dealt round robin (``dataloader.sources._tar_work``);
+* a ``PackedDataset`` over a ``shard()``: the source positions no window
+  reached, dealt as a shard's, and each window being given as a piece
+  (where it began, the documents carried into it, its rows given), packed
+  again by the stream it is dealt to (``dataloader._sequences.packing``).
+
+The later stages' components are known here by the attributes they take
+a deal on (``elastic_deal`` and ``epoch_positions``, ``elastic_work``,
+``elastic_pieces``): this stage imports none of them.
 
 The next epoch is the ordinary one for the new number of ranks.
 :func:`gather_state` all-gathers and merges in a running job, and
@@ -152,7 +166,8 @@ def merge_states(states: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     any rank of a job of any size continues the epoch with this rank's
     share of the rest, each remaining sample dealt to exactly one rank and
     every rank given as many as the others. Works for map-style datasets
-    under ``DistributedSampler`` and for ``shard()`` streams.
+    under ``DistributedSampler`` or ``BucketBatchSampler``, ``shard()``
+    streams, ``TarDataset.shard()`` and ``PackedDataset`` over a ``shard()``.
 
     Parameters
     ----------
@@ -256,8 +271,9 @@ def _view(i: int, state: Any) -> tuple[Mapping[str, Any], dict[str, Any]]:
     if view is None:
         raise ValueError(
             f"states[{i}] does not say which share of the epoch its rank held: only the "
-            "states of a DataLoader over a DistributedSampler, or over a shard() stream "
-            "(with batch_size, not a batch_sampler), can be resumed on other ranks"
+            "states of a DataLoader over a DistributedSampler or a BucketBatchSampler, a "
+            "shard() stream, a TarDataset or a PackedDataset over a shard() can be resumed "
+            "on other ranks"
         )
     return state, view
 

@@ -174,7 +174,8 @@ class TarDataset(IterableDataset[dict]):
         Shards, not samples, are split, so no rank reads another's data;
         ``rank`` and ``world_size`` default to torch.distributed's, else to
         the ``RANK`` and ``WORLD_SIZE`` environment variables. Ranks with
-        fewer shards than workers leave workers idle.
+        fewer shards than workers leave workers idle. An epoch stopped on
+        some ranks resumes on any number (``merge_states``).
 
         Examples
         --------
