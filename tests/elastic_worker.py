@@ -4,10 +4,11 @@ collected by pytest).
 Usage: python -m torch.distributed.run --standalone --nproc_per_node=R elastic_worker.py
 CONFIG_JSON
 
-Three loaders run in step, as a training loop takes its batches: a map-style
+Four loaders run in step, as a training loop takes its batches: a map-style
 dataset under ``DistributedSampler``, a stream (``shard`` of an
-``interleave`` of tar shards with a shuffle buffer and a plain stream) and
-the tar shards split among the ranks (``TarDataset.shard``).
+``interleave`` of tar shards with a shuffle buffer and a plain stream), and
+the tar shards split among the ranks (``TarDataset.shard``), alone and with
+``equal_batches=True`` (the ranks agreeing on their batch count).
 After every step each rank saves, with ``torch.save`` to its own file
 (written whole, then renamed), every loader's ``state_dict()`` and the
 sample ids the loaders delivered up to that state, as a job checkpoints
@@ -47,7 +48,7 @@ MAP_BATCH = 12
 STREAM_BATCH = 4
 TAR_BATCH = 1  # more steps than the largest kill step: the tar epoch is never over before it
 # The loaders, in the order of the kinds in a config and of the records' keys.
-NAMES = ("map", "stream", "tar")
+NAMES = ("map", "stream", "tar", "tar_equal")
 
 
 class Numbers(IterableDataset):
@@ -100,7 +101,10 @@ def loaders(config, rank, ranks, kinds):
                         transform=sample_id, **workers(kinds[1]))
     tar = DataLoader(tar_shards(config["directory"], rank, ranks), batch_size=TAR_BATCH,
                      timeout=120, transform=sample_id, **workers(kinds[2]))
-    return mapped, stream, tar
+    tar_equal = DataLoader(tar_shards(config["directory"], rank, ranks), batch_size=TAR_BATCH,
+                           timeout=120, transform=sample_id, equal_batches=True,
+                           **workers(kinds[2]))
+    return mapped, stream, tar, tar_equal
 
 
 def save(path, record):

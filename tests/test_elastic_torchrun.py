@@ -89,6 +89,11 @@ def check_epoch(tmp_path, resumed_ranks, samples, scale=1):
     assert streams == stream_epoch(tmp_path, scale)
     tars = Counter(i for record in before + after for i in record["tar_ids"])
     assert tars == Counter(range(samples))
+    # With equal_batches, every resumed rank stops at the same batch, and no sample
+    # comes twice (those after the shortest rank's last are left out).
+    equal = Counter(i for record in before + after for i in record["tar_equal_ids"])
+    assert max(equal.values()) == 1 and set(equal) <= set(range(samples))
+    assert len({record["tar_equal_batches"] for record in after}) == 1, "unequal batch counts"
     assert len({record["map_batches"] for record in after}) == 1, "unequal batch counts"
 
 

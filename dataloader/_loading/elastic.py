@@ -64,8 +64,9 @@ _VERSION = 1
 
 def describe_rank(loader: DataLoader) -> dict[str, Any] | None:
     """The rank's share of its epoch, kept in ``loader.state_dict()`` under ``"elastic"``;
-    ``None`` when the loader's epochs cannot be dealt again (no ``DistributedSampler``
-    or ``shard``, or a batch sampler of the user's)."""
+    ``None`` when the loader's epochs cannot be dealt again (none of a
+    ``DistributedSampler``, ``BucketBatchSampler``, ``shard``, ``TarDataset`` or
+    ``PackedDataset`` over a ``shard``; or a batch sampler of the user's)."""
     # The components of later stages are known by what they take a deal on (this stage
     # imports none of them): a BucketBatchSampler, a TarDataset, a PackedDataset.
     if hasattr(loader.batch_sampler, "epoch_positions"):
