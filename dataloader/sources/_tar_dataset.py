@@ -242,7 +242,14 @@ class TarDataset(IterableDataset[dict]):
     def reads_of(self, epoch: int, worker: int, workers: int) -> list[Read]:
         """What one stream reads in an epoch: ``(shard index, offset, one sample only)``,
         whole shards but in an epoch dealt again after an interruption
-        (``dataloader.sources._tar_work``)."""
+        (``dataloader.sources._tar_work``).
+
+        Examples
+        --------
+        >>> from dataloader.sources import TarDataset
+        >>> TarDataset("s-{0..5}.tar").shard(1, 2).reads_of(0, worker=0, workers=2)
+        [(1, 0, False), (5, 0, False)]
+        """
         order = shard_order(len(self.shards), self.shuffle_shards, self.seed, epoch)
         owner, owners = self.rank + self.world_size * worker, self.world_size * workers
         if self.elastic_work is not None and self.elastic_work[0] == epoch:

@@ -36,7 +36,16 @@ Read = tuple[int, int, bool]
 
 def shard_order(count: int, shuffle: bool, seed: int, epoch: int) -> np.ndarray:
     """The epoch's order of ``count`` shards: a permutation keyed by ``(seed, epoch)``,
-    or the shards' own order."""
+    or the shards' own order.
+
+    Examples
+    --------
+    >>> from dataloader.sources._tar_work import shard_order
+    >>> shard_order(4, False, 0, 3).tolist()
+    [0, 1, 2, 3]
+    >>> sorted(shard_order(4, True, 0, 3).tolist())
+    [0, 1, 2, 3]
+    """
     if shuffle:
         return np.random.default_rng([seed, epoch]).permutation(count)
     return np.arange(count)
@@ -73,7 +82,14 @@ class TarWork:
         return mine + [(int(shard), 0, False) for shard in order[positions].tolist()]
 
     def pieces_of(self, owner: int, owners: int) -> int:
-        """How many of stream ``owner``'s reads are pieces (they come first)."""
+        """How many of stream ``owner``'s reads are pieces (they come first).
+
+        Examples
+        --------
+        >>> from dataloader.sources._tar_work import TarWork
+        >>> TarWork([], [[3, 512, 0], [1, 1024, 1], [2, 0, 1]]).pieces_of(0, 2)
+        2
+        """
         return len(range(owner, len(self.pieces), owners))
 
 
