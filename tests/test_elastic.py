@@ -3,7 +3,9 @@
 Each rank is a loader of its own here (the torchrun runs, killed and
 resized, are in test_elastic_torchrun.py). Differential: what the resized
 ranks deliver, added to what the stopped ones did, against the epoch's
-samples; and the arithmetic of levels and deals against explicit lists.
+samples (a map-style dataset's, a stream's, tar shards', the tokens of
+packed documents, length buckets'); and the arithmetic of levels and deals
+against explicit lists.
 """
 
 import json
@@ -15,16 +17,19 @@ import numpy as np
 import pytest
 
 from dataloader import (
+    BucketBatchSampler,
     DataLoader,
     DistributedSampler,
     IterableDataset,
     LoaderCheckpoint,
+    PackedDataset,
     gather_state,
     interleave,
     merge_states,
     shard,
 )
 from dataloader._sampling.remainder import Deal, Level, dealt_size
+from dataloader.sources import TarDataset, TarWriter
 
 # -- the arithmetic ---------------------------------------------------------------
 
@@ -404,9 +409,6 @@ def test_a_shard_reads_a_source_that_splits_itself_among_workers_whole():
 # Each epoch below is stopped at random steps on N ranks, resumed on M, stopped
 # again and resumed on a third size: every worker kind on some step, and the
 # workers' count changing with the ranks.
-
-from dataloader import BucketBatchSampler, PackedDataset  # noqa: E402
-from dataloader.sources import TarDataset, TarWriter  # noqa: E402
 
 RESIZES = [(2, 3), (3, 2), (4, 1), (1, 4), (2, 2)]
 WORKERS = {"0": {"num_workers": 0}, "thread2": {"num_workers": 2, "worker_type": "thread"},
