@@ -4,11 +4,13 @@ collected by pytest).
 Usage: python -m torch.distributed.run --standalone --nproc_per_node=R elastic_worker.py
 CONFIG_JSON
 
-Two loaders run in step, as a training loop takes its batches: a map-style
-dataset under ``DistributedSampler`` and a stream (``shard`` of an
-``interleave`` of tar shards with a shuffle buffer and a plain stream).
+Four loaders run in step, as a training loop takes its batches: a map-style
+dataset under ``DistributedSampler``, a stream (``shard`` of an
+``interleave`` of tar shards with a shuffle buffer and a plain stream), and
+the tar shards split among the ranks (``TarDataset.shard``), alone and with
+``equal_batches=True`` (the ranks agreeing on their batch count).
 After every step each rank saves, with ``torch.save`` to its own file
-(written whole, then renamed), both loaders' ``state_dict()`` and the
+(written whole, then renamed), every loader's ``state_dict()`` and the
 sample ids the loaders delivered up to that state, as a job checkpoints
 its model with them.
 
@@ -44,6 +46,9 @@ from dataloader.sources import TarDataset
 MAP_SIZE = 288  # 12 * 24 (times the scale): shares and remainders divide by 1 to 4 ranks
 MAP_BATCH = 12
 STREAM_BATCH = 4
+TAR_BATCH = 1  # more steps than the largest kill step: the tar epoch is never over before it
+# The loaders, in the order of the kinds in a config and of the records' keys.
+NAMES = ("map", "stream", "tar", "tar_equal")
 
 
 class Numbers(IterableDataset):
@@ -61,6 +66,13 @@ def stream_source(directory, scale=1):
     tar = TarDataset(shards, shuffle_buffer=5 * scale, shuffle_shards=True, seed=1,
                      fields=("cls",))
     return interleave([tar, Numbers(10**6, 80 * scale)], probabilities=[0.6, 0.4], seed=2)
+
+
+def tar_shards(directory, rank, ranks):
+    """The tar shards split among the ranks: each rank reads its own shards."""
+    shards = sorted(str(path) for path in Path(directory).glob("*.tar"))
+    return TarDataset(shards, shuffle_buffer=3, shuffle_shards=True, seed=4,
+                      fields=("cls",)).shard(rank, ranks)
 
 
 def sample_id(position, sample):
@@ -87,7 +99,12 @@ def loaders(config, rank, ranks, kinds):
     stream = DataLoader(shard(stream_source(config["directory"], scale), rank, ranks),
                         batch_size=STREAM_BATCH, timeout=120,
                         transform=sample_id, **workers(kinds[1]))
-    return mapped, stream
+    tar = DataLoader(tar_shards(config["directory"], rank, ranks), batch_size=TAR_BATCH,
+                     timeout=120, transform=sample_id, **workers(kinds[2]))
+    tar_equal = DataLoader(tar_shards(config["directory"], rank, ranks), batch_size=TAR_BATCH,
+                           timeout=120, transform=sample_id, equal_batches=True,
+                           **workers(kinds[2]))
+    return mapped, stream, tar, tar_equal
 
 
 def save(path, record):
@@ -99,25 +116,23 @@ def save(path, record):
 def run(config, rank, ranks, phase):
     out = Path(config["directory"])
     kinds = config["kinds"][0 if phase == "run" else 1]
-    mapped, stream = loaders(config, rank, ranks, kinds)
+    every = dict(zip(NAMES, loaders(config, rank, ranks, kinds), strict=True))
     if phase == "resume":
         records = [torch.load(path, weights_only=False)
                    for path in sorted(out.glob("run-rank*.pt"))]
-        for loader, key in ((mapped, "map"), (stream, "stream")):
+        for key, loader in every.items():
             loader.load_state_dict(merge_states([record[key] for record in records]))
     elif phase == "dcp-resume":
         import torch.distributed.checkpoint as dcp
 
-        state = {"map": LoaderCheckpoint(mapped), "stream": LoaderCheckpoint(stream)}
+        state = {key: LoaderCheckpoint(loader) for key, loader in every.items()}
         dcp.load(state, checkpoint_id=str(out / "dcp"))
+    ids = [[] for _ in NAMES]
     if phase == "run":  # every rank has a state before any is killed
-        save(out / f"run-rank{rank}.pt", {"map": mapped.state_dict(),
-                                          "stream": stream.state_dict(),
-                                          "map_ids": [], "stream_ids": []})
+        save(out / f"run-rank{rank}.pt", record_of(every, ids))
         dist.barrier()
-    iterators = [iter(mapped), iter(stream)]
-    ids = [[], []]
-    batches = [0, 0]
+    iterators = [iter(loader) for loader in every.values()]
+    batches = [0 for _ in NAMES]
     step = 0
     while any(it is not None for it in iterators):
         step += 1
@@ -135,20 +150,26 @@ def run(config, rank, ranks, phase):
         if phase == "dcp" and step == config["kill_step"]:
             import torch.distributed.checkpoint as dcp
 
-            dcp.save({"map": LoaderCheckpoint(mapped), "stream": LoaderCheckpoint(stream)},
+            dcp.save({key: LoaderCheckpoint(loader) for key, loader in every.items()},
                      checkpoint_id=str(out / "dcp"))
-            torch.save({"map_ids": ids[0], "stream_ids": ids[1]}, out / f"run-rank{rank}.pt")
+            torch.save({f"{key}_ids": own for key, own in zip(NAMES, ids, strict=True)},
+                       out / f"run-rank{rank}.pt")
             break
         if phase == "run":
-            save(out / f"run-rank{rank}.pt", {"map": mapped.state_dict(),
-                                              "stream": stream.state_dict(),
-                                              "map_ids": list(ids[0]),
-                                              "stream_ids": list(ids[1])})
+            save(out / f"run-rank{rank}.pt", record_of(every, ids))
     if phase in ("resume", "dcp-resume"):
-        torch.save({"map_ids": ids[0], "stream_ids": ids[1], "map_batches": batches[0],
-                    "stream_batches": batches[1]}, out / f"resume-rank{rank}.pt")
-    mapped.close()
-    stream.close()
+        record = {f"{key}_ids": own for key, own in zip(NAMES, ids, strict=True)}
+        record.update({f"{key}_batches": n for key, n in zip(NAMES, batches, strict=True)})
+        torch.save(record, out / f"resume-rank{rank}.pt")
+    for loader in every.values():
+        loader.close()
+
+
+def record_of(every, ids):
+    """What a rank saves after a step: every loader's state and the ids delivered."""
+    record = {key: loader.state_dict() for key, loader in every.items()}
+    record.update({f"{key}_ids": list(own) for key, own in zip(NAMES, ids, strict=True)})
+    return record
 
 
 def main():

@@ -3,27 +3,33 @@
 Each rank is a loader of its own here (the torchrun runs, killed and
 resized, are in test_elastic_torchrun.py). Differential: what the resized
 ranks deliver, added to what the stopped ones did, against the epoch's
-samples; and the arithmetic of levels and deals against explicit lists.
+samples (a map-style dataset's, a stream's, tar shards', the tokens of
+packed documents, length buckets'); and the arithmetic of levels and deals
+against explicit lists.
 """
 
 import json
 import random
 from collections import Counter
+from itertools import islice
 
 import numpy as np
 import pytest
 
 from dataloader import (
+    BucketBatchSampler,
     DataLoader,
     DistributedSampler,
     IterableDataset,
     LoaderCheckpoint,
+    PackedDataset,
     gather_state,
     interleave,
     merge_states,
     shard,
 )
 from dataloader._sampling.remainder import Deal, Level, dealt_size
+from dataloader.sources import TarDataset, TarWriter
 
 # -- the arithmetic ---------------------------------------------------------------
 
@@ -396,3 +402,317 @@ def test_a_shard_reads_a_source_that_splits_itself_among_workers_whole():
         loader = DataLoader(shard(source, rank, 2), batch_size=3, num_workers=3)
         seen.update(i for batch in loader for i in batch.tolist())
     assert seen == expected
+
+
+# -- tar shards, packing and length buckets --------------------------------------------
+#
+# Each epoch below is stopped at random steps on N ranks, resumed on M, stopped
+# again and resumed on a third size: every worker kind on some step, and the
+# workers' count changing with the ranks.
+
+RESIZES = [(2, 3), (3, 2), (4, 1), (1, 4), (2, 2)]
+WORKERS = {"0": {"num_workers": 0}, "thread2": {"num_workers": 2, "worker_type": "thread"},
+           "process2": {"num_workers": 2, "worker_type": "process"},
+           "auto2": {"num_workers": 2, "worker_type": "auto"},
+           "thread3": {"num_workers": 3, "worker_type": "thread"}}
+KIND_CYCLE = ["thread2", "process2", "0", "auto2", "thread3"]
+
+
+def plan_of(sizes, case):
+    """``sizes`` then a third size, each with a worker kind (every kind over the cases)."""
+    ranks = [*sizes, 1 + (sum(sizes) + case) % 3]
+    return [(r, KIND_CYCLE[(case + step) % len(KIND_CYCLE)]) for step, r in enumerate(ranks)]
+
+
+def resize_epoch(make, plan, rng, record, stops=(1, 5)):
+    """One epoch through ``plan``: on each step every rank takes up to a random number of
+    batches (the last step runs to the end), ``record`` sees each, and the ranks' states
+    are merged for the next step. The merged state after the last step."""
+    state = None
+    for step, (ranks, kind) in enumerate(plan):
+        loaders = [make(rank, ranks, WORKERS[kind]) for rank in range(ranks)]
+        if state is not None:
+            for loader in loaders:
+                loader.load_state_dict(state)
+        last = step == len(plan) - 1
+        states = []
+        for loader in loaders:
+            limit = None if last else rng.randint(*stops)
+            iterator = iter(loader)
+            for count, batch in enumerate(iterator, 1):
+                record(batch)
+                del batch
+                if limit is not None and count >= limit:
+                    break
+            states.append(loader.state_dict())
+            del iterator
+            loader.close()
+        state = json.loads(json.dumps(merge_states(states)))
+    return state
+
+
+@pytest.fixture(scope="module")
+def tar_shards(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("elastic-shards")
+    label = 0
+    for n, count in enumerate([9, 14, 6, 11, 7, 5, 12, 8, 10, 4, 13, 6]):
+        with TarWriter(str(directory / f"s-{n:02d}.tar")) as writer:
+            for _ in range(count):
+                writer.write({"__key__": f"{label:05d}", "cls": label})
+                label += 1
+    return sorted(str(path) for path in directory.glob("*.tar")), label
+
+
+def tar_label(position, sample):
+    return sample[0]
+
+
+def tar_loader(shards, rank, ranks, workers, seed=1):
+    dataset = TarDataset(shards, shuffle_buffer=5, shuffle_shards=True, seed=seed,
+                         fields=("cls",)).shard(rank, ranks)
+    return DataLoader(dataset, batch_size=3, transform=tar_label, **workers)
+
+
+@pytest.mark.parametrize("case", range(len(RESIZES)),
+                         ids=[f"{n}to{m}" for n, m in RESIZES])
+def test_tar_shards_resized_twice_deliver_every_sample_once(tar_shards, case):
+    shards, total = tar_shards
+    seen = Counter()
+    state = resize_epoch(lambda rank, ranks, workers: tar_loader(shards, rank, ranks, workers),
+                         plan_of(RESIZES[case], case), random.Random(case),
+                         lambda batch: seen.update(batch.tolist()))
+    assert seen == Counter(range(total))
+    assert state["epoch"] == 1 and state["levels"] == [] and state["pieces"] == []
+
+
+def test_a_tar_epoch_dealt_again_resumes_on_the_same_ranks_from_their_own_states(tar_shards):
+    shards, total = tar_shards
+    rng = random.Random(11)
+    seen = Counter()
+    old = [tar_loader(shards, rank, 2, WORKERS["thread2"]) for rank in range(2)]
+    merged = json.loads(json.dumps(states_taken(old, rng, seen)))
+    merged = merge_states(merged)
+    assert merged["pieces"], "the stopped streams' open shards and buffers are pieces"
+    new = [tar_loader(shards, rank, 3, WORKERS["0"]) for rank in range(3)]
+    for loader in new:
+        loader.load_state_dict(merged)
+    own = json.loads(json.dumps(states_taken(new, rng, seen)))
+    again = [tar_loader(shards, rank, 3, WORKERS["0"]) for rank in range(3)]
+    for loader, state in zip(again, own, strict=True):
+        loader.load_state_dict(state)  # its own state, inside the dealt epoch
+        for batch in loader:
+            seen.update(batch.tolist())
+    assert seen == Counter(range(total))
+    assert {loader.state_dict()["epoch"] for loader in again} == {1}
+
+
+def states_taken(loaders, rng, seen, stops=(1, 4)):
+    """Each loader's state after a random number of batches (recorded in ``seen``)."""
+    states = []
+    for loader in loaders:
+        iterator = iter(loader)
+        for count, batch in enumerate(iterator, 1):
+            seen.update(batch.tolist())
+            if count >= rng.randint(*stops):
+                break
+        states.append(loader.state_dict())
+        del iterator
+    return states
+
+
+def test_tar_states_of_other_shards_or_seeds_are_value_errors(tar_shards):
+    shards, _ = tar_shards
+    rng = random.Random(2)
+    two = states_taken([tar_loader(shards, rank, 2, WORKERS["0"]) for rank in range(2)], rng,
+                       Counter())
+    other_seed = states_taken([tar_loader(shards, 1, 2, WORKERS["0"], seed=9)], rng, Counter())
+    with pytest.raises(ValueError, match=r"different datasets.*'seed': 1.*'seed': 9"):
+        merge_states([two[0], other_seed[0]])
+    fewer = states_taken([tar_loader(shards[:-1], 1, 2, WORKERS["0"])], rng, Counter())
+    with pytest.raises(ValueError, match=r"different datasets.*'shards': 12.*'shards': 11"):
+        merge_states([two[0], fewer[0]])
+    thread = states_taken([tar_loader(shards, 1, 2, WORKERS["thread2"])], rng, Counter())
+    with pytest.raises(ValueError, match="different numbers of workers"):
+        merge_states([two[0], thread[0]])
+    merged = merge_states(two)
+    with pytest.raises(ValueError, match=r"a TarDataset over .*'shards': 12.*'shards': 11"):
+        tar_loader(shards[:-1], 0, 3, WORKERS["0"]).load_state_dict(merged)
+    with pytest.raises(ValueError, match="over a TarDataset; this loader is not one"):
+        sampler_loader(48, 0, 3).load_state_dict(merged)
+
+
+# Packing: documents whose tokens are unique (document i holds 1000 i, 1000 i + 1, ...),
+# cut into several rows when longer than seq_len.
+
+DOCUMENTS = [np.arange(1000 * i, 1000 * i + length) for i, length in
+             enumerate(np.random.default_rng(0).integers(1, 20, 150).tolist())]
+
+
+def row_tokens(rows):
+    """The tokens of each packed row, padding left out: what a batch delivered."""
+    return [row["input_ids"][row["segment_ids"] > 0].tolist() for row in rows]
+
+
+def packed_loader(rank, ranks, workers, window=6):
+    packed = PackedDataset(shard(DOCUMENTS, rank, ranks), seq_len=8, window=window)
+    return DataLoader(packed, batch_size=2, collate_fn=row_tokens, **workers)
+
+
+@pytest.mark.parametrize("case", range(len(RESIZES)),
+                         ids=[f"{n}to{m}" for n, m in RESIZES])
+def test_packed_rows_resized_twice_hold_every_token_once(case):
+    seen = Counter()
+
+    def record(batch):
+        for row in batch:
+            assert 0 < len(row) <= 8
+            seen.update(row)
+
+    state = resize_epoch(packed_loader, plan_of(RESIZES[case], case),
+                         random.Random(100 + case), record)
+    assert seen == Counter(int(token) for document in DOCUMENTS for token in document)
+    assert state["epoch"] == 1 and state["levels"] == []
+
+
+def test_a_packed_epoch_dealt_again_resumes_on_the_same_ranks_from_their_own_states():
+    rng = random.Random(5)
+    seen = Counter()
+
+    def taken(loaders):
+        states = []
+        for loader in loaders:
+            iterator = iter(loader)
+            for count, batch in enumerate(iterator, 1):
+                seen.update(token for row in batch for token in row)
+                if count >= rng.randint(1, 4):
+                    break
+            states.append(json.loads(json.dumps(loader.state_dict())))
+            del iterator
+        return states
+
+    merged = merge_states(taken([packed_loader(r, 3, WORKERS["thread2"]) for r in range(3)]))
+    assert all(len(piece["carried"]) <= 8 for piece in merged["pieces"])
+    new = [packed_loader(r, 2, WORKERS["thread3"]) for r in range(2)]
+    for loader in new:
+        loader.load_state_dict(merged)
+    own = taken(new)
+    for rank, state in enumerate(own):
+        loader = packed_loader(rank, 2, WORKERS["thread3"])
+        loader.load_state_dict(state)
+        for batch in loader:
+            seen.update(token for row in batch for token in row)
+    assert seen == Counter(int(token) for document in DOCUMENTS for token in document)
+
+
+def test_the_same_ranks_resume_a_packed_epoch_exactly():
+    loader = packed_loader(1, 2, WORKERS["thread2"])
+    whole = list(loader)
+    loader = packed_loader(1, 2, WORKERS["thread2"])
+    iterator = iter(loader)
+    head = [next(iterator) for _ in range(3)]
+    state = json.loads(json.dumps(loader.state_dict()))
+    del iterator
+    resumed = packed_loader(1, 2, WORKERS["thread2"])
+    resumed.load_state_dict(state)
+    assert head + list(resumed) == whole
+
+
+# Length buckets: 60 batches of 4 (240 items), which divides among 1 to 4 ranks.
+
+BUCKET_LENGTHS = np.random.default_rng(3).integers(1, 64, 240).tolist()
+
+
+def bucket_loader(rank, ranks, workers, drop_last=False, seed=3):
+    sampler = BucketBatchSampler(BUCKET_LENGTHS, batch_size=4, seed=seed, window=40,
+                                 drop_last=drop_last, num_replicas=ranks, rank=rank)
+    return DataLoader(list(range(len(BUCKET_LENGTHS))), batch_sampler=sampler, **workers)
+
+
+def bucket_chain(plan, rng, seen, exact):
+    """Like ``resize_epoch``, but every rank's batches are counted, and with ``exact`` the
+    stops leave a remainder the next ranks divide (no batch repeated or cut)."""
+    state = None
+    for step, (ranks, kind) in enumerate(plan):
+        loaders = [bucket_loader(rank, ranks, WORKERS[kind]) for rank in range(ranks)]
+        if state is not None:
+            for loader in loaders:
+                loader.load_state_dict(state)
+        count = len(loaders[0])
+        assert {len(loader) for loader in loaders} == {count}, "unequal batch counts"
+        last = step == len(plan) - 1
+        stops = [count if last else rng.randint(3, 6) for _ in loaders]
+        if exact and not last:  # the batches left divide among the next ranks
+            following = plan[step + 1][0]
+            while (count * ranks - sum(stops)) % following:
+                stops[stops.index(max(stops))] -= 1
+        delivered, states = [], []
+        for loader, stop in zip(loaders, stops, strict=True):
+            iterator = iter(loader)
+            batches = 0
+            for batch in islice(iterator, stop):
+                seen.update(batch.tolist())
+                batches += 1
+            delivered.append(batches)
+            states.append(loader.state_dict())
+            del iterator
+        if last:
+            assert len(set(delivered)) == 1, "unequal batch counts"
+        state = json.loads(json.dumps(merge_states(states)))
+    return state
+
+
+@pytest.mark.parametrize("case", range(len(RESIZES)),
+                         ids=[f"{n}to{m}" for n, m in RESIZES])
+def test_length_buckets_resized_twice_give_equal_counts_and_every_item_once(case):
+    seen = Counter()
+    state = bucket_chain(plan_of(RESIZES[case], case), random.Random(case), seen, exact=True)
+    assert seen == Counter(range(len(BUCKET_LENGTHS)))
+    assert state["epoch"] == 1 and state["levels"] == []
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_uneven_bucket_remainders_are_padded_or_cut_to_equal_counts(drop_last):
+    old = [bucket_loader(rank, 2, WORKERS["0"], drop_last) for rank in range(2)]
+    seen = Counter()
+    states = []
+    for loader, stop in zip(old, (3, 6), strict=True):  # 51 batches left, for 4 ranks
+        iterator = iter(loader)
+        for batch in islice(iterator, stop):
+            seen.update(batch.tolist())
+        states.append(loader.state_dict())
+        del iterator
+    merged = merge_states(states)
+    new = [bucket_loader(rank, 4, WORKERS["thread2"], drop_last) for rank in range(4)]
+    counts = []
+    for loader in new:
+        loader.load_state_dict(merged)
+        batches = [batch.tolist() for batch in loader]
+        counts.append(len(batches))
+        seen.update(i for batch in batches for i in batch)
+    assert counts == [12] * 4 if drop_last else counts == [13] * 4
+    repeated = sum(seen.values()) - len(seen)
+    if drop_last:  # three batches cut, none repeated
+        assert repeated == 0 and len(seen) == len(BUCKET_LENGTHS) - 3 * 4
+    else:  # one batch repeated, the first remaining
+        assert set(seen) == set(range(len(BUCKET_LENGTHS))) and repeated == 4
+
+
+def test_bucket_states_of_other_seeds_or_budgets_are_value_errors():
+    rng = random.Random(1)
+    two = [bucket_loader(rank, 2, WORKERS["0"]) for rank in range(2)]
+    states = [state_after(loader, rng) for loader in two]
+    other = state_after(bucket_loader(1, 2, WORKERS["0"], seed=4), rng)
+    with pytest.raises(ValueError, match=r"different datasets.*'seed': 3.*'seed': 4"):
+        merge_states([states[0], other])
+    merged = merge_states(states)
+    with pytest.raises(ValueError, match="over a BucketBatchSampler; this loader is not one"):
+        sampler_loader(240, 0, 3).load_state_dict(merged)
+
+
+def state_after(loader, rng):
+    iterator = iter(loader)
+    for _ in range(rng.randint(1, 4)):
+        next(iterator)
+    state = loader.state_dict()
+    del iterator
+    return state

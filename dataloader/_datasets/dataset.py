@@ -437,6 +437,42 @@ class ShardedIterable(IterableDataset):
         rank = self.rank if rank is None else rank
         return None if deal.size is None else deal.count(rank + self.world_size * worker)
 
+    def entry_items(self, depth: int, owner: int, owners: int, start: int,
+                    count: int) -> list[Any]:
+        """The items of entries ``start`` to ``start + count - 1`` of stream ``owner`` of
+        ``owners`` (ranks times workers), as dealt by the first ``depth`` levels of the
+        current epoch's progress (0: its ordinary sharing); fewer where the source ends.
+        The source is read again, as its only worker, up to the last of them: a stream
+        takes over what another stream of a stopped job was working on
+        (``PackedDataset``'s pieces).
+
+        Examples
+        --------
+        >>> from dataloader import shard
+        >>> shard(range(20), 0, 2).entry_items(0, owner=1, owners=4, start=2, count=3)
+        [9, 13, 17]
+        """
+        levels = (self.active_levels() or [])[:depth]
+        if len(levels) < depth:
+            raise ValueError(f"entries dealt by {depth} level(s) of an epoch dealt by "
+                             f"{len(levels)}: a state of another epoch or job")
+        size = levels[-1].remaining() if levels else _length(self.source)
+        deal = Deal(levels, owners, size)
+        count = max(min(count, deal.count(owner) - start), 0)
+        wanted = deal.entries(owner, start, count).tolist()
+        if not wanted:
+            return []
+        info = get_worker_info()
+        view = None if info is None else WorkerInfo(0, 1, info.seed, self.source,
+                                                    info.batch_size)
+        items: list[Any] = []
+        for position, item in enumerate(ShardIterator(self.source, 0, 1, view)):
+            if position == wanted[len(items)]:
+                items.append(item)
+                if len(items) == len(wanted):
+                    break
+        return items
+
     def __iter__(self) -> ShardIterator:
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)

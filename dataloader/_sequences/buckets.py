@@ -7,7 +7,11 @@ of ``window`` items, each window sorted by length and cut into batches
 and the batches shuffled. Rank ``r`` of ``R`` then takes batches ``r, r +
 R, ...``, so every rank has the same number of batches (the last ones
 repeat the first, or are dropped with ``drop_last``) and DDP's last step
-never waits for a rank that has no batch. Sorting within a window rather
+never waits for a rank that has no batch. An epoch stopped on N ranks
+continues on M as ``DistributedSampler``'s does, with batches for
+positions: the batches no rank delivered, in the epoch's order, dealt to
+the M ranks in equal counts (``elastic_deal``, ``dataloader._loading.elastic``).
+Sorting within a window rather
 than the whole epoch keeps the batches' items random while wasting on
 padding little more than the whole-epoch sort (``benchmarks/sequences_batching.py``).
 """
@@ -22,6 +26,7 @@ import numpy as np
 
 from dataloader._core.sequences import cut_batches
 from dataloader._sampling.distributed import in_distributed_job, world
+from dataloader._sampling.remainder import Deal
 from dataloader._sampling.sampler import Sampler
 from dataloader._sampling.seeding import EpochSeeded, check_seed, epoch_generator
 from dataloader._sequences.arguments import check_lengths, check_optional_positive
@@ -108,6 +113,9 @@ class BucketBatchSampler(Sampler[list[int]], EpochSeeded):
         self.epoch = 0
         # The last epoch planned: its (seed, epoch), items in order, batches.
         self._plan: tuple[tuple[int, int], np.ndarray, list[slice]] | None = None
+        # (epoch, deal): that epoch's remaining batches dealt to these ranks, after a job
+        # on another number of ranks stopped in its middle (dataloader._loading.elastic).
+        self.elastic_deal: tuple[int, Deal] | None = None
 
     def _check_budget(self) -> None:
         if self.max_tokens is None or not len(self.padded):
@@ -132,12 +140,44 @@ class BucketBatchSampler(Sampler[list[int]], EpochSeeded):
         order, _ = self._epoch_batches()
         return (order[batch].tolist() for batch in self._rank_batches())
 
+    def active_deal(self) -> Deal | None:
+        """The elastic deal of the current epoch, if it resumes one on other ranks.
+
+        Examples
+        --------
+        >>> from dataloader import BucketBatchSampler
+        >>> BucketBatchSampler([3, 1, 2], batch_size=2).active_deal() is None
+        True
+        """
+        if self.elastic_deal is not None and self.elastic_deal[0] == self.epoch:
+            return self.elastic_deal[1]
+        return None
+
+    def epoch_positions(self) -> int:
+        """The positions of the current epoch's batch order that the ranks share: the
+        batches padded (or cut, with ``drop_last``) to a multiple of ``num_replicas``.
+
+        Examples
+        --------
+        >>> from dataloader import BucketBatchSampler
+        >>> BucketBatchSampler([3, 1, 2, 5, 4], batch_size=2, num_replicas=2,
+        ...                    rank=0).epoch_positions()
+        4
+        """
+        total = len(self._epoch_batches()[1])
+        count = total // self.num_replicas if self.drop_last else -(-total // self.num_replicas)
+        return count * self.num_replicas
+
     def _rank_batches(self) -> list[slice]:
         """This rank's batches of the epoch, as slices of its sorted order."""
         _, batches = self._epoch_batches()
         total = len(batches)
-        count = total // self.num_replicas if self.drop_last else -(-total // self.num_replicas)
-        positions = self.rank + self.num_replicas * np.arange(count)
+        deal = self.active_deal()
+        if deal is not None:  # positions of the epoch's padded batch order
+            positions = deal.entries(self.rank, 0, deal.count(self.rank))
+        else:
+            count = self.epoch_positions() // self.num_replicas
+            positions = self.rank + self.num_replicas * np.arange(count)
         return [batches[position % total] for position in positions.tolist()]
 
     def _epoch_batches(self) -> tuple[np.ndarray, list[slice]]:

@@ -14,6 +14,18 @@ being padded, unless the stream has ended. Its state is the source's state
 where the window began, the documents carried into it and the rows of it
 already given: a resumed iterator reads the window again, packs it the same
 way and gives the rows after those (``docs/sequences.md``).
+
+Elastic resume, over a ``shard`` of the documents: when a job stops, each
+stream's window becomes a *piece*, ``{"depth", "owner", "owners", "start",
+"given", "carried", "dtype"}``: the entries ``start`` to ``start + window -
+1`` of stream ``owner`` of ``owners`` under the first ``depth`` levels of
+the shard's progress, the documents carried into them, and the rows of
+them given (the carried-on row counts as the window's last). The job of
+another size deals the source entries no window reached to its streams
+(the shard's levels) and the pieces round robin: a stream first reads each
+of its pieces' documents again (``ShardedIterable.entry_items``), packs
+them as their first stream did and gives the rows not given, the carried-on
+one too, then packs its own entries (``dataloader._loading.elastic``).
 """
 
 from __future__ import annotations
@@ -26,7 +38,8 @@ import numpy as np
 
 from dataloader._core.sequences import assign_bins, pack_into
 from dataloader._datasets.dataset import IterableDataset
-from dataloader._datasets.hooks import state_saver
+from dataloader._datasets.hooks import announce_epoch, state_saver
+from dataloader._datasets.worker_info import get_worker_info
 from dataloader._loading.collate import default_collate
 from dataloader._sequences.arguments import check_choice, check_positive
 
@@ -94,6 +107,42 @@ class PackedDataset(IterableDataset):
         if not isinstance(pad_value, (int, np.integer)) or isinstance(pad_value, bool):
             raise TypeError(f"pad_value should be an integer, but got pad_value={pad_value!r}")
         self.pad_value = int(pad_value)
+        self.epoch = 0
+        # (epoch, pieces): the windows a job on other ranks (or workers) was packing when
+        # it stopped in that epoch, dealt to this job's streams (dataloader._loading.elastic).
+        self.elastic_pieces: tuple[int, list[dict[str, Any]]] | None = None
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch the next iterators take; passed on to the source.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dataloader import PackedDataset
+        >>> packed = PackedDataset([np.arange(3)], seq_len=4)
+        >>> packed.set_epoch(2)
+        >>> packed.epoch
+        2
+        """
+        self.epoch = int(epoch)
+        announce_epoch(self.source, epoch)
+
+    def pieces_of(self, worker: int, workers: int) -> list[dict[str, Any]]:
+        """The pieces a stream gives before its own rows, in an epoch dealt again after an
+        interruption (see the module docstring); none otherwise.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dataloader import PackedDataset
+        >>> PackedDataset([np.arange(3)], seq_len=4).pieces_of(0, 1)
+        []
+        """
+        if self.elastic_pieces is None or self.elastic_pieces[0] != self.epoch:
+            return []
+        source: Any = self.source
+        owner = source.rank + source.world_size * worker
+        return self.elastic_pieces[1][owner::source.world_size * workers]
 
     def __iter__(self) -> PackingIterator:
         return PackingIterator(self)
@@ -128,12 +177,21 @@ class PackingIterator:
         self._rows: list[dict[str, np.ndarray]] = []
         self._given = 0
         self._next_carry: list[np.ndarray] = []
+        info = get_worker_info()
+        self._pieces = packed.pieces_of(*((0, 1) if info is None else
+                                          (info.id, info.num_workers)))
+        # The piece being given, len(pieces) for this stream's own rows; -1 before the
+        # first piece is read (by the first next()).
+        self._piece = -1 if self._pieces else 0
 
     def __iter__(self) -> PackingIterator:
         return self
 
     def __next__(self) -> dict[str, np.ndarray]:
         while self._given == len(self._rows):
+            if self._piece < len(self._pieces):
+                self._enter(self._piece + 1, None)
+                continue
             if self._ended and not self._next_carry:
                 raise StopIteration
             self._window_start, self._carried = self._source_state(), self._next_carry
@@ -142,16 +200,52 @@ class PackingIterator:
         self._given += 1
         return self._rows[self._given - 1]
 
+    def _enter(self, piece: int, given: int | None) -> None:
+        """Give piece ``piece``'s rows from its ``given``-th (default: the first not given
+        by its first stream); past the last piece, this stream's own rows."""
+        self._piece = piece
+        if piece < len(self._pieces):
+            self._rows = self._piece_rows(self._pieces[piece])
+            self._given = int(self._pieces[piece]["given"] if given is None else given)
+
+    def _piece_rows(self, piece: dict[str, Any]) -> list[dict[str, np.ndarray]]:
+        """A piece's rows, packed as its first stream packed them, the row that stream
+        carried on last."""
+        packed = self._packed
+        source: Any = packed.source
+        items = source.entry_items(int(piece["depth"]), int(piece["owner"]),
+                                   int(piece["owners"]), int(piece["start"]), packed.window)
+        carried = [np.asarray(document, piece["dtype"]) for document in piece["carried"]]
+        rows, _ = self._pack(self._documents(items), carried, len(items) < packed.window,
+                             carry_as_row=True)
+        return rows
+
     def state_dict(self) -> dict[str, Any]:
         """The source's state where the current window began, the documents carried
-        into it, and how many of its rows were given."""
+        into it, and how many of its rows were given (or, in a piece, the piece and
+        its rows given)."""
+        if self._piece < 0:
+            return {"piece": 0, "given": int(self._pieces[0]["given"])}
+        if self._piece < len(self._pieces):
+            return {"piece": self._piece, "given": self._given}
         dtype = self._carried[0].dtype.str if self._carried else None
         return {"source": self._window_start, "given": self._given,
-                "carried": [document.tolist() for document in self._carried], "dtype": dtype}
+                "carried": [document.tolist() for document in self._carried], "dtype": dtype,
+                "piece": self._piece}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue after the row :meth:`state_dict` was taken at."""
         self._source = iter(self._packed.source)
+        piece = int(state.get("piece", len(self._pieces)))
+        if piece < len(self._pieces):
+            self._save_source = state_saver(self._source)
+            self._consumed = 0
+            self._ended = False
+            self._window_start = self._source_state()
+            self._carried, self._next_carry = [], []
+            self._enter(piece, int(state["given"]))
+            return
+        self._piece = piece
         self._save_source = state_saver(self._source)
         self._consumed = 0
         if self._save_source is not None:
@@ -171,26 +265,37 @@ class PackingIterator:
 
     def _read_window(self) -> list[np.ndarray]:
         """Up to ``window`` documents from the source, cut to ``seq_len`` pieces."""
+        items = list(islice(self._source, self._packed.window))
+        first = self._consumed
+        self._consumed += len(items)
+        if len(items) < self._packed.window:
+            self._ended = True
+        return self._documents(items, first)
+
+    def _documents(self, items: list[Any], first: int = 0) -> list[np.ndarray]:
+        """The documents of ``items`` (the first being source item ``first``), cut to
+        ``seq_len`` pieces."""
         packed = self._packed
         documents: list[np.ndarray] = []
-        read = 0
-        for item in islice(self._source, packed.window):
-            read += 1
-            self._consumed += 1
-            tokens = _tokens(item, packed.key, self._consumed - 1)
+        for position, item in enumerate(items, first):
+            tokens = _tokens(item, packed.key, position)
             if documents and tokens.dtype != documents[0].dtype:
-                raise TypeError(f"PackedDataset: document {self._consumed - 1} is "
+                raise TypeError(f"PackedDataset: document {position} is "
                                 f"{tokens.dtype}, the ones before it {documents[0].dtype}")
             documents += [tokens[start:start + packed.seq_len]
                           for start in range(0, len(tokens), packed.seq_len)]
-        if read < packed.window:
-            self._ended = True
         return documents
 
     def _pack_window(self, carried: list[np.ndarray]) -> tuple[list[dict[str, Any]], list[Any]]:
         """This window's rows to give, and the documents of the row it carries on."""
-        packed = self._packed
         documents = self._read_window()
+        return self._pack(documents, carried, self._ended)
+
+    def _pack(self, documents: list[np.ndarray], carried: list[np.ndarray], ended: bool,
+              carry_as_row: bool = False) -> tuple[list[dict[str, Any]], list[Any]]:
+        """``documents`` packed after ``carried``: the rows to give, and the documents of
+        the row carried on (``carry_as_row``: given last, as a row of its own)."""
+        packed = self._packed
         if carried and documents:
             carried = [document.astype(documents[0].dtype) for document in carried]
         lengths = np.fromiter(map(len, documents), np.int64, len(documents))
@@ -207,10 +312,13 @@ class PackingIterator:
         in_rows = [in_rows[i] for i in placed.tolist()]
         row_ends = np.cumsum(np.bincount(row_of, minlength=rows))
         carry = -1
-        if not self._ended and rows:
+        if not ended and rows:
             least = int(np.argmin(fill[:rows]))
             carry = least if fill[least] < packed.seq_len else -1
-        given = _pack_rows(in_rows, row_ends, [r for r in range(rows) if r != carry], packed)
+        keep = [r for r in range(rows) if r != carry]
+        if carry_as_row and carry >= 0:
+            return _pack_rows(in_rows, row_ends, [*keep, carry], packed), []
+        given = _pack_rows(in_rows, row_ends, keep, packed)
         first = 0 if carry <= 0 else int(row_ends[carry - 1])
         return given, in_rows[first:int(row_ends[carry])] if carry >= 0 else []
 

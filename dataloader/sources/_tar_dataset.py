@@ -16,6 +16,11 @@ byte offset of the next sample in it, the buffered samples by location
 re-reads the buffered samples from those locations (one ranged read
 each) and continues the shard at the offset. The state is small and
 JSON-serialisable.
+
+Elastic resume: an epoch stopped on N ranks continues on M with the
+shards no stream started dealt to the new streams, and the rest of each
+open shard and each buffered sample dealt as pieces
+(``dataloader.sources._tar_work``, ``elastic_work``).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from dataloader.sources._limits import ShardLimits
 from dataloader.sources._retry import Retry
 from dataloader.sources._shards import ShardOptions, expand_shards, open_shard, shard_name
 from dataloader.sources._tar import shard_samples
+from dataloader.sources._tar_work import Read, TarWork, shard_order
 
 __all__ = ["TarDataset"]
 
@@ -149,6 +155,10 @@ class TarDataset(IterableDataset[dict]):
         self.rank = 0
         self.world_size = 1
         self.epoch = 0
+        # (epoch, work): what remained of that epoch when a job on other ranks (or
+        # workers) stopped in its middle, dealt to this job's streams
+        # (dataloader._loading.elastic).
+        self.elastic_work: tuple[int, TarWork] | None = None
         self._options = ShardOptions(headers, timeout, retry, store_options, limits)
         self._counts = _Counts()
 
@@ -164,7 +174,8 @@ class TarDataset(IterableDataset[dict]):
         Shards, not samples, are split, so no rank reads another's data;
         ``rank`` and ``world_size`` default to torch.distributed's, else to
         the ``RANK`` and ``WORLD_SIZE`` environment variables. Ranks with
-        fewer shards than workers leave workers idle.
+        fewer shards than workers leave workers idle. An epoch stopped on
+        some ranks resumes on any number (``merge_states``).
 
         Examples
         --------
@@ -218,12 +229,32 @@ class TarDataset(IterableDataset[dict]):
         return _TarIterator(self, worker, workers)
 
     def shards_of(self, epoch: int, worker: int, workers: int) -> list[str]:
-        """The shards one stream reads in an epoch, in order (see the module docstring)."""
-        order = np.arange(len(self.shards))
-        if self.shuffle_shards:
-            order = np.random.default_rng([self.seed, epoch]).permutation(len(self.shards))
-        mine = order[self.rank::self.world_size][worker::workers]
-        return [self.shards[i] for i in mine]
+        """The shards one stream reads in an epoch, in order (see the module docstring).
+
+        Examples
+        --------
+        >>> from dataloader.sources import TarDataset
+        >>> TarDataset("s-{0..5}.tar").shard(1, 2).shards_of(0, worker=0, workers=2)
+        ['s-1.tar', 's-5.tar']
+        """
+        return [self.shards[shard] for shard, _, _ in self.reads_of(epoch, worker, workers)]
+
+    def reads_of(self, epoch: int, worker: int, workers: int) -> list[Read]:
+        """What one stream reads in an epoch: ``(shard index, offset, one sample only)``,
+        whole shards but in an epoch dealt again after an interruption
+        (``dataloader.sources._tar_work``).
+
+        Examples
+        --------
+        >>> from dataloader.sources import TarDataset
+        >>> TarDataset("s-{0..5}.tar").shard(1, 2).reads_of(0, worker=0, workers=2)
+        [(1, 0, False), (5, 0, False)]
+        """
+        order = shard_order(len(self.shards), self.shuffle_shards, self.seed, epoch)
+        owner, owners = self.rank + self.world_size * worker, self.world_size * workers
+        if self.elastic_work is not None and self.elastic_work[0] == epoch:
+            return self.elastic_work[1].reads(order, owner, owners)
+        return [(int(shard), 0, False) for shard in order[owner::owners].tolist()]
 
 
 def _check_fields(fields: Any) -> tuple[tuple[str, ...], ...] | None:
@@ -314,13 +345,14 @@ class _TarIterator:
     def _start(self, epoch: int) -> None:
         dataset = self._dataset
         self._epoch = epoch
-        self._shards = dataset.shards_of(epoch, self._worker, self._workers)
+        self._reads = dataset.reads_of(epoch, self._worker, self._workers)
         self._rng = np.random.default_rng([dataset.seed, epoch, dataset.rank, self._worker, 1])
-        self._position = 0  # index in self._shards of the shard being read
-        self._offset = 0  # where the next sample of that shard starts
+        self._position = 0  # index in self._reads of the shard being read
+        # Where the next sample of that shard starts.
+        self._offset = self._reads[0][1] if self._reads else 0
         self._samples: Any = None  # the open shard's sample generator
         self._stream: Any = None
-        # (sample, shard position, offset): the samples drawn from at random.
+        # (sample, read position, offset): the samples drawn from at random.
         self._buffer: list[tuple[dict, int, int]] = []
 
     def __iter__(self) -> _TarIterator:
@@ -353,7 +385,7 @@ class _TarIterator:
 
     def _read(self) -> tuple[dict, int, int] | None:
         """The next sample of this stream's shards, with its location; ``None`` at the end."""
-        while self._position < len(self._shards):
+        while self._position < len(self._reads):
             position = self._position
             try:
                 samples = self._samples
@@ -373,9 +405,11 @@ class _TarIterator:
                 self._next_shard()
                 continue
             sample, start, resume = found
-            if resume is None:  # the shard's last sample: the state names the next shard
+            # The shard's last sample, or a read of one sample: the state names the next.
+            if resume is None or self._reads[position][2]:
                 self._close()
-                self._dataset._counts.add("shards")
+                if not self._reads[position][2]:
+                    self._dataset._counts.add("shards")
                 self._next_shard()
             else:
                 self._offset = resume
@@ -383,7 +417,7 @@ class _TarIterator:
         return None
 
     def _open(self, position: int, offset: int) -> Any:
-        location = self._shards[position]
+        location = self._dataset.shards[self._reads[position][0]]
         name = shard_name(location)
         self._stream = open_shard(location, offset, self._dataset._options)
         self._samples = shard_samples(self._stream, name, offset, self._dataset._options.limits)
@@ -391,7 +425,7 @@ class _TarIterator:
 
     def _next_shard(self) -> None:
         self._position += 1
-        self._offset = 0
+        self._offset = self._reads[self._position][1] if self._position < len(self._reads) else 0
 
     def _close(self) -> None:
         self._samples = None
@@ -414,7 +448,7 @@ class _TarIterator:
         self._start(int(state["epoch"]))
         buffer = []
         for position, start in state["buffer"]:
-            location = self._shards[position]
+            location = self._dataset.shards[self._reads[position][0]]
             name = shard_name(location)
             stream = open_shard(location, start, self._dataset._options)
             try:
