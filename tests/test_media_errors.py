@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from dataloader import AudioFolder, ClipSampler, DataLoader, VideoFolder, WindowSampler
-from dataloader.kernels import decode_audio, decode_video
+from dataloader.kernels import decode_audio, decode_video, media_info
 
 
 def cut_inside_a_frame(data):
@@ -54,6 +54,14 @@ def test_audio_claiming_an_absurd_sample_rate_is_refused_as_corrupt():
             / "audio-claiming-a-billion-hz.reject.mp4").read_bytes()
     with pytest.raises(ValueError, match=r"the audio claims 1073741949 Hz and 2 channels"):
         decode_audio(data, sample_rate=16000)
+
+
+def test_a_file_claiming_more_than_it_holds_is_refused_as_corrupt():
+    # Found by fuzzing: FFmpeg calls this "out of memory"; the file is what is wrong.
+    data = (Path(__file__).parent.parent / "fuzz" / "regressions"
+            / "media-claiming-more-extradata-than-it-holds.reject.bin").read_bytes()
+    with pytest.raises(ValueError, match=r"not a media file FFmpeg reads: .*extradata"):
+        media_info(data)
 
 
 @pytest.mark.parametrize("worker_type", ["thread", "process"])

@@ -244,7 +244,9 @@ int dl_take_video_decoder(const struct dl_media *m, int stream, int threads,
 void dl_give_video_decoder(const struct dl_media *m, int stream, int threads,
                            struct AVCodecContext **decoder, int clean);
 /* dl_fail with FFmpeg's reason for `av_error` (when < 0) and its last logged
- * error appended; an out-of-memory error is DL_ERR_NOMEM whatever `status`. */
+ * error appended.  FFmpeg's "out of memory" keeps `status`: FFmpeg gives it
+ * for sizes a file claims and does not hold, and what it allocates is
+ * sized by the file, so the file is what is wrong. */
 int dl_media_fail(char *msg, int status, int av_error, const char *format, ...);
 /* libswscale's flag of a dl_video_filter_t. */
 int dl_video_filter_flag(int filter);

@@ -65,8 +65,6 @@ int dl_media_fail(char *msg, int status, int av_error, const char *format, ...)
     else
         snprintf(msg, DL_MSG_LEN, "%.150s%s%.48s", what, reason[0] ? ": " : "", reason);
     last_error[0] = 0;
-    if (av_error == AVERROR(ENOMEM))
-        return DL_ERR_NOMEM;
     return status;
 }
 
