@@ -234,7 +234,7 @@ dl_transpose_block(const uint8_t *src, ptrdiff_t src_stride, int rows, int cols,
         }
 }
 
-static void dl_transpose(const uint8_t *src, ptrdiff_t src_stride, int rows, int cols,
+void dl_transpose(const uint8_t *src, ptrdiff_t src_stride, int rows, int cols,
                          int channels, uint8_t *dst, ptrdiff_t dst_stride)
 {
     switch (channels) {

@@ -113,11 +113,15 @@ DL_AVX2 void dl_filter_rows_avx2(const uint8_t *src, ptrdiff_t src_stride,
  * Weights that fit 16 bits (fast mode's, see dl_resize.c) are not split:
  * one vpmaddwd per pair of taps then gives the sum. */
 
-/* The weights of one pair of taps, lo and hi parts, each as 16 lanes
- * [w0 w1] x 4 repeated in both 128-bit lanes. */
-typedef struct {
-    __m256i lo, hi;
-} dl_pair_weights_t;
+/* The weights of one pair of taps as [w0 w1] in 32 bits, broadcast to
+ * every lane when used: one word a pair when whole, two (lo, hi) when
+ * split.  Kept that compact, the weights of wide windows (strong shrinks:
+ * hundreds of taps per output) stay in the L1 cache instead of streaming
+ * from L2 as vectors of 32 bytes a pair would. */
+DL_AVX2 static inline __m256i dl_broadcast_avx2(const uint32_t *w)
+{
+    return _mm256_set1_epi32((int)*w);
+}
 
 /* 16 bytes of row a and of row b at the same offset. */
 DL_AVX2 static inline __m256i dl_load_rows_avx2(const uint8_t *a, const uint8_t *b)
@@ -126,11 +130,11 @@ DL_AVX2 static inline __m256i dl_load_rows_avx2(const uint8_t *a, const uint8_t 
                                    _mm_loadu_si128((const __m128i *)b), 1);
 }
 
-DL_AVX2 static inline __m256i dl_madd_pair_avx2(__m256i pixels, const dl_pair_weights_t *w,
-                                                __m256i *hi)
+/* One pair of split weights (w[0] lo, w[1] hi). */
+DL_AVX2 static inline __m256i dl_madd_pair_avx2(__m256i pixels, const uint32_t *w, __m256i *hi)
 {
-    *hi = _mm256_add_epi32(*hi, _mm256_madd_epi16(pixels, _mm256_load_si256(&w->hi)));
-    return _mm256_madd_epi16(pixels, _mm256_load_si256(&w->lo));
+    *hi = _mm256_add_epi32(*hi, _mm256_madd_epi16(pixels, dl_broadcast_avx2(w + 1)));
+    return _mm256_madd_epi16(pixels, dl_broadcast_avx2(w));
 }
 
 /* The 32-bit sums of one output pixel whose 2 * pairs taps start at offset
@@ -141,7 +145,7 @@ DL_AVX2 static inline __m256i dl_madd_pair_avx2(__m256i pixels, const dl_pair_we
  * values, each channel of the two pixels side by side. */
 DL_AVX2 static inline __attribute__((always_inline)) __m256i
 dl_horizontal_pixel_avx2(const uint8_t *a, const uint8_t *b, int channels, int pairs, int split,
-                         const dl_pair_weights_t *w, __m256i m01, __m256i m23, __m256i half)
+                         const uint32_t *w, __m256i m01, __m256i m23, __m256i half)
 {
     __m256i lo = half, hi = _mm256_setzero_si256();
     int q = 0;
@@ -149,25 +153,25 @@ dl_horizontal_pixel_avx2(const uint8_t *a, const uint8_t *b, int channels, int p
         for (; q + 2 <= pairs; q += 2) {
             __m256i v = dl_load_rows_avx2(a + q * 2 * channels, b + q * 2 * channels);
             lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m01),
-                                                        _mm256_load_si256(&w[q].lo)));
+                                                        dl_broadcast_avx2(w + q)));
             lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m23),
-                                                        _mm256_load_si256(&w[q + 1].lo)));
+                                                        dl_broadcast_avx2(w + q + 1)));
         }
         if (q < pairs) {
             __m256i v = dl_load_rows_avx2(a + q * 2 * channels, b + q * 2 * channels);
             lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m01),
-                                                        _mm256_load_si256(&w[q].lo)));
+                                                        dl_broadcast_avx2(w + q)));
         }
         return lo;
     }
     for (; q + 2 <= pairs; q += 2) {
         __m256i v = dl_load_rows_avx2(a + q * 2 * channels, b + q * 2 * channels);
-        lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, m01), w + q, &hi));
-        lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, m23), w + q + 1, &hi));
+        lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, m01), w + 2 * q, &hi));
+        lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, m23), w + 2 * q + 2, &hi));
     }
     if (q < pairs) {
         __m256i v = dl_load_rows_avx2(a + q * 2 * channels, b + q * 2 * channels);
-        lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, m01), w + q, &hi));
+        lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, m01), w + 2 * q, &hi));
     }
     return _mm256_add_epi32(_mm256_slli_epi32(hi, DL_SPLIT_BITS), lo);
 }
@@ -177,7 +181,7 @@ dl_horizontal_pixel_avx2(const uint8_t *a, const uint8_t *b, int channels, int p
 DL_AVX2 static inline __attribute__((always_inline)) void
 dl_horizontal_row_avx2(const uint8_t *in_a, const uint8_t *in_b, uint8_t *out_a, uint8_t *out_b,
                        int out_w, int channels, int pairs, int split, const int *start,
-                       const dl_pair_weights_t *w, int bits)
+                       const uint32_t *w, int bits)
 {
     const __m256i half = _mm256_set1_epi32(1 << bits >> 1);
     const __m128i shift = _mm_cvtsi32_si128(bits);
@@ -206,7 +210,8 @@ dl_horizontal_row_avx2(const uint8_t *in_a, const uint8_t *in_b, uint8_t *out_a,
             ptrdiff_t at = (ptrdiff_t)start[xx + i] * channels;
             s[i] = _mm256_sra_epi32(
                 dl_horizontal_pixel_avx2(in_a + at, in_b + at, channels, pairs, split,
-                                         w + (ptrdiff_t)(xx + i) * pairs, m01, m23, half),
+                                         w + (ptrdiff_t)(xx + i) * pairs * (split + 1), m01,
+                                         m23, half),
                 shift);
         }
         /* Row a's pixels in lane 0, row b's in lane 1. */
@@ -231,7 +236,7 @@ dl_horizontal_row_avx2(const uint8_t *in_a, const uint8_t *in_b, uint8_t *out_a,
         ptrdiff_t at = (ptrdiff_t)start[xx] * channels;
         __m256i v = _mm256_sra_epi32(
             dl_horizontal_pixel_avx2(in_a + at, in_b + at, channels, pairs, split,
-                                     w + (ptrdiff_t)xx * pairs, m01, m23, half),
+                                     w + (ptrdiff_t)xx * pairs * (split + 1), m01, m23, half),
             shift);
         int32_t bytes_a, bytes_b;
         v = _mm256_packus_epi16(_mm256_packs_epi32(v, v), v);
@@ -248,7 +253,7 @@ dl_horizontal_row_avx2(const uint8_t *in_a, const uint8_t *in_b, uint8_t *out_a,
 DL_AVX2 static void dl_horizontal_rows_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows,
                                             int channels, uint8_t *dst, ptrdiff_t dst_stride,
                                             int out_w, const int *start,
-                                            const dl_pair_weights_t *w, const dl_avx2_weights_t *k)
+                                            const uint32_t *w, const dl_avx2_weights_t *k)
 {
     int pairs = k->pairs;
 #define DL_ROWS(c, p)                                                                       \
@@ -292,8 +297,8 @@ int dl_filter_columns_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows, i
 {
     int pairs = k->pairs, ksize = k->ksize, taps = 2 * pairs;
     const int32_t *weights = k->weights;
-    dl_pair_weights_t *w = aligned_alloc(32, sizeof(dl_pair_weights_t) * (size_t)pairs *
-                                                 (size_t)out_w);
+    const int words = k->split ? 2 : 1; /* per pair of taps: lo (and hi) */
+    uint32_t *w = malloc(sizeof(uint32_t) * (size_t)words * (size_t)pairs * (size_t)out_w);
     int *start = malloc(sizeof(int) * (size_t)out_w);
     uint8_t *last = malloc((size_t)in_w * channels + 16);
     int status = -1;
@@ -304,6 +309,7 @@ int dl_filter_columns_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows, i
             start[xx] = s;
             for (int q = 0; q < pairs; q++) {
                 uint32_t lo = 0, hi = 0;
+                uint32_t *at = w + ((ptrdiff_t)xx * pairs + q) * words;
                 /* Tap 2q in the low 16 bits of each [w0 w1], tap 2q + 1 in the high. */
                 for (int t = 2 * q; t < 2 * q + 2; t++) {
                     int j = t - (xmin - s), shift = 16 * (t % 2);
@@ -315,12 +321,9 @@ int dl_filter_columns_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows, i
                     lo |= (uint32_t)(uint16_t)(v & ((1 << DL_SPLIT_BITS) - 1)) << shift;
                     hi |= (uint32_t)(uint16_t)(v >> DL_SPLIT_BITS) << shift;
                 }
-                uint32_t *lo_lanes = (uint32_t *)&w[(ptrdiff_t)xx * pairs + q].lo;
-                uint32_t *hi_lanes = (uint32_t *)&w[(ptrdiff_t)xx * pairs + q].hi;
-                for (int i = 0; i < 8; i++) {
-                    lo_lanes[i] = lo;
-                    hi_lanes[i] = hi;
-                }
+                at[0] = lo;
+                if (k->split)
+                    at[1] = hi;
             }
         }
         if (rows > 1)
