@@ -363,6 +363,20 @@ def test_convert_matches_pillow_between_every_mode(source):
                                       expected, err_msg=f"{PILLOW_MODES[source]} -> {mode}")
 
 
+@pytest.mark.parametrize("source", [3, 4])
+def test_convert_to_gray_is_pillows_at_every_width(source):
+    """L and LA from RGB(A) run 16 pixels at a time with a tail: widths on both sides
+    of the vector's, every sample value, alpha kept."""
+    rng = np.random.default_rng(source)
+    for width in [*range(1, 40), 2561]:
+        image = rng.integers(0, 256, (3, width, source), np.uint8)
+        pil = PILImage.fromarray(image, PILLOW_MODES[source])
+        for mode in ("L", "LA"):
+            expected = np.asarray(pil.convert(mode)).reshape(3, width, -1)
+            np.testing.assert_array_equal(kernels.convert(image, mode), expected,
+                                          err_msg=f"{PILLOW_MODES[source]} -> {mode}, {width}")
+
+
 def test_layout_and_convert():
     image = natural_image(4, 6, 3)
     chw = kernels.to_chw(image)
