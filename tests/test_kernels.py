@@ -350,6 +350,20 @@ def test_flips_and_rotations_of_every_pixel_size(channels, dtype):
         np.testing.assert_array_equal(kernels.rotate90(image, k), np.rot90(image, k))
 
 
+def test_quarter_turns_of_rgb_at_thin_and_odd_sizes():
+    """3-byte pixels move as overlapping 4-byte words: every size keeps its edges
+    (first and last columns, one-pixel runs), and nothing past the output is written."""
+    rng = np.random.default_rng(3)
+    for shape in [(1, 1), (1, 2), (2, 1), (1, 33), (33, 1), (31, 33), (65, 66), (70, 129)]:
+        image = rng.integers(0, 256, shape + (3,), np.uint8)
+        for k in (1, 3):
+            canvas = np.full((image.size + 8,), 7, np.uint8)
+            out = canvas[4:-4].reshape(np.rot90(image, k).shape)
+            assert kernels.rotate90(image, k, out=out) is out
+            np.testing.assert_array_equal(out, np.rot90(image, k), err_msg=f"{shape}, k={k}")
+            assert (canvas[:4] == 7).all() and (canvas[-4:] == 7).all()
+
+
 PILLOW_MODES = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
 
 
