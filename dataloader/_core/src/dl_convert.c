@@ -132,12 +132,15 @@ DL_AVX2 static ptrdiff_t dl_luma_rows_avx2(const uint8_t *s, int sc, uint8_t *d,
 
 static int dl_convert_has_avx2(void)
 {
-    static int has = -1; /* benign race: every writer stores the same value */
-    if (has < 0) {
+    /* -1 until the first call asks the CPU; racing writers store the same value. */
+    static int has = -1;
+    int v = __atomic_load_n(&has, __ATOMIC_RELAXED);
+    if (v < 0) {
         __builtin_cpu_init();
-        has = __builtin_cpu_supports("avx2") != 0;
+        v = __builtin_cpu_supports("avx2") != 0;
+        __atomic_store_n(&has, v, __ATOMIC_RELAXED);
     }
-    return has;
+    return v;
 }
 #else
 #define DL_CONVERT_AVX2 0

@@ -103,7 +103,8 @@ DL_AVX2 void dl_filter_rows_avx2(const uint8_t *src, ptrdiff_t src_stride,
 }
 
 /* The horizontal pass for 3 or 4 channels works on 16-bit lanes, two rows
- * at a time (row a in the low 128-bit lane, row b in the high one):
+ * to a register (row a in the low 128-bit lane, row b in the high one), two
+ * registers at a time:
  * vpmaddwd multiplies a pair of taps by their weights and adds the two
  * products, for every channel of both rows in one instruction.  A 22-bit
  * weight does not fit 16 bits, so each is split as w = hi * 2^15 + lo with
