@@ -14,7 +14,6 @@ whole-image JPEG decode.
 from __future__ import annotations
 
 import io
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +59,8 @@ def operations() -> list[Operation]:
         ops.append(Operation(f"resize 640x400 -> 2560x1600 {name}", "resize", "small",
                              (SOURCE_SIZE, name)))
     for radius in BLUR_RADII:
-        ops.append(Operation(f"gaussian blur radius {radius}", "blur", "image", radius))
+        ops.append(Operation(f"gaussian blur radius {radius} (box passes)", "blur", "image",
+                             radius))
     for before, after in CONVERSIONS:
         ops.append(Operation(f"convert {before} -> {after}", "convert",
                              "rgba" if before == "RGBA" else "image", after))
@@ -69,11 +69,6 @@ def operations() -> list[Operation]:
     ops.append(Operation(CROPS, "crops", "crops", CROP_SIZE))
     ops.append(Operation(DECODE, "decode", "jpegs", "RGB"))
     return ops
-
-
-def blur_kernel_size(radius: float) -> int:
-    """The Gaussian kernel size covering 3 sigmas on each side (sigma = radius)."""
-    return 2 * math.ceil(3 * radius) + 1
 
 
 def crop_window(height: int, width: int, seed: int) -> tuple[int, int, int, int]:

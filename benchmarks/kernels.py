@@ -40,7 +40,8 @@ ratio and writes ``benchmarks/results/decode.json``.
 
 The default run ends with, and ``--pillow-perf`` runs only, the operations
 of Pillow-SIMD's published benchmark (``_pillow_perf.py``: resizes of a
-2560x1600 photograph with each filter, Gaussian blur, colour conversion,
+2560x1600 photograph with each filter, Gaussian blur (Pillow's box passes,
+``kernels.gaussian_box_blur``), colour conversion,
 transposes) and two cases of training pipelines (RandomResizedCrop-like
 crops of real photographs resized to 224x224, and the JPEG decode of 300
 photographs), ours against Pillow-SIMD (and simplejpeg for the decode), on
@@ -88,7 +89,7 @@ from _pillow_ops import (
     crops,
     pillow_candidates,
 )
-from _pillow_perf import TRANSPOSES, blur_kernel_size, inputs, operations
+from _pillow_perf import TRANSPOSES, inputs, operations
 from PIL import Image as PILImage
 
 import dataloader
@@ -105,7 +106,6 @@ from dataloader.transforms import (
     CenterCrop,
     Compose,
     Decode,
-    GaussianBlur,
     Normalize,
     RandomHFlip,
     RandomResizedCrop,
@@ -467,7 +467,9 @@ def ours_function(op):
         size, name = op.argument if op.kind == "resize" else (op.argument, "bilinear")
         return lambda image: kernels.resize(image, size, interpolation=name)
     if op.kind == "blur":
-        return GaussianBlur(blur_kernel_size(op.argument), sigma=float(op.argument))
+        # Pillow's algorithm (box blurs), as Pillow-SIMD runs: GaussianBlur, the
+        # transform, is torchvision's exact Gaussian, a different computation.
+        return lambda image: kernels.gaussian_box_blur(image, op.argument)
     if op.kind == "convert":
         return lambda image: kernels.convert(image, op.argument)
     if op.kind == "transpose":
@@ -486,9 +488,11 @@ def perf_rounds(data, simd, rounds):
         for op in operations():
             items = data[op.source] if op.source in ("crops", "jpegs") else [data[op.source]]
             libraries = {"dataloader": ours_function(op)}
-            if op.kind == "crops":
-                libraries[FAST] = lambda image, size=op.argument: kernels.resize(image, size,
-                                                                                exact=False)
+            if op.kind == "crops" or (op.kind == "resize" and op.argument[1] == "bilinear"):
+                # The fast mode differs from the exact one for bilinear only.
+                size = op.argument if op.kind == "crops" else op.argument[0]
+                libraries[FAST] = lambda image, size=size: kernels.resize(image, size,
+                                                                         exact=False)
             if op.kind == "decode" and simplejpeg is not None:
                 libraries["simplejpeg"] = simplejpeg.decode_jpeg
             repeats = 5 if len(items) > 1 else 15

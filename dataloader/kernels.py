@@ -57,6 +57,7 @@ from dataloader._images.arguments import (
     image_array,
     output,
 )
+from dataloader._images.blur import box_blur, gaussian_box_blur
 from dataloader._images.decode import ImageInfo, decode, image_info
 from dataloader._media.audio import decode_audio
 from dataloader._media.info import StreamInfo, media_info
@@ -70,11 +71,13 @@ __all__ = [
     "StreamInfo",
     "Timestamps",
     "affine",
+    "box_blur",
     "convert",
     "crop",
     "decode",
     "decode_audio",
     "decode_video",
+    "gaussian_box_blur",
     "hflip",
     "image_info",
     "media_info",

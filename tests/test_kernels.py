@@ -350,6 +350,20 @@ def test_flips_and_rotations_of_every_pixel_size(channels, dtype):
         np.testing.assert_array_equal(kernels.rotate90(image, k), np.rot90(image, k))
 
 
+def test_quarter_turns_of_rgb_at_thin_and_odd_sizes():
+    """3-byte pixels move as overlapping 4-byte words: every size keeps its edges
+    (first and last columns, one-pixel runs), and nothing past the output is written."""
+    rng = np.random.default_rng(3)
+    for shape in [(1, 1), (1, 2), (2, 1), (1, 33), (33, 1), (31, 33), (65, 66), (70, 129)]:
+        image = rng.integers(0, 256, shape + (3,), np.uint8)
+        for k in (1, 3):
+            canvas = np.full((image.size + 8,), 7, np.uint8)
+            out = canvas[4:-4].reshape(np.rot90(image, k).shape)
+            assert kernels.rotate90(image, k, out=out) is out
+            np.testing.assert_array_equal(out, np.rot90(image, k), err_msg=f"{shape}, k={k}")
+            assert (canvas[:4] == 7).all() and (canvas[-4:] == 7).all()
+
+
 PILLOW_MODES = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}
 
 
@@ -361,6 +375,20 @@ def test_convert_matches_pillow_between_every_mode(source):
         expected = np.asarray(pil.convert(mode))
         np.testing.assert_array_equal(kernels.convert(image, mode).reshape(expected.shape),
                                       expected, err_msg=f"{PILLOW_MODES[source]} -> {mode}")
+
+
+@pytest.mark.parametrize("source", [3, 4])
+def test_convert_to_gray_is_pillows_at_every_width(source):
+    """L and LA from RGB(A) run 16 pixels at a time with a tail: widths on both sides
+    of the vector's, every sample value, alpha kept."""
+    rng = np.random.default_rng(source)
+    for width in [*range(1, 40), 2561]:
+        image = rng.integers(0, 256, (3, width, source), np.uint8)
+        pil = PILImage.fromarray(image, PILLOW_MODES[source])
+        for mode in ("L", "LA"):
+            expected = np.asarray(pil.convert(mode)).reshape(3, width, -1)
+            np.testing.assert_array_equal(kernels.convert(image, mode), expected,
+                                          err_msg=f"{PILLOW_MODES[source]} -> {mode}, {width}")
 
 
 def test_layout_and_convert():

@@ -24,6 +24,10 @@ cdef extern from "dl_ops.h" nogil:
     void dl_rotate90(const dl_image_t* src, const dl_image_t* dst, int k)
     int dl_pad(const dl_image_t* src, const dl_image_t* dst, ptrdiff_t top, ptrdiff_t left,
                int mode, const uint8_t* fill)
+    int DL_MAX_BOX_RADIUS
+    int dl_box_blur(const dl_image_t* src, const dl_image_t* dst, float xradius, float yradius,
+                    int passes)
+    float dl_gaussian_box_radius(float radius, int passes)
     void dl_hwc_to_chw(const dl_image_t* src, uint8_t* dst)
     void dl_chw_to_hwc(const uint8_t* src, const dl_image_t* dst)
     void dl_to_float(const uint8_t* src, float* dst, ptrdiff_t n)

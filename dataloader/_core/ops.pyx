@@ -99,6 +99,27 @@ def rotate90_into(const sample_t[:, :, ::1] src,  # IN
             dl_rotate90(&source, &target, k)
 
 
+MAX_BOX_RADIUS = DL_MAX_BOX_RADIUS
+
+
+def box_blur_into(const uint8_t[:, :, ::1] src,  # IN
+                  uint8_t[:, :, ::1] out,        # OUT: src's shape, not overlapping it
+                  float xradius, float yradius, int passes, bint gaussian):
+    """``passes`` box blurs of Pillow's ``BoxBlur``, or with ``gaussian`` those of its
+    ``GaussianBlur`` of standard deviations ``xradius`` and ``yradius``."""
+    cdef dl_image_t source, target
+    cdef int status
+    if gaussian:
+        xradius = dl_gaussian_box_radius(xradius, passes)
+        yradius = dl_gaussian_box_radius(yradius, passes)
+    if not _describe(src, out, &source, &target):
+        return
+    with nogil:
+        status = dl_box_blur(&source, &target, xradius, yradius, passes)
+    if status != 0:
+        raise MemoryError("box blur: cannot allocate scratch memory")
+
+
 def hwc_to_chw_into(const sample_t[:, :, ::1] src,  # IN: (H, W, C)
                     sample_t[:, :, ::1] out):       # OUT: (C, H, W)
     """Transpose an HWC image into CHW."""

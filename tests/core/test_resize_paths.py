@@ -21,11 +21,13 @@ FILTERS = {
 }
 # (input, output) sizes: down- and up-scaling on each side, odd widths, widths
 # below and above a vector's 32 bytes, thin images, and shrinking by more than
-# 8 (windows wider than 16 taps).
+# 8 (windows wider than 16 taps) and by more than 128 (weights that fit 16 bits, hundreds
+# of taps per output).
 PAIRS = [
     ((375, 500), (224, 224)), ((171, 129), (224, 224)), ((97, 131), (31, 45)),
     ((33, 47), (65, 93)), ((64, 3), (17, 11)), ((5, 37), (9, 7)), ((1, 17), (1, 9)),
     ((19, 1), (5, 3)), ((120, 203), (13, 11)), ((40, 401), (41, 37)), ((7, 9), (7, 31)),
+    ((23, 1403), (9, 7)), ((401, 37), (3, 5)),
 ]
 
 

@@ -49,6 +49,12 @@ typedef struct {
     int fast;
 } dl_resize_part_t;
 
+/* Copies a rows x cols block of `channels`-byte pixels into its transpose:
+ * pixel (y, x) of src goes to dst + x * dst_stride + y * channels (also the
+ * box blur's, dl_blur.c). */
+void dl_transpose(const uint8_t *src, ptrdiff_t src_stride, int rows, int cols, int channels,
+                  uint8_t *dst, ptrdiff_t dst_stride);
+
 /* Sets part->source to the inputs that part->region's outputs read. */
 void dl_resize_source(dl_resize_part_t *part, int filter, int antialias);
 

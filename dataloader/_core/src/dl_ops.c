@@ -73,26 +73,46 @@ void dl_flip(const dl_image_t *src, const dl_image_t *dst, int horizontal)
         memcpy(pixel(dst, src->height - 1 - y, 0), pixel(src, y, 0), row);
 }
 
+/* One output run of n pixels from a column of src: pixel i of the run is
+ * read at s + i * step and written at d + i * dir * px (dir 1: forwards, -1:
+ * backwards).  3-byte pixels move as 4-byte words (two moves instead of
+ * four): forwards each word starts at its pixel and its fourth byte is
+ * overwritten by the next pixel's word; backwards it ends at its pixel and
+ * its first byte is overwritten the same way.  The run's last pixel moves
+ * as 3 bytes, so that nothing outside the run is written, and `wide_reads`
+ * is false where a 4-byte read could leave the image (its first or last
+ * column). */
+static inline __attribute__((always_inline)) void
+turn_run(const uint8_t *s, ptrdiff_t step, uint8_t *d, int dir, ptrdiff_t n, size_t px,
+         int wide_reads)
+{
+    ptrdiff_t i = 0, offset = dir > 0 ? 0 : -1;
+    if (px == 3 && wide_reads)
+        for (; i + 1 < n; i++, s += step, d += dir * 3) {
+            uint32_t word;
+            memcpy(&word, s + offset, 4);
+            memcpy(d + offset, &word, 4);
+        }
+    for (; i < n; i++, s += step, d += dir * (ptrdiff_t)px)
+        memcpy(d, s, px);
+}
+
 /* A quarter turn of the block of src rows y0..y1-1, columns x0..x1-1: pixel
  * (y, x) goes to dst (w - 1 - x, y) counter-clockwise (k = 1), or to
  * (x, h - 1 - y) clockwise (k = 3).  Each output row of the block is
- * written whole from one column of the block. */
+ * written whole from one column of the block, read top to bottom. */
 static inline __attribute__((always_inline)) void
 turn_block(const dl_image_t *src, const dl_image_t *dst, int k, ptrdiff_t y0, ptrdiff_t y1,
            ptrdiff_t x0, ptrdiff_t x1, size_t px)
 {
     ptrdiff_t h = src->height, w = src->width;
     for (ptrdiff_t x = x0; x < x1; x++) {
-        const uint8_t *s = pixel(src, y0, x);
-        if (k == 1) {
-            uint8_t *d = pixel(dst, w - 1 - x, y0);
-            for (ptrdiff_t y = y0; y < y1; y++, s += src->row_stride, d += px)
-                memcpy(d, s, px);
-        } else {
-            uint8_t *d = pixel(dst, x, h - 1 - y0);
-            for (ptrdiff_t y = y0; y < y1; y++, s += src->row_stride, d -= px)
-                memcpy(d, s, px);
-        }
+        if (k == 1)
+            turn_run(pixel(src, y0, x), src->row_stride, pixel(dst, w - 1 - x, y0), 1, y1 - y0,
+                     px, x + 1 < w);
+        else
+            turn_run(pixel(src, y0, x), src->row_stride, pixel(dst, x, h - 1 - y0), -1,
+                     y1 - y0, px, x > 0);
     }
 }
 

@@ -66,6 +66,20 @@ void dl_rotate90(const dl_image_t *src, const dl_image_t *dst, int k);
 int dl_pad(const dl_image_t *src, const dl_image_t *dst, ptrdiff_t top, ptrdiff_t left,
            int mode, const uint8_t *fill);
 
+/* Pillow's box blur (ImageFilter.BoxBlur, and GaussianBlur through
+ * dl_gaussian_box_radius; dl_blur.c): `passes` boxes of xradius along the
+ * rows, then `passes` of yradius along the columns, radii >= 0 and at most
+ * DL_MAX_BOX_RADIUS, passes >= 1, uint8 images of the same shape that do
+ * not overlap. Returns 0, or -1 when scratch memory could not be
+ * allocated. */
+#define DL_MAX_BOX_RADIUS 1000000
+int dl_box_blur(const dl_image_t *src, const dl_image_t *dst, float xradius, float yradius,
+                int passes);
+
+/* The box radius whose `passes` boxes stand for a Gaussian of standard
+ * deviation `radius`, as Pillow's GaussianBlur computes it. */
+float dl_gaussian_box_radius(float radius, int passes);
+
 /* (H, W, C) -> (C, H, W) and back, both packed; `dst` must not overlap `src`. */
 void dl_hwc_to_chw(const dl_image_t *src, uint8_t *dst);
 void dl_chw_to_hwc(const uint8_t *src, const dl_image_t *dst);

@@ -38,7 +38,7 @@
  *  - on x86-64 CPUs with AVX2, chosen at run time: the vertical pass keeps
  *    32 sums in registers across all taps (dl_filter_rows_avx2), and the
  *    horizontal pass for 3 and 4 channels works in place on pairs of taps of
- *    two rows at a time (dl_filter_columns_avx2), with each 22-bit weight
+ *    four rows at a time (dl_filter_columns_avx2), with each 22-bit weight
  *    split into two 16-bit halves so that the sums stay exact.
  * dl_resize_vectorised switches between them, for tests.
  *
@@ -234,7 +234,7 @@ dl_transpose_block(const uint8_t *src, ptrdiff_t src_stride, int rows, int cols,
         }
 }
 
-static void dl_transpose(const uint8_t *src, ptrdiff_t src_stride, int rows, int cols,
+void dl_transpose(const uint8_t *src, ptrdiff_t src_stride, int rows, int cols,
                          int channels, uint8_t *dst, ptrdiff_t dst_stride)
 {
     switch (channels) {

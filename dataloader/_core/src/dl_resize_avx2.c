@@ -103,7 +103,8 @@ DL_AVX2 void dl_filter_rows_avx2(const uint8_t *src, ptrdiff_t src_stride,
 }
 
 /* The horizontal pass for 3 or 4 channels works on 16-bit lanes, two rows
- * at a time (row a in the low 128-bit lane, row b in the high one):
+ * to a register (row a in the low 128-bit lane, row b in the high one), two
+ * registers at a time:
  * vpmaddwd multiplies a pair of taps by their weights and adds the two
  * products, for every channel of both rows in one instruction.  A 22-bit
  * weight does not fit 16 bits, so each is split as w = hi * 2^15 + lo with
@@ -113,11 +114,15 @@ DL_AVX2 void dl_filter_rows_avx2(const uint8_t *src, ptrdiff_t src_stride,
  * Weights that fit 16 bits (fast mode's, see dl_resize.c) are not split:
  * one vpmaddwd per pair of taps then gives the sum. */
 
-/* The weights of one pair of taps, lo and hi parts, each as 16 lanes
- * [w0 w1] x 4 repeated in both 128-bit lanes. */
-typedef struct {
-    __m256i lo, hi;
-} dl_pair_weights_t;
+/* The weights of one pair of taps as [w0 w1] in 32 bits, broadcast to
+ * every lane when used: one word a pair when whole, two (lo, hi) when
+ * split.  Kept that compact, the weights of wide windows (strong shrinks:
+ * hundreds of taps per output) stay in the L1 cache instead of streaming
+ * from L2 as vectors of 32 bytes a pair would. */
+DL_AVX2 static inline __m256i dl_broadcast_avx2(const uint32_t *w)
+{
+    return _mm256_set1_epi32((int)*w);
+}
 
 /* 16 bytes of row a and of row b at the same offset. */
 DL_AVX2 static inline __m256i dl_load_rows_avx2(const uint8_t *a, const uint8_t *b)
@@ -126,58 +131,109 @@ DL_AVX2 static inline __m256i dl_load_rows_avx2(const uint8_t *a, const uint8_t 
                                    _mm_loadu_si128((const __m128i *)b), 1);
 }
 
-DL_AVX2 static inline __m256i dl_madd_pair_avx2(__m256i pixels, const dl_pair_weights_t *w,
-                                                __m256i *hi)
+/* One pair of split weights (w[0] lo, w[1] hi). */
+DL_AVX2 static inline __m256i dl_madd_pair_avx2(__m256i pixels, const uint32_t *w, __m256i *hi)
 {
-    *hi = _mm256_add_epi32(*hi, _mm256_madd_epi16(pixels, _mm256_load_si256(&w->hi)));
-    return _mm256_madd_epi16(pixels, _mm256_load_si256(&w->lo));
+    *hi = _mm256_add_epi32(*hi, _mm256_madd_epi16(pixels, dl_broadcast_avx2(w + 1)));
+    return _mm256_madd_epi16(pixels, dl_broadcast_avx2(w));
 }
 
 /* The 32-bit sums of one output pixel whose 2 * pairs taps start at offset
- * p of rows a and b: one channel per 32-bit lane, row a's in the low 128
- * bits, rounding term `half` included, before the shift; with `split`
- * (a constant in each inlined copy) the weights are split in two halves.  Each load covers 4 taps
- * (two pairs); m01 and m23 pick pixels 0, 1 and 2, 3 of it as 16-bit
- * values, each channel of the two pixels side by side. */
+ * p of rows a, b (returned) and c, d (in *cd): one channel per 32-bit lane,
+ * row a's (c's) in the low 128 bits, rounding term `half` included, before
+ * the shift; with `split` (a constant in each inlined copy) the weights are
+ * split in two halves.  Each load covers 4 taps (two pairs); m01 and m23
+ * pick pixels 0, 1 and 2, 3 of it as 16-bit values, each channel of the two
+ * pixels side by side.  Four rows share each broadcast weight and keep two
+ * independent chains of sums. */
 DL_AVX2 static inline __attribute__((always_inline)) __m256i
-dl_horizontal_pixel_avx2(const uint8_t *a, const uint8_t *b, int channels, int pairs, int split,
-                         const dl_pair_weights_t *w, __m256i m01, __m256i m23, __m256i half)
+dl_horizontal_pixel_avx2(const uint8_t *const *rows, ptrdiff_t at, int channels, int pairs,
+                         int split, const uint32_t *w, __m256i m01, __m256i m23, __m256i half,
+                         __m256i *cd)
 {
+    const uint8_t *a = rows[0] + at, *b = rows[1] + at, *c = rows[2] + at, *d = rows[3] + at;
     __m256i lo = half, hi = _mm256_setzero_si256();
+    __m256i lo2 = half, hi2 = _mm256_setzero_si256();
     int q = 0;
-    if (!split) {
-        for (; q + 2 <= pairs; q += 2) {
-            __m256i v = dl_load_rows_avx2(a + q * 2 * channels, b + q * 2 * channels);
-            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m01),
-                                                        _mm256_load_si256(&w[q].lo)));
-            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m23),
-                                                        _mm256_load_si256(&w[q + 1].lo)));
-        }
-        if (q < pairs) {
-            __m256i v = dl_load_rows_avx2(a + q * 2 * channels, b + q * 2 * channels);
-            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m01),
-                                                        _mm256_load_si256(&w[q].lo)));
-        }
-        return lo;
-    }
+#define DL_TAPS(mask, weight)                                                                 \
+    do {                                                                                      \
+        if (split) {                                                                          \
+            lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, mask),        \
+                                                        w + 2 * (weight), &hi));              \
+            lo2 = _mm256_add_epi32(lo2, dl_madd_pair_avx2(_mm256_shuffle_epi8(v2, mask),     \
+                                                          w + 2 * (weight), &hi2));           \
+        } else {                                                                              \
+            __m256i k = dl_broadcast_avx2(w + (weight));                                      \
+            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_shuffle_epi8(v, mask), k));   \
+            lo2 = _mm256_add_epi32(lo2, _mm256_madd_epi16(_mm256_shuffle_epi8(v2, mask), k)); \
+        }                                                                                     \
+    } while (0)
     for (; q + 2 <= pairs; q += 2) {
         __m256i v = dl_load_rows_avx2(a + q * 2 * channels, b + q * 2 * channels);
-        lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, m01), w + q, &hi));
-        lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, m23), w + q + 1, &hi));
+        __m256i v2 = dl_load_rows_avx2(c + q * 2 * channels, d + q * 2 * channels);
+        DL_TAPS(m01, q);
+        DL_TAPS(m23, q + 1);
     }
     if (q < pairs) {
         __m256i v = dl_load_rows_avx2(a + q * 2 * channels, b + q * 2 * channels);
-        lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, m01), w + q, &hi));
+        __m256i v2 = dl_load_rows_avx2(c + q * 2 * channels, d + q * 2 * channels);
+        DL_TAPS(m01, q);
     }
+#undef DL_TAPS
+    if (!split) {
+        *cd = lo2;
+        return lo;
+    }
+    *cd = _mm256_add_epi32(_mm256_slli_epi32(hi2, DL_SPLIT_BITS), lo2);
     return _mm256_add_epi32(_mm256_slli_epi32(hi, DL_SPLIT_BITS), lo);
 }
 
-/* Two rows (b may equal a): four output pixels at a time share the shift
- * and the packing. */
+/* Output pixels xx .. xx + 3 of rows a and b from their shifted sums s[0..3]
+ * (row a's in lane 0, row b's in lane 1). */
 DL_AVX2 static inline __attribute__((always_inline)) void
-dl_horizontal_row_avx2(const uint8_t *in_a, const uint8_t *in_b, uint8_t *out_a, uint8_t *out_b,
-                       int out_w, int channels, int pairs, int split, const int *start,
-                       const dl_pair_weights_t *w, int bits)
+dl_store4_avx2(const __m256i *s, uint8_t *out_a, uint8_t *out_b, int xx, int channels)
+{
+    /* After the packs each lane holds one row's pixels in the order 0, 2,
+     * 1, 3 (4 bytes each): put them in order, 3 bytes each for 3 channels. */
+    const __m256i squeeze = channels == 3
+        ? _mm256_setr_epi8(0, 1, 2, 8, 9, 10, 4, 5, 6, 12, 13, 14, -1, -1, -1, -1,
+                           0, 1, 2, 8, 9, 10, 4, 5, 6, 12, 13, 14, -1, -1, -1, -1)
+        : _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15,
+                           0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
+    __m256i packed = _mm256_packus_epi16(_mm256_packs_epi32(s[0], s[2]),
+                                         _mm256_packs_epi32(s[1], s[3]));
+    packed = _mm256_shuffle_epi8(packed, squeeze);
+    if (channels == 4) {
+        _mm_storeu_si128((__m128i *)(out_a + (ptrdiff_t)xx * 4), _mm256_castsi256_si128(packed));
+        _mm_storeu_si128((__m128i *)(out_b + (ptrdiff_t)xx * 4),
+                         _mm256_extracti128_si256(packed, 1));
+    } else {
+        __m128i pa = _mm256_castsi256_si128(packed), pb = _mm256_extracti128_si256(packed, 1);
+        int32_t ta = _mm_extract_epi32(pa, 2), tb = _mm_extract_epi32(pb, 2);
+        _mm_storel_epi64((__m128i *)(out_a + (ptrdiff_t)xx * 3), pa);
+        memcpy(out_a + (ptrdiff_t)xx * 3 + 8, &ta, 4);
+        _mm_storel_epi64((__m128i *)(out_b + (ptrdiff_t)xx * 3), pb);
+        memcpy(out_b + (ptrdiff_t)xx * 3 + 8, &tb, 4);
+    }
+}
+
+/* One output pixel of rows a and b from its shifted sums v. */
+DL_AVX2 static inline __attribute__((always_inline)) void
+dl_store1_avx2(__m256i v, uint8_t *out_a, uint8_t *out_b, int xx, int channels)
+{
+    int32_t bytes_a, bytes_b;
+    v = _mm256_packus_epi16(_mm256_packs_epi32(v, v), v);
+    bytes_a = _mm256_extract_epi32(v, 0);
+    bytes_b = _mm256_extract_epi32(v, 4);
+    memcpy(out_a + (ptrdiff_t)xx * channels, &bytes_a, (size_t)channels);
+    memcpy(out_b + (ptrdiff_t)xx * channels, &bytes_b, (size_t)channels);
+}
+
+/* Four rows (some may be the same row): four output pixels at a time share
+ * the shift and the packing. */
+DL_AVX2 static inline __attribute__((always_inline)) void
+dl_horizontal_row_avx2(const uint8_t *const *in, uint8_t *const *out, int out_w, int channels,
+                       int pairs, int split, const int *start, const uint32_t *w, int bits)
 {
     const __m256i half = _mm256_set1_epi32(1 << bits >> 1);
     const __m128i shift = _mm_cvtsi32_si128(bits);
@@ -191,77 +247,52 @@ dl_horizontal_row_avx2(const uint8_t *in_a, const uint8_t *in_b, uint8_t *out_a,
                            6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1)
         : _mm256_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1,
                            8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
-    /* After the packs below each lane holds one row's pixels in the order
-     * 0, 2, 1, 3 (4 bytes each): put them in order, 3 bytes each for 3
-     * channels. */
-    const __m256i squeeze = channels == 3
-        ? _mm256_setr_epi8(0, 1, 2, 8, 9, 10, 4, 5, 6, 12, 13, 14, -1, -1, -1, -1,
-                           0, 1, 2, 8, 9, 10, 4, 5, 6, 12, 13, 14, -1, -1, -1, -1)
-        : _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15,
-                           0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
     int xx = 0;
     for (; xx + 4 <= out_w; xx += 4) {
-        __m256i s[4], packed;
+        __m256i s[4], t[4];
         for (int i = 0; i < 4; i++) {
-            ptrdiff_t at = (ptrdiff_t)start[xx + i] * channels;
-            s[i] = _mm256_sra_epi32(
-                dl_horizontal_pixel_avx2(in_a + at, in_b + at, channels, pairs, split,
-                                         w + (ptrdiff_t)(xx + i) * pairs, m01, m23, half),
-                shift);
+            s[i] = dl_horizontal_pixel_avx2(in, (ptrdiff_t)start[xx + i] * channels, channels,
+                                            pairs, split,
+                                            w + (ptrdiff_t)(xx + i) * pairs * (split + 1), m01,
+                                            m23, half, &t[i]);
+            s[i] = _mm256_sra_epi32(s[i], shift);
+            t[i] = _mm256_sra_epi32(t[i], shift);
         }
-        /* Row a's pixels in lane 0, row b's in lane 1. */
-        packed = _mm256_packus_epi16(_mm256_packs_epi32(s[0], s[2]),
-                                     _mm256_packs_epi32(s[1], s[3]));
-        packed = _mm256_shuffle_epi8(packed, squeeze);
-        if (channels == 4) {
-            _mm_storeu_si128((__m128i *)(out_a + (ptrdiff_t)xx * 4),
-                             _mm256_castsi256_si128(packed));
-            _mm_storeu_si128((__m128i *)(out_b + (ptrdiff_t)xx * 4),
-                             _mm256_extracti128_si256(packed, 1));
-        } else {
-            __m128i pa = _mm256_castsi256_si128(packed), pb = _mm256_extracti128_si256(packed, 1);
-            int32_t ta = _mm_extract_epi32(pa, 2), tb = _mm_extract_epi32(pb, 2);
-            _mm_storel_epi64((__m128i *)(out_a + (ptrdiff_t)xx * 3), pa);
-            memcpy(out_a + (ptrdiff_t)xx * 3 + 8, &ta, 4);
-            _mm_storel_epi64((__m128i *)(out_b + (ptrdiff_t)xx * 3), pb);
-            memcpy(out_b + (ptrdiff_t)xx * 3 + 8, &tb, 4);
-        }
+        dl_store4_avx2(s, out[0], out[1], xx, channels);
+        dl_store4_avx2(t, out[2], out[3], xx, channels);
     }
     for (; xx < out_w; xx++) {
-        ptrdiff_t at = (ptrdiff_t)start[xx] * channels;
-        __m256i v = _mm256_sra_epi32(
-            dl_horizontal_pixel_avx2(in_a + at, in_b + at, channels, pairs, split,
-                                     w + (ptrdiff_t)xx * pairs, m01, m23, half),
-            shift);
-        int32_t bytes_a, bytes_b;
-        v = _mm256_packus_epi16(_mm256_packs_epi32(v, v), v);
-        bytes_a = _mm256_extract_epi32(v, 0);
-        bytes_b = _mm256_extract_epi32(v, 4);
-        memcpy(out_a + (ptrdiff_t)xx * channels, &bytes_a, (size_t)channels);
-        memcpy(out_b + (ptrdiff_t)xx * channels, &bytes_b, (size_t)channels);
+        __m256i t, s = dl_horizontal_pixel_avx2(in, (ptrdiff_t)start[xx] * channels, channels,
+                                                pairs, split,
+                                                w + (ptrdiff_t)xx * pairs * (split + 1), m01,
+                                                m23, half, &t);
+        dl_store1_avx2(_mm256_sra_epi32(s, shift), out[0], out[1], xx, channels);
+        dl_store1_avx2(_mm256_sra_epi32(t, shift), out[2], out[3], xx, channels);
     }
 }
 
-/* Rows of the horizontal pass, two at a time; the common channel and pair
+/* Rows of the horizontal pass, four at a time; the common channel and pair
  * counts, split or whole weights, get copies of the row loop with those
  * constant, so that its loops unroll. */
 DL_AVX2 static void dl_horizontal_rows_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows,
                                             int channels, uint8_t *dst, ptrdiff_t dst_stride,
                                             int out_w, const int *start,
-                                            const dl_pair_weights_t *w, const dl_avx2_weights_t *k)
+                                            const uint32_t *w, const dl_avx2_weights_t *k)
 {
     int pairs = k->pairs;
 #define DL_ROWS(c, p)                                                                       \
-    for (int y = 0; y < rows; y += 2) {                                                   \
-        int b = y + 1 < rows ? y + 1 : y;                                                 \
+    for (int y = 0; y < rows; y += 4) {                                                   \
+        const uint8_t *in[4];                                                             \
+        uint8_t *out[4];                                                                  \
+        for (int r = 0; r < 4; r++) { /* past the last row: the last row again */         \
+            int at = y + r < rows ? y + r : rows - 1;                                     \
+            in[r] = src + at * src_stride;                                                \
+            out[r] = dst + at * dst_stride;                                               \
+        }                                                                                 \
         if (k->split)                                                                     \
-            dl_horizontal_row_avx2(src + y * src_stride, src + b * src_stride,            \
-                                   dst + y * dst_stride, dst + b * dst_stride, out_w, c, p, 1, \
-                                   start, w, k->bits);                                      \
+            dl_horizontal_row_avx2(in, out, out_w, c, p, 1, start, w, k->bits);           \
         else                                                                              \
-            dl_horizontal_row_avx2(src + y * src_stride, src + b * src_stride,            \
-                                   dst + y * dst_stride, dst + b * dst_stride, out_w, c, p, 0, \
-                                   start, w, k->bits);                                      \
+            dl_horizontal_row_avx2(in, out, out_w, c, p, 0, start, w, k->bits);           \
     }                                                                                     \
     return
     switch (channels * 8 + (pairs <= 4 ? pairs : 0)) {
@@ -292,8 +323,8 @@ int dl_filter_columns_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows, i
 {
     int pairs = k->pairs, ksize = k->ksize, taps = 2 * pairs;
     const int32_t *weights = k->weights;
-    dl_pair_weights_t *w = aligned_alloc(32, sizeof(dl_pair_weights_t) * (size_t)pairs *
-                                                 (size_t)out_w);
+    const int words = k->split ? 2 : 1; /* per pair of taps: lo (and hi) */
+    uint32_t *w = malloc(sizeof(uint32_t) * (size_t)words * (size_t)pairs * (size_t)out_w);
     int *start = malloc(sizeof(int) * (size_t)out_w);
     uint8_t *last = malloc((size_t)in_w * channels + 16);
     int status = -1;
@@ -304,6 +335,7 @@ int dl_filter_columns_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows, i
             start[xx] = s;
             for (int q = 0; q < pairs; q++) {
                 uint32_t lo = 0, hi = 0;
+                uint32_t *at = w + ((ptrdiff_t)xx * pairs + q) * words;
                 /* Tap 2q in the low 16 bits of each [w0 w1], tap 2q + 1 in the high. */
                 for (int t = 2 * q; t < 2 * q + 2; t++) {
                     int j = t - (xmin - s), shift = 16 * (t % 2);
@@ -315,12 +347,9 @@ int dl_filter_columns_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows, i
                     lo |= (uint32_t)(uint16_t)(v & ((1 << DL_SPLIT_BITS) - 1)) << shift;
                     hi |= (uint32_t)(uint16_t)(v >> DL_SPLIT_BITS) << shift;
                 }
-                uint32_t *lo_lanes = (uint32_t *)&w[(ptrdiff_t)xx * pairs + q].lo;
-                uint32_t *hi_lanes = (uint32_t *)&w[(ptrdiff_t)xx * pairs + q].hi;
-                for (int i = 0; i < 8; i++) {
-                    lo_lanes[i] = lo;
-                    hi_lanes[i] = hi;
-                }
+                at[0] = lo;
+                if (k->split)
+                    at[1] = hi;
             }
         }
         if (rows > 1)
