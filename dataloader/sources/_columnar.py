@@ -9,7 +9,9 @@ group of every file one after the other:
 A batch of indices is sorted into groups, each group is read once (a
 bounded cache keeps recently read groups, decoded) and every row of the
 batch is cut out of its group's columns without a copy
-(``dataloader._datasets.row_groups``: ``rows_by_group``, ``GroupColumns``).
+(``dataloader._datasets.row_groups``: ``rows_by_group``, ``GroupColumns``),
+or, for a collate function that takes columns, the batch's rows are
+gathered column by column (``fetch_columns``, ``gather_columns``).
 
 :class:`RowGroupStream` (``_row_stream.py``) streams the same groups.
 """
@@ -27,8 +29,15 @@ from typing import Any
 
 import numpy as np
 
+from dataloader._datasets.column_batch import ColumnBatch
 from dataloader._datasets.dataset import Dataset
-from dataloader._datasets.row_groups import GroupColumns, checked_positions, rows_by_group
+from dataloader._datasets.row_groups import (
+    GroupColumns,
+    checked_positions,
+    gather_columns,
+    locate_rows,
+    rows_by_group,
+)
 from dataloader.sources._common import require
 from dataloader.sources._row_stream import RowGroupStream
 
@@ -219,8 +228,35 @@ class ColumnarDataset(Dataset[dict], ABC):
         return rows_by_group(wanted, self.group_ends, self._rows_in_group)
 
     def _rows_in_group(self, number: int, positions: list[int]) -> list[dict[str, Any]]:
-        columns = self._cache.get(self.groups[number], partial(self.read_columns, number))
-        return columns.rows(positions)
+        return self._group_columns(number).rows(positions)
+
+    def _group_columns(self, number: int) -> GroupColumns:
+        return self._cache.get(self.groups[number], partial(self.read_columns, number))
+
+    def fetch_columns(self, indices: Sequence[int]) -> ColumnBatch:
+        """The rows at ``indices`` as columns, without a Python object per row.
+
+        The same rows, in the same order, as :meth:`__getitems__`
+        (``ColumnBatch.rows()`` makes them); the loader fetches a batch this
+        way when its collate function takes columns (``PadCollator``).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import pyarrow as pa, pyarrow.parquet as pq
+        >>> from dataloader.sources import ParquetDataset
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "ids.parquet"
+        >>> pq.write_table(pa.table({"ids": [[1, 2], [3], [4, 5, 6]]}), path, row_group_size=2)
+        >>> ids = ParquetDataset(path).fetch_columns([2, 0]).columns[0]
+        >>> ids.offsets.tolist(), ids.values.tolist()
+        ([0, 3, 5], [4, 5, 6, 1, 2])
+        """
+        touched, group_of, rows = locate_rows(checked_positions(indices, len(self)),
+                                              self.group_ends)
+        self._cache.read_absent(
+            {self.groups[number]: partial(self.read_columns, number) for number in touched})
+        return gather_columns([self._group_columns(number) for number in touched], group_of,
+                              rows)
 
     def stream(self, *, shuffle: bool = False, seed: int = 0) -> RowGroupStream:
         """These rows as a stream of groups, sharded and shuffled: :class:`RowGroupStream`.
