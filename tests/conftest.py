@@ -154,7 +154,10 @@ class HttpServer:
     instead of the plain answer: a status (``503``), ``("status", 503,
     {headers})``, ``("delay", seconds)``, ``"truncate"`` (a body cut short)
     or ``"chunked"`` (no ``Content-Length``). A ``Range: bytes=<start>-``
-request of a ``bodies`` path gets 206 and the body from ``start``. ``requests`` counts requests
+request of a ``bodies`` path gets 206 and the body from ``start``, a ``Range:
+    bytes=<start>-<last>`` one 206 and those bytes with their ``Content-Range``
+    (each kept in ``ranges`` as ``(path, start, size)``; ``ignore_ranges``
+    answers 200 and the whole body instead). ``requests`` counts requests
     per path, ``headers`` keeps the last request headers of each path;
     ``peak`` is the most requests ever in flight at once. With ``gate = n``
     every answer waits until ``n`` requests are in flight at once (then
@@ -166,6 +169,8 @@ request of a ``bodies`` path gets 206 and the body from ``start``. ``requests`` 
 
         self.latency = 0.0
         self.bodies = {}
+        self.ranges = []
+        self.ignore_ranges = False
         self.scripts = collections.defaultdict(collections.deque)
         self.requests = collections.Counter()
         self.headers = {}
@@ -259,6 +264,12 @@ request of a ``bodies`` path gets 206 and the body from ``start``. ``requests`` 
                 if ranged.startswith("bytes=") and ranged.endswith("-"):
                     start = int(ranged[len("bytes="):-1])
                     return web.Response(status=206, body=body[start:])
+                if ranged.startswith("bytes=") and not self.ignore_ranges:
+                    start, last = map(int, ranged[len("bytes="):].split("-"))
+                    last = min(last, len(body) - 1)
+                    self.ranges.append((path, start, last - start + 1))
+                    return web.Response(status=206, body=body[start:last + 1], headers={
+                        "Content-Range": f"bytes {start}-{last}/{len(body)}"})
             else:
                 return web.Response(status=404, text="not found")
             if step == "truncate":

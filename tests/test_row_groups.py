@@ -62,3 +62,29 @@ def test_numbers_and_number_lists_are_numpy_views_otherwise_python_values():
     assert row["tokens"].dtype == np.int32 and not row["tokens"].flags.owndata
     assert row["floats"].dtype == np.float32 and row["floats"].tolist() == [np.float32(0.1)]
     assert (row["with_null"], row["list_with_null"], row["nested"]) == (1, [1, None], {"x": 1})
+
+
+@pytest.mark.parametrize("list_type", ["list", "large_list"])
+def test_gathered_columns_are_the_rows_of_every_group(list_type):
+    pa = pytest.importorskip("pyarrow")
+    from dataloader._datasets.column_batch import ListValues
+    from dataloader._datasets.row_groups import GroupColumns, gather_columns, locate_rows
+
+    rng = np.random.default_rng(0)
+    make = pa.list_ if list_type == "list" else pa.large_list
+    tables = []
+    for group in GROUPS:
+        ids = [rng.integers(-9, 9, rng.integers(0, 6)).tolist() for _ in group]
+        table = pa.table({"ids": pa.array(ids, make(pa.int16())),
+                          "n": pa.array(group, pa.uint8()), "text": [str(i) for i in group]})
+        tables.append(table.slice(1) if len(group) > 1 else table)  # offsets not from 0
+    ends = np.cumsum([table.num_rows for table in tables])
+    groups = [GroupColumns(table) for table in tables]
+    wanted = rng.integers(0, int(ends[-1]), 40)
+    touched, group_of, rows = locate_rows(wanted, ends)
+    batch = gather_columns([groups[k] for k in touched], group_of, rows)
+    expected = rows_by_group(wanted, ends, lambda k, local: groups[k].rows(local))
+    assert isinstance(batch.columns[0], ListValues) and batch.columns[0].values.dtype == np.int16
+    assert batch.columns[1].dtype == np.uint8 and batch.columns[2] == [r["text"] for r in expected]
+    assert [{k: np.asarray(v).tolist() for k, v in row.items()} for row in batch.rows()] == \
+        [{k: np.asarray(v).tolist() for k, v in row.items()} for row in expected]

@@ -245,3 +245,27 @@ def test_spawned_worker_processes_take_the_collator_pickled():
             rows, _ = reference_pad([dataset.tokens[i] for i in indices], -1)
             np.testing.assert_array_equal(batch["input_ids"], np.array(rows, np.int32))
             del batch
+
+
+@given(batches(), st.integers(1, 9), st.one_of(st.none(), st.integers(1, 4)), st.booleans(),
+       st.booleans())
+def test_a_batch_of_flat_values_and_offsets_is_padded_as_its_rows_are(arrays, multiple, cut,
+                                                                       left, lengths):
+    from dataloader._datasets.column_batch import ColumnBatch, ListValues
+
+    max_length = None if cut is None else cut * multiple
+    options = {"pad_to_multiple_of": multiple, "max_length": max_length, "lengths": lengths,
+               "padding_side": "left" if left else "right", "pad_value": {"ids": 1}}
+    offsets = np.cumsum([0] + [len(array) for array in arrays])
+    values = np.concatenate(arrays) if arrays else np.empty(0)
+    labels = np.arange(len(arrays), dtype=np.int16)
+    columns = ColumnBatch(("ids", "label"), [ListValues(offsets, values), labels])
+    fused = PadCollator(**options).collate_columns(columns)
+    rowwise = PadCollator(**options)([{"ids": array, "label": label}
+                                      for array, label in zip(arrays, labels, strict=True)])
+    assert list(fused) == list(rowwise)
+    for key, value in rowwise.items():
+        assert fused[key].dtype == value.dtype and fused[key].tobytes() == value.tobytes()
+    rows, _ = reference_pad(arrays, 1, multiple, max_length, left)
+    np.testing.assert_array_equal(fused["ids"], np.array(rows, arrays[0].dtype).reshape(
+        fused["ids"].shape))

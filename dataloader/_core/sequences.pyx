@@ -2,14 +2,18 @@
 
 ``pad_into`` copies each item of one field into its row of a preallocated
 batch and pads the rest of the row with one value's bytes (on the right or
-on the left), writing the attention mask in the same ``nogil`` pass.
+on the left), writing the attention mask in the same ``nogil`` pass;
+``pad_runs_into`` does the same from a batch fetched as columns (one flat
+array of values and each item's offsets in it), which ``list_lengths_into``
+and ``gather_lists_into`` gather out of the groups' columns of lists
+(``gather_items_into`` out of their columns of numbers).
 ``assign_bins`` places documents into rows of a fixed capacity, first fit or
 best fit, and ``pack_into`` copies them there with their positions and
 segment ids. The Python layer (``dataloader._sequences``) checks every
 argument; these functions trust what they are given.
 """
 cimport numpy as cnp
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
@@ -72,6 +76,21 @@ cdef void _pad_rows(char* out, Py_ssize_t width, Py_ssize_t itemsize,
                 mask_row[j] = start <= j < start + count
 
 
+cdef dl_source_t* _runs(const char* values, Py_ssize_t itemsize, const int64_t[::1] offsets,
+                        const int64_t[::1] counts) except NULL:
+    """Item ``i``: ``counts[i]`` elements from element ``offsets[i]`` of ``values``
+    (freed by the caller)."""
+    cdef Py_ssize_t i, n = counts.shape[0]
+    cdef dl_source_t* sources = <dl_source_t*> malloc(max(n, 1) * sizeof(dl_source_t))
+    if sources == NULL:
+        raise MemoryError()
+    for i in range(n):
+        sources[i].data = values + offsets[i] * itemsize
+        sources[i].count = counts[i]
+        sources[i].stride = itemsize
+    return sources
+
+
 cdef dl_source_t* _sources(list arrays, const int64_t[::1] counts) except NULL:
     """The arrays' data, ``counts[i]`` elements of array ``i`` (freed by the caller)."""
     cdef Py_ssize_t i, n = len(arrays)
@@ -107,6 +126,117 @@ def pad_into(list arrays, cnp.ndarray out, const int64_t[::1] counts, bytes pad,
     with nogil:
         _pad_rows(out_data, width, itemsize, sources, n, pattern, left, mask_data)
     free(sources)
+
+
+def pad_runs_into(cnp.ndarray values, const int64_t[::1] offsets, cnp.ndarray out,
+                  const int64_t[::1] counts, bytes pad, bint left, mask=None):
+    """``pad_into`` with item ``i`` the elements of ``values`` (C-contiguous 1-D, ``out``'s
+    dtype) from ``offsets[i]`` on (``offsets``: ``n + 1`` entries, ``counts[i]`` at most
+    ``offsets[i + 1] - offsets[i]``)."""
+    cdef int64_t[:, ::1] mask_view
+    cdef int64_t* mask_data = NULL
+    if mask is not None:
+        mask_view = mask
+        mask_data = &mask_view[0, 0] if mask_view.shape[0] * mask_view.shape[1] else NULL
+    cdef char* out_data = <char*> cnp.PyArray_DATA(out)
+    cdef Py_ssize_t width = cnp.PyArray_DIM(out, 1)
+    cdef Py_ssize_t itemsize = cnp.PyArray_ITEMSIZE(out)
+    cdef const char* pattern = pad
+    cdef Py_ssize_t n = counts.shape[0]
+    cdef dl_source_t* sources = _runs(<const char*> cnp.PyArray_DATA(values), itemsize,
+                                      offsets, counts)
+    with nogil:
+        _pad_rows(out_data, width, itemsize, sources, n, pattern, left, mask_data)
+    free(sources)
+
+
+# One group's column of lists: its offsets (int32 or int64) and its values.
+ctypedef struct dl_lists_t:
+    const char* offsets
+    bint wide
+    const char* values
+
+
+cdef inline int64_t _offset(const dl_lists_t* group, int64_t row) noexcept nogil:
+    if group.wide:
+        return (<const int64_t*> group.offsets)[row]
+    return (<const int32_t*> group.offsets)[row]
+
+
+cdef dl_lists_t* _groups(list offsets, list values) except NULL:
+    """Each group's offsets and values (freed by the caller); ``values`` may be ``None``."""
+    cdef Py_ssize_t g, n = len(offsets)
+    cdef cnp.ndarray array
+    cdef dl_lists_t* groups = <dl_lists_t*> malloc(max(n, 1) * sizeof(dl_lists_t))
+    if groups == NULL:
+        raise MemoryError()
+    for g in range(n):
+        array = offsets[g]
+        groups[g].offsets = <const char*> cnp.PyArray_DATA(array)
+        groups[g].wide = cnp.PyArray_ITEMSIZE(array) == 8
+        groups[g].values = NULL
+        if values is not None:
+            array = values[g]
+            groups[g].values = <const char*> cnp.PyArray_DATA(array)
+    return groups
+
+
+def list_lengths_into(list offsets, const int64_t[::1] group_of,  # IN
+                      const int64_t[::1] rows, int64_t[::1] lengths):  # IN, OUT
+    """``lengths[i]``: the length of row ``rows[i]`` of the lists of group ``group_of[i]``,
+    whose offsets are ``offsets[group_of[i]]`` (contiguous int32 or int64)."""
+    cdef Py_ssize_t i, n = rows.shape[0]
+    cdef dl_lists_t* groups = _groups(offsets, None)
+    cdef const dl_lists_t* group
+    with nogil:
+        for i in range(n):
+            group = &groups[group_of[i]]
+            lengths[i] = _offset(group, rows[i] + 1) - _offset(group, rows[i])
+    free(groups)
+
+
+def gather_lists_into(list offsets, list values, const int64_t[::1] group_of,  # IN
+                      const int64_t[::1] rows, const int64_t[::1] targets,  # IN
+                      cnp.ndarray out):  # OUT
+    """Copy row ``rows[i]`` of the lists of group ``group_of[i]`` (``offsets`` and
+    ``values`` of the group, contiguous, ``values`` of ``out``'s dtype) to ``out`` (1-D,
+    C-contiguous) from element ``targets[i]`` on."""
+    cdef Py_ssize_t i, n = rows.shape[0]
+    cdef Py_ssize_t itemsize = cnp.PyArray_ITEMSIZE(out)
+    cdef char* out_data = <char*> cnp.PyArray_DATA(out)
+    cdef dl_lists_t* groups = _groups(offsets, values)
+    cdef const dl_lists_t* group
+    cdef int64_t start, stop
+    with nogil:
+        for i in range(n):
+            group = &groups[group_of[i]]
+            start = _offset(group, rows[i])
+            stop = _offset(group, rows[i] + 1)
+            if stop > start:
+                memcpy(out_data + targets[i] * itemsize, group.values + start * itemsize,
+                       (stop - start) * itemsize)
+    free(groups)
+
+
+def gather_items_into(list values, const int64_t[::1] group_of,  # IN
+                      const int64_t[::1] rows, cnp.ndarray out):  # IN, OUT
+    """``out[i]`` (1-D, C-contiguous): element ``rows[i]`` of ``values[group_of[i]]``
+    (contiguous, ``out``'s dtype)."""
+    cdef Py_ssize_t i, g, n = rows.shape[0]
+    cdef Py_ssize_t itemsize = cnp.PyArray_ITEMSIZE(out)
+    cdef char* out_data = <char*> cnp.PyArray_DATA(out)
+    cdef Py_ssize_t count = len(values)
+    cdef cnp.ndarray array
+    cdef const char** data = <const char**> malloc(max(count, 1) * sizeof(char*))
+    if data == NULL:
+        raise MemoryError()
+    for g in range(count):
+        array = values[g]
+        data[g] = <const char*> cnp.PyArray_DATA(array)
+    with nogil:
+        for i in range(n):
+            memcpy(out_data + i * itemsize, data[group_of[i]] + rows[i] * itemsize, itemsize)
+    free(data)
 
 
 def assign_bins(const int64_t[::1] lengths, int64_t[::1] fill, Py_ssize_t open_bins,

@@ -11,6 +11,11 @@ dataset offers one by defining the method; nothing needs to be inherited:
 * ``set_epoch(epoch)`` (:class:`EpochAware`): told each epoch's number
   before its items are taken, so that a stream can shuffle by epoch;
   :func:`announce_epoch` calls it;
+* ``stream_length(worker, workers, rank)`` and ``world_size``
+  (:class:`CountedStreams`): a stream split among ranks that knows how many
+  items each worker's stream of each rank yields this epoch, so that
+  ``equal_batches`` stops every rank at the same batch;
+  :func:`stream_counter` finds it;
 * ``state_dict()`` and ``load_state_dict(state)`` on a stream's iterator
   (:class:`ResumableIterator`): where the stream is, for a loader's
   ``state_dict`` to resume from; :func:`state_saver` finds it.
@@ -43,8 +48,8 @@ from typing import Any, Protocol
 from dataloader._datasets.hugging_face import arrow_batches
 
 __all__ = [
-    "BatchFetching", "EpochAware", "ResumableIterator", "announce_epoch", "batch_fetch",
-    "state_saver",
+    "BatchFetching", "CountedStreams", "EpochAware", "ResumableIterator", "announce_epoch",
+    "batch_fetch", "state_saver", "stream_counter",
 ]
 
 
@@ -58,6 +63,14 @@ class EpochAware(Protocol):
     """A dataset told each epoch's number before its items are taken."""
 
     def set_epoch(self, epoch: int) -> None: ...
+
+
+class CountedStreams(Protocol):
+    """A stream split among ``world_size`` ranks that counts each worker's items."""
+
+    world_size: int
+
+    def stream_length(self, worker: int, workers: int, rank: int | None = None) -> int | None: ...
 
 
 class ResumableIterator(Protocol):
@@ -85,6 +98,12 @@ def announce_epoch(dataset: Any, epoch: int) -> None:
     set_epoch = getattr(dataset, "set_epoch", None)
     if callable(set_epoch):
         set_epoch(epoch)
+
+
+def stream_counter(dataset: Any) -> CountedStreams | None:
+    """``dataset`` when it counts its streams' items (:class:`CountedStreams`), else ``None``."""
+    counted = callable(getattr(dataset, "stream_length", None))
+    return dataset if counted and isinstance(getattr(dataset, "world_size", None), int) else None
 
 
 def state_saver(iterator: Any) -> Callable[[], Any] | None:

@@ -22,7 +22,7 @@ from dataloader._core.load import Recipe
 from dataloader._datasets.event_loop import EpochItems, EventLoop
 from dataloader._datasets.hooks import batch_fetch
 from dataloader._loading.collate import default_collate
-from dataloader._loading.plugins import bind_epoch, item_source
+from dataloader._loading.plugins import bind_epoch, column_path, item_source
 from dataloader._loading.rows import start_rows
 
 __all__ = [
@@ -138,6 +138,7 @@ def dataset_recipe(
     assemble: Callable[[list[int], Sequence[Any]], Any] | None = None,
     skip: SkipBudget | None = None,
     raw_item: Callable[[int], Any] | None = None,
+    columns: bool = False,
 ) -> Recipe:
     """The ``Recipe`` of an epoch over a map-style ``dataset``.
 
@@ -147,9 +148,17 @@ def dataset_recipe(
     before the dataset's own transform, which the loader runs instead.
     ``assemble`` applies to whole batches only. ``default_collate`` takes
     each item of a batch fetched item by item as soon as it is made
-    (``dataloader._loading.rows``).
+    (``dataloader._loading.rows``). With ``columns`` (no item is loaded on
+    its own), a batch is fetched and collated as columns when the dataset
+    and ``collate`` both offer it (``plugins.column_path``).
     """
     getitems = batch_fetch(dataset) if raw_item is None else None
+    fused = None
+    if columns and batched and transform is None and assemble is None and skip is None \
+            and raw_item is None:
+        fused = column_path(dataset, collate)
+    if fused is not None:
+        getitems, collate = fused
     return Recipe(
         getitems if batched else None,
         raw_item if raw_item is not None else dataset.__getitem__,
@@ -223,5 +232,6 @@ def bind_map_epoch(
         source, item_lanes, on_cancel = items, items.item_lanes, items.cancel
         assemble = None  # async items are collated as they come
     recipe = dataset_recipe(source, transform=bound, collate=collate, batched=batched,
-                            assemble=assemble, skip=skip, raw_item=raw_item)
+                            assemble=assemble, skip=skip, raw_item=raw_item,
+                            columns=not lanes and not item_lanes)
     return BoundEpoch(recipe, item_lanes, on_cancel)

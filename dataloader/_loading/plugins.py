@@ -21,6 +21,14 @@ the objects as plain callables:
   :class:`BatchAssembling` collator, written straight into the batch: the
   same batches, at the same speed, as passing the chain to the loader.
 
+* :class:`ColumnFetching` and :class:`ColumnCollating` -- a dataset
+  stored as columns offers ``fetch_columns(indices)``, a batch as columns
+  (a ``ColumnBatch``, ``dataloader._datasets.column_batch``), and a collate
+  function that can take it offers ``collate_columns(columns)``. When both
+  are there and nothing works on single items (no transform, no skip
+  policy, no lanes), the epoch fetches and collates a batch that way
+  (:func:`column_path`): the same batches, without a Python object per row.
+
 Leaf types are collated through the registry of
 :mod:`dataloader._loading.collate` (``register_collate``), where the image
 stage registers ``Image`` and ``ImageBatch``.
@@ -37,7 +45,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["BatchAssembling", "EpochBound", "TransformingDataset", "bind_epoch", "item_source"]
+__all__ = [
+    "BatchAssembling", "ColumnCollating", "ColumnFetching", "EpochBound", "TransformingDataset",
+    "bind_epoch", "column_path", "item_source",
+]
 
 ItemTransform = Callable[[int, Any], Any]
 Assemble = Callable[[list[int], Sequence[Any]], Any]
@@ -64,6 +75,39 @@ class TransformingDataset(Protocol):
     transform: Any
 
     def raw_item(self, index: int) -> Any: ...
+
+
+class ColumnFetching(Protocol):
+    """A dataset that can fetch a batch's rows as columns (a ``ColumnBatch``)."""
+
+    def fetch_columns(self, indices: list[int]) -> Any: ...
+
+
+class ColumnCollating(Protocol):
+    """A collate function that can collate a batch fetched as columns."""
+
+    def collate_columns(self, columns: Any) -> Any: ...
+
+
+def column_path(dataset: Any, collate: Any) -> tuple[Callable[[list[int]], Any],
+                                                      Callable[[Any], Any]] | None:
+    """``(dataset.fetch_columns, collate.collate_columns)`` when both are offered, else ``None``.
+
+    Looked up on the types, not the objects: a wrapper that forwards
+    attributes to the dataset it wraps (``Subset``) must not pass on a
+    fetch that knows nothing of its own indices.
+
+    Examples
+    --------
+    >>> from dataloader._loading.plugins import column_path
+    >>> column_path([1, 2, 3], len) is None
+    True
+    """
+    fetch = getattr(type(dataset), "fetch_columns", None)
+    collate_columns = getattr(type(collate), "collate_columns", None)
+    if not callable(fetch) or not callable(collate_columns):
+        return None
+    return dataset.fetch_columns, collate.collate_columns
 
 
 def item_source(dataset: Any, transform: Any) -> tuple[Callable[[int], Any] | None, Any]:

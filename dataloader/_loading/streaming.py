@@ -43,8 +43,7 @@ from dataloader._core.load import Fetched, Recipe, load_fetched
 from dataloader._core.pool import Pool
 from dataloader._core.stats import Row
 from dataloader._core.stream import Stream
-from dataloader._datasets.dataset import ShardedIterable
-from dataloader._datasets.hooks import announce_epoch, state_saver
+from dataloader._datasets.hooks import announce_epoch, state_saver, stream_counter
 from dataloader._datasets.worker_info import WorkerInfo, set_stream_worker
 from dataloader._errors import STREAM_ITERATOR, EpochClosedError, LoadingContext, add_context
 from dataloader._loading.plans import EpochPlan, StreamPlan
@@ -122,8 +121,8 @@ def num_streams(loader: DataLoader) -> int:
 
 def _known_limit(loader: DataLoader) -> int | None:
     """The smallest rank's batch count, from a sized shard's arithmetic alone."""
-    dataset = loader.dataset
-    if not isinstance(dataset, ShardedIterable):
+    dataset = stream_counter(loader.dataset)
+    if dataset is None:
         return None
     streams = num_streams(loader)
     if dataset.stream_length(0, streams) is None:
@@ -334,6 +333,8 @@ def epoch_limit(loader: DataLoader, rank_group: RankGroup | None) -> int | None:
     """
     if not loader.equal_batches:
         return None
+    # A stream whose shares change with the epoch (RowGroupStream) counts this epoch's.
+    announce_epoch(loader.dataset, loader.epoch)
     limit = _known_limit(loader)
     if limit is not None:
         return limit

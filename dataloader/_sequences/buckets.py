@@ -99,6 +99,11 @@ class BucketBatchSampler(Sampler[list[int]], EpochSeeded):
             raise TypeError(f"padding should be a PadCollator, got {type(padding).__name__}")
         self.padding = padding or PadCollator()
         self.padded = self.padding.padded_lengths(self.lengths)
+        # The keys each window is sorted by: the same order as the int64 lengths', but
+        # numpy's stable sort of 16-bit keys is a radix sort, several times faster (an
+        # epoch's plan is made before its first batch).
+        fits = not len(self.padded) or int(self.padded.max()) < 1 << 16
+        self._sort_keys = self.padded.astype(np.uint16) if fits else self.padded
         self._check_budget()
         self.window = check_optional_positive("window", window) or self._default_window()
         if self.max_tokens is None:
@@ -194,7 +199,7 @@ class BucketBatchSampler(Sampler[list[int]], EpochSeeded):
         for start in range(0, n, self.window):
             window = order[start:start + self.window]
             # Stable: equal lengths keep the shuffled order.
-            order[start:start + self.window] = window[np.argsort(self.padded[window],
+            order[start:start + self.window] = window[np.argsort(self._sort_keys[window],
                                                                  kind="stable")]
             cuts = cut_by_budget(self.padded[order[start:start + self.window]],
                                  self.batch_size, self.max_tokens)

@@ -4,7 +4,10 @@ Each field's batch is allocated once, as ``default_collate``'s are: in a
 worker process's shared-memory slot, from a worker thread's pool, or (on
 the consumer's thread) from the collator's own ``BufferPool``; then one
 ``nogil`` pass (``dataloader._core.sequences.pad_into``) writes every item
-straight into its row, the padding and the mask with it.
+straight into its row, the padding and the mask with it. A batch fetched
+as columns (``collate_columns``, from a ``ParquetDataset`` or
+``ArrowDataset``) is padded from its flat values and offsets by the same
+kernel (``pad_runs_into``), with no Python object per item.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from dataloader._core.buffers import BufferPool, pooled_array
-from dataloader._core.sequences import pad_into
+from dataloader._core.sequences import pad_into, pad_runs_into
+from dataloader._datasets.column_batch import ColumnBatch, ListValues
 from dataloader._loading.collate import allocate, default_collate, has_batch_memory
 from dataloader._sequences.arguments import check_choice, check_optional_positive, check_positive
 
@@ -143,6 +147,47 @@ class PadCollator:
         raise TypeError(f"PadCollator: items should be numpy arrays, mappings or tuples, "
                         f"item 0 is {type(first).__name__}")
 
+    def collate_columns(self, columns: ColumnBatch) -> dict[str, Any]:
+        """Collate a batch fetched as columns: the batch ``self(columns.rows())`` makes.
+
+        The loader calls this instead of ``self(rows)`` for a dataset that
+        fetches batches as columns (``ParquetDataset``, ``ArrowDataset``):
+        each column of lists of numbers is padded straight from its flat
+        values and offsets, a column of numbers is already its batch.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dataloader import PadCollator
+        >>> from dataloader._datasets.column_batch import ColumnBatch, ListValues
+        >>> ids = ListValues(np.array([0, 3, 4]), np.array([5, 6, 7, 8]))
+        >>> batch = PadCollator().collate_columns(ColumnBatch(("input_ids",), [ids]))
+        >>> batch["input_ids"].tolist(), batch["attention_mask"].tolist()
+        ([[5, 6, 7], [8, 0, 0]], [[1, 1, 1], [1, 0, 0]])
+        """
+        if len(columns) == 0:
+            raise ValueError("PadCollator got an empty batch")
+        keys = columns.names
+        batch: dict[str, Any] = {}
+        first = True
+        for key, column in zip(keys, columns.columns, strict=True):
+            mask, lengths = first and self.mask and MASK_KEY not in keys, first and self.lengths
+            if isinstance(column, ListValues):
+                batch[key], mask_batch, lengths_batch = self._pad_runs(key, column, mask, lengths)
+            elif isinstance(column, np.ndarray):
+                batch[key] = column  # a column of numbers: its rows' default_collate
+                continue
+            elif _paddable(column[0]):
+                batch[key], mask_batch, lengths_batch = self._pad(key, column, mask, lengths)
+            else:
+                batch[key] = default_collate(column)
+                continue
+            first = False
+            for name, extra in ((MASK_KEY, mask_batch), (LENGTHS_KEY, lengths_batch)):
+                if extra is not None:
+                    batch[name] = extra
+        return batch
+
     def _collate_mappings(self, items: Sequence[Any]) -> dict[str, Any]:
         keys = list(items[0])
         for position, item in enumerate(items):
@@ -190,15 +235,34 @@ class PadCollator:
         """Field ``key``'s batch, with its mask and its lengths when asked for."""
         dtype = _check_field(key, arrays)
         counts = np.fromiter(map(len, arrays), np.int64, len(arrays))
+        padded, mask_batch, pad = self._batch_memory(key, dtype, counts, mask)
+        pad_into(arrays, padded, counts, pad, self.padding_side == "left", mask_batch)
+        return padded, mask_batch, counts if lengths else None
+
+    def _pad_runs(self, key: Any, column: ListValues, mask: bool,
+                  lengths: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """``_pad`` of a column of lists held as flat values and offsets."""
+        dtype = column.values.dtype
+        if dtype.kind not in _PADDABLE_KINDS:
+            raise TypeError(f"PadCollator: field {key!r} has dtype {dtype}; only numbers "
+                            "(bool, integer, float, complex) can be padded")
+        counts = column.lengths()
+        padded, mask_batch, pad = self._batch_memory(key, dtype, counts, mask)
+        pad_runs_into(np.ascontiguousarray(column.values), column.offsets, padded, counts, pad,
+                      self.padding_side == "left", mask_batch)
+        return padded, mask_batch, counts if lengths else None
+
+    def _batch_memory(self, key: Any, dtype: np.dtype, counts: np.ndarray,
+                      mask: bool) -> tuple[np.ndarray, np.ndarray | None, bytes]:
+        """Cut ``counts`` (in place) to ``max_length``; the padded batch, its mask (when
+        asked for) and the padding's bytes."""
         if self.max_length is not None:
             np.minimum(counts, self.max_length, out=counts)
         width = self.padded_length(int(counts.max()))
         empty = allocate if has_batch_memory() else functools.partial(pooled_array, self.pool)
-        padded = empty((len(arrays), width), dtype)
-        mask_batch = empty((len(arrays), width), _MASK_DTYPE) if mask else None
-        pad = _pad_bytes(key, self._pad_value_of(key), dtype)
-        pad_into(arrays, padded, counts, pad, self.padding_side == "left", mask_batch)
-        return padded, mask_batch, counts if lengths else None
+        padded = empty((len(counts), width), dtype)
+        mask_batch = empty((len(counts), width), _MASK_DTYPE) if mask else None
+        return padded, mask_batch, _pad_bytes(key, self._pad_value_of(key), dtype)
 
     def _pad_value_of(self, key: Any) -> Any:
         if not isinstance(self.pad_value, Mapping):

@@ -8,7 +8,8 @@ extra; using a class without its extra raises ``ImportError`` naming it.
 ``TarDataset`` streams samples (dicts of member bytes) out of tar shards in
 the webdataset layout, from any of those places, within ``ShardLimits``;
 ``TarWriter`` writes them. ``ParquetDataset`` and ``ArrowDataset`` (extra
-``arrow``: pyarrow) index the rows of local columnar files, or stream them
+``arrow``: pyarrow) index the rows of columnar files, local or remote (read
+by ranges over HTTP or from an object store), or stream them
 a group at a time (``RowGroupStream``); ``TokenDataset`` cuts windows out of
 a flat file of token ids.
 

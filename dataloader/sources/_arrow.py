@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from dataloader.sources._columnar import DEFAULT_CACHE_BYTES, ColumnarDataset
+from dataloader.sources._ranged import RemoteFile
 
 __all__ = ["ArrowDataset"]
 
@@ -26,8 +27,13 @@ class ArrowDataset(ColumnarDataset):
 
     Parameters
     ----------
-    paths : str, path or iterable of them
-        Local Arrow IPC files, read in this order.
+    paths : str, path, URL, HttpDataset, ObjectStoreDataset or iterable of them
+        The Arrow IPC files, read in this order: local paths (memory-mapped),
+        ``http(s)://`` URLs, or the items of an ``HttpDataset`` or
+        ``ObjectStoreDataset``. A remote file's size is asked once, here,
+        and each record batch read by a ranged request when a batch needs
+        it (its rows are counted here, reading each once); a remote file in
+        the stream format, which has no index, is read whole.
     columns : sequence of str, optional
         The columns to read; all by default.
     max_cached_bytes : int, default 256 MiB
@@ -62,31 +68,39 @@ class ArrowDataset(ColumnarDataset):
 
     def __init__(
         self,
-        paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+        paths: str | os.PathLike[str] | Iterable[Any] | Any,
         *,
         columns: Sequence[str] | None = None,
         max_cached_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         super().__init__(paths, columns, max_cached_bytes)
 
-    def _open(self, path: str) -> list[Any]:
-        """The file's record batches, over its mapping."""
+    def _open(self, file: str | RemoteFile) -> Any:
+        """The file's reader (a remote file's, reading each record batch when asked), or
+        its record batches (the stream format, over its mapping or read whole)."""
         import pyarrow as pa
 
-        source = pa.memory_map(path)
+        source = file.open() if isinstance(file, RemoteFile) else pa.memory_map(file)
         try:
             reader = pa.ipc.open_file(source)
         except pa.ArrowInvalid:  # no file footer: the stream format
             source.seek(0)
             return list(pa.ipc.open_stream(source))
+        if isinstance(file, RemoteFile):
+            return reader
         return [reader.get_batch(i) for i in range(reader.num_record_batches)]
 
-    def _schema_names(self, handle: list[Any]) -> list[str]:
-        return list(handle[0].schema.names) if handle else []
+    def _schema_names(self, handle: Any) -> list[str]:
+        if isinstance(handle, list):
+            return list(handle[0].schema.names) if handle else []
+        return list(handle.schema.names)
 
-    def _row_counts(self, handle: list[Any]) -> list[int]:
-        return [batch.num_rows for batch in handle]
+    def _row_counts(self, handle: Any) -> list[int]:
+        if isinstance(handle, list):
+            return [batch.num_rows for batch in handle]
+        # Only a record batch's own header says its rows: each is read once, here.
+        return [handle.get_batch(i).num_rows for i in range(handle.num_record_batches)]
 
-    def _read_group(self, handle: list[Any], group: int) -> Any:
-        batch = handle[group]
+    def _read_group(self, handle: Any, group: int) -> Any:
+        batch = handle[group] if isinstance(handle, list) else handle.get_batch(group)
         return batch if self.columns is None else batch.select(self.columns)

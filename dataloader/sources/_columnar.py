@@ -9,7 +9,9 @@ group of every file one after the other:
 A batch of indices is sorted into groups, each group is read once (a
 bounded cache keeps recently read groups, decoded) and every row of the
 batch is cut out of its group's columns without a copy
-(``dataloader._datasets.row_groups``: ``rows_by_group``, ``GroupColumns``).
+(``dataloader._datasets.row_groups``: ``rows_by_group``, ``GroupColumns``),
+or, for a collate function that takes columns, the batch's rows are
+gathered column by column (``fetch_columns``, ``gather_columns``).
 
 :class:`RowGroupStream` (``_row_stream.py``) streams the same groups.
 """
@@ -20,16 +22,24 @@ import os
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from functools import partial
 from typing import Any
 
 import numpy as np
 
+from dataloader._datasets.column_batch import ColumnBatch
 from dataloader._datasets.dataset import Dataset
-from dataloader._datasets.row_groups import GroupColumns, checked_positions, rows_by_group
+from dataloader._datasets.row_groups import (
+    GroupColumns,
+    checked_positions,
+    gather_columns,
+    locate_rows,
+    rows_by_group,
+)
 from dataloader.sources._common import require
+from dataloader.sources._ranged import RemoteFile, resolve_files
 from dataloader.sources._row_stream import RowGroupStream
 
 __all__ = ["DEFAULT_CACHE_BYTES", "ColumnarDataset", "GroupCache"]
@@ -113,7 +123,8 @@ class GroupCache:
 class ColumnarDataset(Dataset[dict], ABC):
     """Rows of the groups of columnar files, addressed by index (see the module docstring).
 
-    Subclasses say how a file is opened (``_open``), its column names
+    Subclasses say how a file is opened (``_open``: a local path, or a
+    remote file read by ranges, ``_ranged.RemoteFile``), its column names
     (``_schema_names``), its groups' row counts (``_row_counts``) and how
     one group is read, as a pyarrow table or record batch of the selected
     ``columns`` (``_read_group``).
@@ -124,14 +135,14 @@ class ColumnarDataset(Dataset[dict], ABC):
 
     def __init__(
         self,
-        paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+        paths: Any,
         columns: Sequence[str] | None,
         max_cached_bytes: int,
     ) -> None:
         require("pyarrow", "arrow", type(self).__name__)
-        if isinstance(paths, (str, os.PathLike)):
-            paths = [paths]
-        self.paths = [os.fspath(path) for path in paths]
+        # Local paths, or remote files whose sizes are asked here, once.
+        self.files = resolve_files(paths)
+        self.paths = [file if isinstance(file, str) else file.name for file in self.files]
         if not self.paths:
             raise ValueError(f"{type(self).__name__} needs at least one file, got paths=[]")
         if isinstance(max_cached_bytes, bool) or not isinstance(max_cached_bytes, int) \
@@ -141,7 +152,7 @@ class ColumnarDataset(Dataset[dict], ABC):
                 f"got max_cached_bytes={max_cached_bytes!r}")
         self.max_cached_bytes = max_cached_bytes
         self.columns = None if columns is None else _checked_names(columns)
-        self._local = threading.local()
+        self._handles: dict[tuple[int, int, int], Any] = {}
         self.groups: list[tuple[int, int]] = []
         rows: list[int] = []
         for file, path in enumerate(self.paths):
@@ -158,25 +169,32 @@ class ColumnarDataset(Dataset[dict], ABC):
     # a worker process opens the files again (pyarrow's readers do not pickle).
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        del state["_local"], state["_cache"]
+        del state["_handles"], state["_cache"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._local = threading.local()
+        self._handles = {}
         self._cache = GroupCache(self.max_cached_bytes)
 
     def _handle(self, file: int) -> Any:
         """This thread's open reader of file ``file``: pyarrow's readers are not
-        documented as safe to share between threads reading at once."""
-        handles = self._local.__dict__.setdefault("handles", {})
-        handle = handles.get(file)
+        documented as safe to share between threads reading at once.
+
+        Kept by the dataset, not in thread-local storage: a remote file's
+        reader holds Python objects (``_ranged.RangedFile``), which pyarrow
+        must not release while a worker thread of the loader is exiting.
+        A forked worker process opens its own (a remote file's connection
+        is the parent's).
+        """
+        key = (os.getpid(), threading.get_ident(), file)
+        handle = self._handles.get(key)
         if handle is None:
-            handle = handles[file] = self._open(self.paths[file])
+            handle = self._handles.setdefault(key, self._open(self.files[file]))
         return handle
 
     @abstractmethod
-    def _open(self, path: str) -> Any:
+    def _open(self, file: str | RemoteFile) -> Any:
         """See the class docstring."""
 
     @abstractmethod
@@ -219,8 +237,35 @@ class ColumnarDataset(Dataset[dict], ABC):
         return rows_by_group(wanted, self.group_ends, self._rows_in_group)
 
     def _rows_in_group(self, number: int, positions: list[int]) -> list[dict[str, Any]]:
-        columns = self._cache.get(self.groups[number], partial(self.read_columns, number))
-        return columns.rows(positions)
+        return self._group_columns(number).rows(positions)
+
+    def _group_columns(self, number: int) -> GroupColumns:
+        return self._cache.get(self.groups[number], partial(self.read_columns, number))
+
+    def fetch_columns(self, indices: Sequence[int]) -> ColumnBatch:
+        """The rows at ``indices`` as columns, without a Python object per row.
+
+        The same rows, in the same order, as :meth:`__getitems__`
+        (``ColumnBatch.rows()`` makes them); the loader fetches a batch this
+        way when its collate function takes columns (``PadCollator``).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import pyarrow as pa, pyarrow.parquet as pq
+        >>> from dataloader.sources import ParquetDataset
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "ids.parquet"
+        >>> pq.write_table(pa.table({"ids": [[1, 2], [3], [4, 5, 6]]}), path, row_group_size=2)
+        >>> ids = ParquetDataset(path).fetch_columns([2, 0]).columns[0]
+        >>> ids.offsets.tolist(), ids.values.tolist()
+        ([0, 3, 5], [4, 5, 6, 1, 2])
+        """
+        touched, group_of, rows = locate_rows(checked_positions(indices, len(self)),
+                                              self.group_ends)
+        self._cache.read_absent(
+            {self.groups[number]: partial(self.read_columns, number) for number in touched})
+        return gather_columns([self._group_columns(number) for number in touched], group_of,
+                              rows)
 
     def stream(self, *, shuffle: bool = False, seed: int = 0) -> RowGroupStream:
         """These rows as a stream of groups, sharded and shuffled: :class:`RowGroupStream`.

@@ -44,7 +44,7 @@ from dataloader.sources._http_client import (
 from dataloader.sources._limits import DEFAULT_MAX_BYTES, ShardLimits, Throughput
 from dataloader.sources._retry import Retry
 
-__all__ = ["HttpBody", "HttpDataset"]
+__all__ = ["HttpBody", "HttpDataset", "HttpRanges"]
 
 _CHUNK_BYTES = 64 * 1024
 # The most bytes one read of a streamed body takes from aiohttp's buffer.
@@ -170,6 +170,19 @@ class HttpDataset(AsyncDataset[bytes]):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self.urls)} URLs, timeout={self.timeout})"
 
+    # The connection pools stay in the process that made them: a copy sent
+    # to a worker process (inside a remote ParquetDataset) makes its own.
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_aiohttp"], state["_sessions"], state["_sessions_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._aiohttp = require("aiohttp", "http", type(self).__name__)
+        self._sessions = weakref.WeakKeyDictionary()
+        self._sessions_lock = threading.Lock()
+
     async def __getitem__(self, index: int) -> bytes:
         url = self.urls[item_index(index, len(self.urls), type(self).__name__)]
         session = self._session()
@@ -243,6 +256,37 @@ class HttpDataset(AsyncDataset[bytes]):
                 response.release()
                 raise
             return response
+        raise AssertionError("unreachable: the block returns, or failures() raises")
+
+    async def _range(self, session: Any, url: str, start: int, size: int, attempt: int) -> bytes:
+        """One GET of bytes ``start`` to ``start + size - 1`` (``size`` 0: the first byte,
+        to learn the body's size, returned as its decimal digits); raises ``Failure``."""
+        shown = f"GET {redact_url(url)}"
+        last = start + max(size, 1) - 1
+        if self.max_bytes is not None and size > self.max_bytes:
+            raise Final(ValueError(f"{shown}: a read of {size} bytes exceeds "
+                                   f"max_bytes={self.max_bytes}"))
+        with failures(shown, attempt, self.timeout):
+            async with asyncio.timeout(self.timeout):
+                response = await get(session, url, shown, self.headers,
+                                     extra_headers={"Range": f"bytes={start}-{last}"})
+                try:
+                    self._check_status(response, shown, attempt)
+                    if response.status != 206:
+                        raise Final(OSError(f"{shown}: the server ignored a Range request"))
+                    if size == 0:
+                        total = _body_size(response, start)
+                        if total is None:
+                            raise Final(OSError(f"{shown}: the server did not say the "
+                                                "body's size (Content-Range)"))
+                        return str(total).encode()
+                    body = await self._read_body(response, shown)
+                finally:
+                    response.release()
+                if len(body) != size:
+                    raise Retryable(OSError(f"{shown}: {len(body)} bytes of a range of "
+                                            f"{size} {attempts(attempt)}"))
+                return body
         raise AssertionError("unreachable: the block returns, or failures() raises")
 
     def _check_status(self, response: Any, shown: str, attempt: int) -> None:
@@ -378,6 +422,56 @@ class HttpBody:
             self._run(self._client.aclose())
             self._loop.close()
         self._buffer = memoryview(b"")
+
+
+class HttpRanges:
+    """Byte ranges of one URL read synchronously: a remote file read at random places.
+
+    Each :meth:`read` is one ``GET`` with a ``Range`` header (redirects,
+    headers, retries, ``timeout`` and ``max_bytes`` as the client's
+    items'), run on a private event loop on the calling thread, so one
+    object is used by one thread at a time (a remote columnar file's
+    reader, ``dataloader.sources._ranged``). A server that ignores ranges,
+    or sends a range of another length, fails the read.
+
+    Examples
+    --------
+    >>> from dataloader.sources import HttpDataset
+    >>> from dataloader.sources._http import HttpRanges
+    >>> ranges = HttpRanges(HttpDataset(["http://127.0.0.1/unused"]), 0)
+    >>> ranges.url
+    'http://127.0.0.1/unused'
+    >>> ranges.close()
+    """
+
+    def __init__(self, client: HttpDataset, index: int) -> None:
+        self._client = client
+        self.url = client.urls[item_index(index, len(client.urls), type(client).__name__)]
+        self._loop = asyncio.new_event_loop()
+
+    def _run(self, start: int, size: int) -> bytes:
+        client, url = self._client, self.url
+
+        async def read() -> bytes:
+            session = client._session()
+            body: bytes = await retrying(
+                client.retry, lambda attempt: client._range(session, url, start, size, attempt))
+            return body
+
+        return self._loop.run_until_complete(read())
+
+    def size(self) -> int:
+        """The body's length, from the ``Content-Range`` of a one-byte range."""
+        return int(self._run(0, 0))
+
+    def read(self, start: int, size: int) -> bytes:
+        """Bytes ``start`` to ``start + size - 1`` (``size`` > 0) of the body."""
+        return self._run(start, size)
+
+    def close(self) -> None:
+        if not self._loop.is_closed():
+            self._loop.run_until_complete(self._client.aclose())
+            self._loop.close()
 
 
 def _body_size(response: Any, offset: int) -> int | None:

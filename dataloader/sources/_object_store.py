@@ -16,6 +16,7 @@ URL queries, URL credentials or the server's text, and is neither the
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -74,6 +75,7 @@ class ObjectStoreDataset(AsyncDataset[bytes]):
         self.store = store
         self.keys: Sequence[str] = list(keys)
         self.max_bytes = check_max_bytes(max_bytes)
+        self._pid = os.getpid()
 
     @classmethod
     def from_url(
@@ -137,6 +139,72 @@ class ObjectStoreDataset(AsyncDataset[bytes]):
         except Exception as exc:  # noqa: BLE001 -- mapped to a built-in type
             error = mapped_error(exc, what, obstore, credentials_of(self.store))
         raise error  # outside the except block: no __context__ (see mapped_error)
+
+    # The obstore module stays behind; the store itself pickles (S3, GCS,
+    # Azure and local stores do), so that a remote ParquetDataset's worker
+    # processes read the same objects.
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_obstore"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._obstore = require("obstore", "s3", type(self).__name__)
+        self._pid = os.getpid()
+
+    def _check_process(self, what: str) -> None:
+        """obstore's runtime does not survive ``fork``: a forked copy would wait forever."""
+        if os.getpid() != self._pid:
+            raise OSError(
+                f"{what}: this ObjectStoreDataset was copied into a process started by fork, "
+                "where obstore cannot run; load with worker threads (worker_type='thread'), "
+                "or start worker processes with multiprocessing_context='spawn' or "
+                "'forkserver'")
+
+    def size_of(self, index: int) -> int:
+        """The size in bytes of object ``index`` (one ``HEAD``).
+
+        Examples
+        --------
+        >>> from obstore.store import MemoryStore
+        >>> import obstore
+        >>> from dataloader.sources import ObjectStoreDataset
+        >>> store = MemoryStore()
+        >>> _ = obstore.put(store, "a.bin", b"abcdef")
+        >>> dataset = ObjectStoreDataset(store, ["a.bin"])
+        >>> dataset.size_of(0), dataset.read_range(0, 2, 3)
+        (6, b'cde')
+        """
+        key, what = self._key(index)
+        self._check_process(what)
+        try:
+            return int(self._obstore.head(self.store, key)["size"])
+        except Exception as exc:  # noqa: BLE001 -- mapped to a built-in type
+            error = mapped_error(exc, what, self._obstore, credentials_of(self.store))
+        raise error  # outside the except block: no __context__ (see mapped_error)
+
+    def read_range(self, index: int, start: int, size: int) -> bytes:
+        """Bytes ``start`` to ``start + size - 1`` of object ``index``, at most
+        ``max_bytes`` (a remote columnar file's read; see :meth:`size_of`)."""
+        key, what = self._key(index)
+        self._check_process(what)
+        limit = self.max_bytes
+        if limit is not None and size > limit:
+            raise ValueError(f"{what}: a read of {size} bytes exceeds max_bytes={limit}")
+        try:
+            body = bytes(self._obstore.get_range(self.store, key, start=start, length=size))
+        except Exception as exc:  # noqa: BLE001 -- mapped to a built-in type
+            error = mapped_error(exc, what, self._obstore, credentials_of(self.store))
+        else:
+            if len(body) != size:
+                raise OSError(f"{what}: {len(body)} bytes of a range of {size}")
+            return body
+        raise error  # outside the except block: no __context__ (see mapped_error)
+
+    def _key(self, index: int) -> tuple[str, str]:
+        key = self.keys[item_index(index, len(self.keys), type(self).__name__)]
+        return key, f"{_store_name(self.store)}: key {key!r}"
 
     async def _get(self, key: str, what: str) -> bytes:
         result = await self._obstore.get_async(self.store, key)

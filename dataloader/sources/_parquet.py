@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from dataloader.sources._columnar import DEFAULT_CACHE_BYTES, ColumnarDataset
+from dataloader.sources._ranged import RemoteFile
 
 __all__ = ["ParquetDataset"]
 
@@ -26,8 +27,12 @@ class ParquetDataset(ColumnarDataset):
 
     Parameters
     ----------
-    paths : str, path or iterable of them
-        Local Parquet files, read in this order.
+    paths : str, path, URL, HttpDataset, ObjectStoreDataset or iterable of them
+        The Parquet files, read in this order: local paths, ``http(s)://``
+        URLs, or the items of an ``HttpDataset`` (with its headers,
+        timeout, retries and ``max_bytes``) or of an ``ObjectStoreDataset``.
+        A remote file's size is asked once, here; then its footer and each
+        row group read are ranged requests, never the whole file.
     columns : sequence of str, optional
         The columns to read; all by default.
     max_cached_bytes : int, default 256 MiB
@@ -65,17 +70,19 @@ class ParquetDataset(ColumnarDataset):
 
     def __init__(
         self,
-        paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+        paths: str | os.PathLike[str] | Iterable[Any] | Any,
         *,
         columns: Sequence[str] | None = None,
         max_cached_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         super().__init__(paths, columns, max_cached_bytes)
 
-    def _open(self, path: str) -> Any:
+    def _open(self, file: str | RemoteFile) -> Any:
         import pyarrow.parquet as pq
 
-        return pq.ParquetFile(path, memory_map=True)
+        if isinstance(file, RemoteFile):
+            return pq.ParquetFile(file.open())
+        return pq.ParquetFile(file, memory_map=True)
 
     def _schema_names(self, handle: Any) -> list[str]:
         return list(handle.schema_arrow.names)

@@ -41,7 +41,9 @@ class RowGroupStream(IterableDataset[dict]):
     ``shuffle=True`` the groups come in a seeded random order and the rows
     of each in a seeded random order, both new every epoch (the loader
     sets it, :meth:`set_epoch`). A loader's ``state_dict`` resumes the
-    stream exactly mid-epoch.
+    stream exactly mid-epoch. Its ``len`` is the rows of this rank's share
+    in the epoch, so that ``DataLoader(..., equal_batches=True)`` gives
+    every rank the same number of batches.
 
     Parameters
     ----------
@@ -135,13 +137,54 @@ class RowGroupStream(IterableDataset[dict]):
         """
         self.epoch = int(epoch)
 
-    def groups_of(self, epoch: int, worker: int, workers: int) -> list[int]:
-        """The groups one stream reads in an epoch, in order (see the module docstring)."""
+    def groups_of(self, epoch: int, worker: int, workers: int,
+                  rank: int | None = None) -> list[int]:
+        """The groups one stream reads in an epoch, in order (see the module docstring);
+        of this rank's share, or of ``rank``'s."""
         count = len(self.dataset.groups)
         order = np.arange(count)
         if self.shuffle:
             order = np.random.default_rng([self.seed, epoch]).permutation(count)
-        return order[self.rank::self.world_size][worker::workers].tolist()
+        rank = self.rank if rank is None else rank
+        return order[rank::self.world_size][worker::workers].tolist()
+
+    def __len__(self) -> int:
+        """The rows this rank reads in the current epoch (:meth:`set_epoch`), every worker's.
+
+        Groups, not rows, are split among ranks, so ranks' counts differ by
+        the sizes of their groups, and, shuffled, from epoch to epoch. A
+        loader with ``equal_batches=True`` stops every rank at the smallest
+        rank's batch count (:meth:`stream_length`).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import pyarrow as pa, pyarrow.parquet as pq
+        >>> from dataloader.sources import ParquetDataset
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "n.parquet"
+        >>> pq.write_table(pa.table({"n": range(5)}), path, row_group_size=2)
+        >>> stream = ParquetDataset(path).stream()
+        >>> len(stream), [len(stream.shard(rank, 2)) for rank in (0, 1)]
+        (5, [3, 2])
+        """
+        return self.stream_length(0, 1)
+
+    def stream_length(self, worker: int, workers: int, rank: int | None = None) -> int:
+        """The rows worker ``worker`` of ``workers`` reads on this rank (or ``rank``) in
+        the current epoch.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import pyarrow as pa, pyarrow.parquet as pq
+        >>> from dataloader.sources import ParquetDataset
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "n.parquet"
+        >>> pq.write_table(pa.table({"n": range(5)}), path, row_group_size=2)
+        >>> [ParquetDataset(path).stream().stream_length(w, 2) for w in (0, 1)]
+        [3, 2]
+        """
+        rows = np.diff(self.dataset.group_ends, prepend=0)
+        return int(rows[self.groups_of(self.epoch, worker, workers, rank)].sum())
 
     def rows_of(self, epoch: int, group: int) -> np.ndarray:
         """The order in which a group's rows are yielded in an epoch."""

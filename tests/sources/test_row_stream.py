@@ -133,3 +133,55 @@ def test_bad_arguments_name_themselves(dataset):
         dataset.stream().shard(rank=0, world_size=10)
     with pytest.raises(ValueError, match="seed should be a non-negative int"):
         dataset.stream(seed=-1)
+
+
+@pytest.fixture
+def uneven(tmp_path):
+    """Groups of 1 to 12 rows: ranks' shares differ, and change with the shuffle."""
+    path = tmp_path / "uneven.parquet"
+    sizes = [5, 12, 1, 7, 3, 9, 2, 11, 4, 8, 6]
+    with pq.ParquetWriter(path, pa.schema({"id": pa.int64()})) as writer:
+        start = 0
+        for size in sizes:
+            writer.write_table(pa.table({"id": range(start, start + size)}))
+            start += size
+    return ParquetDataset(path), sum(sizes)
+
+
+def test_len_is_the_rows_of_this_ranks_groups_in_the_epoch(uneven):
+    dataset, rows = uneven
+    stream = dataset.stream(shuffle=True, seed=2)
+    assert len(stream) == rows
+    for epoch in (0, 1):
+        stream.set_epoch(epoch)
+        shares = [stream.shard(rank=rank, world_size=3) for rank in range(3)]
+        assert [len(share) for share in shares] == [len(ids(share)) for share in shares]
+        assert sum(len(share) for share in shares) == rows
+        for share in shares:
+            assert sum(share.stream_length(w, 2) for w in range(2)) == len(share)
+    stream.set_epoch(0)
+    first = [len(stream.shard(rank=rank, world_size=3)) for rank in range(3)]
+    stream.set_epoch(1)
+    assert [len(stream.shard(rank=rank, world_size=3)) for rank in range(3)] != first
+
+
+@pytest.mark.parametrize("kind", [*WORKER_KINDS, pytest.param((2, "auto"), id="auto")])
+def test_equal_batches_gives_every_rank_the_same_count_epoch_after_epoch(uneven, kind):
+    num_workers, worker_type = kind
+    dataset, rows = uneven
+    stream = dataset.stream(shuffle=True, seed=2)
+    loaders = [DataLoader(stream.shard(rank=rank, world_size=3), batch_size=2,
+                          equal_batches=True, num_workers=num_workers, worker_type=worker_type,
+                          collate_fn=batch_ids) for rank in range(3)]
+    counts_by_epoch = []
+    for _ in range(3):
+        epoch = [[len(batch) for batch in loader] for loader in loaders]
+        counts = [len(batches) for batches in epoch]
+        assert len(set(counts)) == 1 and counts[0] > 0
+        assert all(size == 2 for batches in epoch for size in batches)  # partial ones dropped
+        assert [len(loader) for loader in loaders] == counts
+        counts_by_epoch.append(counts[0])
+    # The fewest any rank could deliver: its workers' full batches of this epoch.
+    for loader in loaders:
+        loader.close()
+    assert max(counts_by_epoch) <= rows // 2 // 3
