@@ -21,7 +21,12 @@ import numpy as np
 from dataloader._core.buffers import BufferPool, pooled_array
 from dataloader._core.sequences import pad_into, pad_runs_into
 from dataloader._datasets.column_batch import ColumnBatch, ListValues
-from dataloader._loading.collate import allocate, default_collate, has_batch_memory
+from dataloader._loading.collate import (
+    PooledCollator,
+    allocate,
+    default_collate,
+    has_batch_memory,
+)
 from dataloader._sequences.arguments import check_choice, check_optional_positive, check_positive
 
 __all__ = ["LENGTHS_KEY", "MASK_KEY", "PadCollator"]
@@ -35,7 +40,7 @@ _MASK_DTYPE = np.dtype(np.int64)
 _PADDABLE_KINDS = "biufc"
 
 
-class PadCollator:
+class PadCollator(PooledCollator):
     """Collate items with variable-length fields: each field padded to its longest item.
 
     Items are 1-D numpy arrays, or mappings or tuples whose 1-D array
@@ -97,15 +102,6 @@ class PadCollator:
         return (f"PadCollator(pad_value={self.pad_value!r}, pad_to_multiple_of="
                 f"{self.pad_to_multiple_of}, max_length={self.max_length}, "
                 f"padding_side={self.padding_side!r}, mask={self.mask}, lengths={self.lengths})")
-
-    def __getstate__(self) -> dict[str, Any]:
-        # The pool's memory stays in this process: a collator unpickled in a
-        # spawned worker takes a pool of its own.
-        return {name: value for name, value in self.__dict__.items() if name != "pool"}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self.pool = BufferPool()
 
     def padded_length(self, longest: int) -> int:
         """The length of a batch whose longest item has ``longest`` elements.
