@@ -26,4 +26,11 @@ cdef extern from "dl_pipeline.h" nogil:
     int dl_chain_run(const dl_op_t* ops, int n_ops, const dl_chain_input_t* input,
                      uint64_t seed, dl_chain_output_t* output, char* msg)
     int dl_chain_static_shape(const dl_op_t* ops, int n_ops, dl_chain_output_t* shape)
+    ctypedef struct dl_lead_window_t:
+        int top, left, height, width
+        int out_height, out_width
+        int filter
+        uint64_t rest_seed
+    int dl_chain_lead_window(const dl_op_t* ops, int n_ops, int height, int width, int channels,
+                             uint64_t seed, dl_lead_window_t* window, char* msg)
     uint64_t dl_item_seed(uint64_t seed, uint64_t epoch, uint64_t index)

@@ -171,6 +171,30 @@ cdef class Chain:
         return (shape.height, shape.width, shape.channels, _SAMPLE_DTYPES[shape.sample_size],
                 _LAYOUTS[shape.layout])
 
+    def lead_window(self, int height, int width, int channels, uint64_t seed):
+        """The window the chain's first op reads of a uint8 ``height`` x ``width`` x
+        ``channels`` image for ``seed``, when that op is a crop inside the image.
+
+        ``(top, left, window_height, window_width, out_height, out_width,
+        filter, rest_seed)``: the window, the op's output size, its
+        resampling filter's code (``resize.FILTERS``; -1 when it only cuts)
+        and the seed from which the rest of the chain draws what the whole
+        chain would (``dl_chain_lead_window``). ``None`` when the first op is
+        not a crop, or its window reaches past the image.
+        """
+        cdef dl_lead_window_t window
+        cdef char msg[256]
+        cdef int status
+        with nogil:
+            status = dl_chain_lead_window(self.ops, self.n, height, width, channels, seed,
+                                          &window, msg)
+        if status != DL_OK:
+            raise_status(status, msg, _OPS["decode"][1])
+        if window.height == 0:
+            return None
+        return (window.top, window.left, window.height, window.width, window.out_height,
+                window.out_width, window.filter, window.rest_seed)
+
     def apply_into(self, data, uint64_t seed, ImageBatch batch not None, Py_ssize_t index):
         """Run the chain on ``data`` and write the result into image ``index`` of ``batch``."""
         cdef dl_chain_output_t out

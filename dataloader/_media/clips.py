@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from dataloader._core.buffers import POOL_CAPACITY_MAX, BufferPool, pooled_array
+from dataloader._core.pipeline import Chain
 from dataloader._core.pipeline import item_seed as _native_item_seed
 from dataloader._images.arguments import check_choice, check_int, check_seed
 from dataloader._images.chains import Compose, Transform, compile_chain, output_shape
@@ -33,7 +34,7 @@ from dataloader._loading.collate import (
 )
 
 __all__ = ["ClipCollator", "ClipTransform", "EpochClipTransform", "EpochClips", "check_clip",
-           "clip_seed"]
+           "clip_seed", "run_frames"]
 
 _SEED_MASK = 2**63 - 1
 _LAYOUTS = ("NTCHW", "NTHWC")
@@ -52,6 +53,26 @@ def check_clip(clip: Any, name: str = "clip") -> np.ndarray:
         raise ValueError(f"{name} must be a uint8 or float32 (T, H, W, C) array of 1 to 4 "
                          f"channels, got {clip.dtype} of shape {clip.shape}")
     return np.ascontiguousarray(clip)
+
+
+def run_frames(chain: Chain, clip: np.ndarray, seed: int, out: np.ndarray | None = None,
+               chw: bool = False) -> np.ndarray:
+    """Run a compiled ``chain`` on every frame of uint8 ``clip`` with one ``seed``, into
+    ``out`` (frames of the chain's output, CHW with ``chw``), or into a new array
+    whose frame shape the first frame's result says."""
+    if out is not None:
+        chain.apply_frames_into(clip, seed, out, chw)
+        return out
+    first = chain.apply(clip[0], seed)
+    if first.layout != ("CHW" if chw else "HWC"):
+        raise ValueError(f"the clip transform ends in {first.layout} frames; clips stay "
+                         "(T, H, W, C): leave out ToChw and collate with "
+                         "ClipCollator(layout='NTCHW')")
+    first_array = np.asarray(first)
+    out = np.empty((len(clip), *first_array.shape), first_array.dtype)
+    out[0] = first_array
+    chain.apply_frames_into(clip[1:], seed, out[1:], chw)
+    return out
 
 
 class EpochClips:
@@ -139,16 +160,7 @@ class ClipTransform:
             compile_chain(self.transform).apply_frames_into(clip, seed, out, False)
             return out
         # The size depends on the frames: the first one says it.
-        chain = compile_chain(self.transform)
-        first = chain.apply(clip[0], seed)
-        if first.layout != "HWC":
-            raise ValueError(f"ClipTransform({self.transform!r}) ends in CHW frames; clips stay "
-                             "(T, H, W, C)")
-        first_array = np.asarray(first)
-        out = np.empty((len(clip), *first_array.shape), first_array.dtype)
-        out[0] = first_array
-        chain.apply_frames_into(clip[1:], seed, out[1:], False)
-        return out
+        return run_frames(compile_chain(self.transform), clip, seed)
 
     def clip_into(self, clip: np.ndarray, seed: int, out: np.ndarray, chw: bool) -> None:
         """Write the transformed ``clip`` (uint8) into ``out``, of CHW frames with ``chw``."""

@@ -23,8 +23,9 @@ from dataloader._datasets.class_folders import scan_class_folders
 from dataloader._images.arguments import check_bool, check_int, check_size
 from dataloader._images.chains import Transform
 from dataloader._media.clips import ClipTransform, EpochClips, clip_seed
+from dataloader._media.crops import DecodeCrop
 from dataloader._media.info import VIDEO_EXTENSIONS
-from dataloader._media.video import decode_video
+from dataloader._media.video import decode_frames, decode_video
 from dataloader._sampling.seeding import item_seed
 
 __all__ = ["ClipSampler", "VideoFolder"]
@@ -108,25 +109,36 @@ class ClipDecoder:
 
 class EpochClipDecoder(EpochClips):
     """A :class:`ClipDecoder` bound to one epoch: each item's clip place and its clip
-    transform's draw come from ``(seed, epoch, index)``."""
+    transform's draw come from ``(seed, epoch, index)``. A transform that starts
+    with a crop has it done at decode (``_media/crops.py``)."""
 
-    __slots__ = ("decoder", "epoch", "seed")
+    __slots__ = ("crop", "decoder", "epoch", "seed")
 
     def __init__(self, decoder: ClipDecoder, seed: int, epoch: int) -> None:
         self.decoder, self.seed, self.epoch = decoder, seed, epoch
+        transform = decoder.transform
+        self.crop = None if transform is None else DecodeCrop(transform)
 
     def __call__(self, index: int, item: tuple[str, int]) -> tuple[np.ndarray, int]:
         path, target = item
-        clip = decode_video(path, self._clip(index), size=self.decoder.size)
-        transform = self.decoder.transform
-        if transform is not None:
-            clip = transform.apply(clip, clip_seed(self.seed, self.epoch, index))
-        return clip, target
+        return self._decode(index, path, None, False), target
 
     def _clip(self, index: int) -> SampledClip:
         sampler = self.decoder.sampler
         draw = np.random.default_rng(item_seed(self.seed, self.epoch, index)).random()
         return sampler.clip(index % sampler.clips_per_video, draw)
+
+    def _decode(self, index: int, source: Any, out: np.ndarray | None, chw: bool) -> np.ndarray:
+        size = self.decoder.size
+        if self.crop is None and not chw:
+            return decode_video(source, self._clip(index), size=size, out=out)
+        if self.crop is None:   # CHW slots (clip_into): the decoded clip transposed there
+            clip = decode_video(source, self._clip(index), size=size)
+            assert out is not None
+            np.copyto(out, clip.transpose(0, 3, 1, 2))
+            return out
+        planned = self.crop.plan(clip_seed(self.seed, self.epoch, index), size, out=out, chw=chw)
+        return planned.finish(decode_frames(source, self._clip(index), planned.geometry))
 
     def clip_shape(self) -> tuple[int, int, int, int, str] | None:
         frames, size, transform = self.decoder.sampler.num_frames, self.decoder.size, (
@@ -139,15 +151,7 @@ class EpochClipDecoder(EpochClips):
         return None
 
     def clip_into(self, index: int, data: Any, out: np.ndarray, chw: bool) -> None:
-        transform = self.decoder.transform
-        if transform is None and not chw:
-            decode_video(data, self._clip(index), size=self.decoder.size, out=out)
-            return
-        clip = decode_video(data, self._clip(index), size=self.decoder.size)
-        if transform is None:
-            np.copyto(out, clip.transpose(0, 3, 1, 2))
-        else:
-            transform.clip_into(clip, clip_seed(self.seed, self.epoch, index), out, chw)
+        self._decode(index, data, out, chw)
 
 
 class VideoFolder:

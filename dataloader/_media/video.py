@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -26,7 +26,8 @@ from dataloader._images.arguments import (
 )
 from dataloader._media.source import MediaSource, native_media, open_media
 
-__all__ = ["Clip", "FrameSelection", "Timestamps", "decode_video", "frame_numbers", "shown_at"]
+__all__ = ["Clip", "FrameGeometry", "FrameSelection", "Timestamps", "decode_frames",
+           "decode_video", "frame_numbers", "output_size", "shown_at", "source_box"]
 
 # A timestamp this close to a frame's (in seconds) is that frame's: times
 # written as decimals (0.04) are not exact in binary.
@@ -175,17 +176,45 @@ def decode_video(source: MediaSource, frames: Sequence[int] | FrameSelection | N
     >>> decode_video(path, Timestamps([1.0]), size=60).shape   # the shorter side to 60
     (1, 60, 104, 3)
     """
-    filters = native_media().FILTERS
-    filter_code = filters[check_choice("interpolation", interpolation, tuple(filters))]
+    check_choice("interpolation", interpolation, tuple(native_media().FILTERS))
     threads = check_int("threads", threads, 0, 64)
+
+    def geometry(height: int, width: int) -> FrameGeometry:
+        box = _crop_box(crop, height, width)
+        return FrameGeometry(box, output_size(size, box[2], box[3]), interpolation, out)
+
+    return decode_frames(source, frames, geometry, threads)
+
+
+@dataclasses.dataclass(frozen=True)
+class FrameGeometry:
+    """What a decode makes of a stream's frames: the ``box`` ``(top, left, height,
+    width)`` cut from each (its top and left rounded down to the chroma grid,
+    ``src/dl_video.c``), resized to ``size`` ``(height, width)`` with
+    ``interpolation``, and written into ``out`` when it is not None (an array
+    of the result's shape)."""
+
+    box: tuple[int, int, int, int]
+    size: tuple[int, int]
+    interpolation: str
+    out: np.ndarray | None = None
+
+
+def decode_frames(source: MediaSource, frames: Any,
+                  geometry: Callable[[int, int], FrameGeometry], threads: int = 1) -> np.ndarray:
+    """``decode_video`` with the crop, size and output chosen by ``geometry(height,
+    width)`` of the stream's frames once the file is open (a clip transform's
+    crop is drawn against them, ``_media/crops.py``); ``threads`` checked."""
+    filters = native_media().FILTERS
     with open_media(source) as media:
         stream = _video_stream(media)
         pts = media.frame_pts(stream["index"])
         if len(pts) == 0:
             raise ValueError(f"cannot decode video {media.name}: the video stream has no frames")
         wanted = frame_numbers(frames, pts / _ticks_per_second(stream))
-        box = _crop_box(crop, stream["height"], stream["width"])
-        height, width = _output_size(size, box[2], box[3])
+        chosen = geometry(stream["height"], stream["width"])
+        height, width = chosen.size
+        out = chosen.out
         distinct, order = np.unique(wanted, return_inverse=True)
         _check_bytes(len(distinct), height, width)
         in_order = len(distinct) == len(wanted) and bool(np.all(distinct == wanted))
@@ -193,7 +222,8 @@ def decode_video(source: MediaSource, frames: Sequence[int] | FrameSelection | N
             _check_out(out, (len(wanted), height, width, 3))
         decoded = out if in_order and out is not None else np.empty(
             (len(distinct), height, width, 3), np.uint8)
-        media.decode_frames_into(distinct, decoded, box, filter_code, threads)
+        media.decode_frames_into(distinct, decoded, chosen.box, filters[chosen.interpolation],
+                                 threads)
     if in_order:
         return decoded
     if out is None:
@@ -201,6 +231,19 @@ def decode_video(source: MediaSource, frames: Sequence[int] | FrameSelection | N
     np.take(decoded, order.reshape(-1), axis=0, out=out)
     return out
 
+
+def source_box(box: tuple[int, int, int, int], frame: tuple[int, int],
+               stream: tuple[int, int]) -> tuple[int, int, int, int]:
+    """The box of the stream's frames (``stream``: height, width) under ``box`` of the
+    same frames resized to ``frame``: each edge scaled and rounded to the nearest
+    pixel, the box at least one pixel high and wide and inside the frame."""
+    sides = []
+    for start, length, scaled, full in ((box[0], box[2], frame[0], stream[0]),
+                                        (box[1], box[3], frame[1], stream[1])):
+        ratio = full / scaled
+        first = min(round(start * ratio), full - 1)
+        sides.append((first, max(1, min(round((start + length) * ratio), full) - first)))
+    return sides[0][0], sides[1][0], sides[0][1], sides[1][1]
 
 def frame_numbers(frames: Any, times: np.ndarray) -> np.ndarray:
     """The frame numbers ``frames`` chooses, as int64, for a video whose frames
@@ -273,7 +316,9 @@ def _crop_box(crop: Any, height: int, width: int) -> tuple[int, int, int, int]:
     return top, left, box_h, box_w
 
 
-def _output_size(size: Any, height: int, width: int) -> tuple[int, int]:
+def output_size(size: Any, height: int, width: int) -> tuple[int, int]:
+    """The ``(height, width)`` that ``decode_video``'s ``size`` makes of frames of
+    ``height`` x ``width`` (None: the same)."""
     if size is None:
         return height, width
     if isinstance(size, numbers.Integral) and not isinstance(size, bool):

@@ -64,6 +64,23 @@ int dl_chain_run(const dl_op_t *ops, int n_ops, const dl_chain_input_t *input, u
  * whether a batch of the outputs can be allocated before any item is read. */
 int dl_chain_static_shape(const dl_op_t *ops, int n_ops, dl_chain_output_t *shape);
 
+/* The window a chain's first op reads of an input of height x width x channels
+ * (uint8 HWC), when that op is a crop a video decoder can do while it scales
+ * (Crop, CenterCrop, RandomCrop, RandomResizedCrop) and the window lies
+ * inside the input: drawn as dl_chain_run draws it from `seed`. The rest of
+ * the chain, run from `rest_seed` (the generator after the op's draws),
+ * draws what the whole chain would. `height` 0: no such window, `rest_seed`
+ * is `seed` and the whole chain is to run. */
+typedef struct {
+    int top, left, height, width;   /* the window of the input */
+    int out_height, out_width;      /* what the op makes of it */
+    int filter;                     /* its resampling filter (dl_filter_t); -1: it only cuts */
+    uint64_t rest_seed;
+} dl_lead_window_t;
+
+int dl_chain_lead_window(const dl_op_t *ops, int n_ops, int height, int width, int channels,
+                         uint64_t seed, dl_lead_window_t *window, char *msg);
+
 /* The seed of one item's generator: a stable mix of (seed, epoch, index). */
 uint64_t dl_item_seed(uint64_t seed, uint64_t epoch, uint64_t index);
 

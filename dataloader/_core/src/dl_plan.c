@@ -605,3 +605,34 @@ int dl_plan(const dl_op_t *ops, int n, const dl_chain_input_t *input, uint64_t s
     plan_float_tail(ops, n, steps);
     return DL_OK;
 }
+
+/* ---- a crop done by a video decoder (dl_pipeline.h) ----------------------- */
+
+int dl_chain_lead_window(const dl_op_t *ops, int n, int height, int width, int channels,
+                         uint64_t seed, dl_lead_window_t *window, char *msg)
+{
+    uint64_t rng = seed;
+    dl_shape_t shape = {height, width, channels, 1, DL_LAYOUT_HWC};
+    dl_chain_input_t input = {.image = {NULL, 0, height, width, channels, 1}};
+    dl_step_t step = {.in = shape};
+    *window = (dl_lead_window_t){.filter = -1, .rest_seed = seed};
+    int kind = n > 0 ? ops[0].kind : -1;
+    if (kind != DL_OP_CROP && kind != DL_OP_CENTER_CROP && kind != DL_OP_RANDOM_CROP &&
+        kind != DL_OP_RANDOM_RESIZED_CROP)
+        return DL_OK;
+    if (!is_image(&shape))
+        return dl_fail(msg, DL_ERR_ARGUMENT, "%s got %s: " DL_IMAGE_RULE, dl_op_name(&ops[0]),
+                       dl_describe(&shape));
+    /* The first op's plan as dl_plan makes it: the same draws. */
+    step.out = shapes[kind](&ops[0], shape);
+    int status = plans[kind](&ops[0], &input, &rng, &step, msg);
+    if (status != DL_OK) return status;
+    int resized = kind == DL_OP_RANDOM_RESIZED_CROP;
+    int wh = resized ? step.height : step.out.height, ww = resized ? step.width : step.out.width;
+    /* A window reaching past the input (padding) is left to the chain. */
+    if (step.top < 0 || step.left < 0 || step.top + wh > height || step.left + ww > width)
+        return DL_OK;
+    *window = (dl_lead_window_t){step.top, step.left, wh, ww, step.out.height, step.out.width,
+                                 resized ? ops[0].i[2] : -1, rng};
+    return DL_OK;
+}

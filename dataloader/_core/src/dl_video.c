@@ -213,10 +213,21 @@ static int convert(reader_t *r, int64_t index, uint8_t *dst, char *msg)
     if (f->width != par->width || f->height != par->height)
         return dl_fail(msg, DL_ERR_CORRUPT, "frame %lld is %dx%d, the stream's frames %dx%d",
                        (long long)index, f->width, f->height, par->width, par->height);
-    f->crop_top = (size_t)out->crop_top;
-    f->crop_left = (size_t)out->crop_left;
-    f->crop_bottom = (size_t)(f->height - out->crop_top - out->crop_height);
-    f->crop_right = (size_t)(f->width - out->crop_left - out->crop_width);
+    /* The crop starts on the chroma grid (even rows and columns of 4:2:0):
+     * av_frame_apply_cropping offsets a subsampled plane by the offset
+     * rounded down, so an odd start would pair each pixel with the chroma
+     * sample of its left or upper neighbour. The window keeps its size and
+     * stays inside the frame. */
+    const AVPixFmtDescriptor *desc = av_pix_fmt_desc_get(f->format);
+    int top = out->crop_top, left = out->crop_left;
+    if (desc && !(desc->flags & AV_PIX_FMT_FLAG_RGB)) {
+        top &= ~((1 << desc->log2_chroma_h) - 1);
+        left &= ~((1 << desc->log2_chroma_w) - 1);
+    }
+    f->crop_top = (size_t)top;
+    f->crop_left = (size_t)left;
+    f->crop_bottom = (size_t)(f->height - top - out->crop_height);
+    f->crop_right = (size_t)(f->width - left - out->crop_width);
     int err = av_frame_apply_cropping(f, AV_FRAME_CROP_UNALIGNED);
     if (err < 0)
         return dl_media_fail(msg, DL_ERR_CORRUPT, err, "cannot crop frame %lld", (long long)index);
