@@ -112,6 +112,21 @@ def test_workers_load_batches_concurrently():
     loader.close()
 
 
+def test_the_first_batch_is_loaded_by_every_worker():
+    barrier = threading.Barrier(2, timeout=20)
+
+    def item(index):
+        if index < 2:
+            barrier.wait()  # breaks unless two items of the first batch run at once
+        return index
+
+    # Each epoch's first batch: the second epoch's too, on the same workers.
+    loader = DataLoader(FromFunction(8, item), batch_size=4, num_workers=2)
+    for _ in range(2):
+        assert [b.tolist() for b in loader] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    loader.close()
+
+
 class FromFunction(Dataset):
     def __init__(self, n, function):
         self.n = n

@@ -4,7 +4,8 @@ Data flow (see ``docs/architecture.md``, "The threaded epoch"):
 
 * The consumer thread pulls batches of indices from the sampler, at most
   ``window`` ahead of the batch it delivers, and submits one task per batch
-  (or ``item_concurrency`` lane tasks per batch) to the pool.
+  (or ``item_concurrency`` lane tasks per batch, and one per pool thread for the
+  first batch) to the pool.
 * Batches wait in a queue, in submission order, for a runner: a pool task
   that attaches to the interpreter once and then claims queued batches one
   after the other, loading each whole (``load.load_batch``; a stream's
@@ -311,7 +312,7 @@ cdef class Epoch(Consumer):
     cdef _submit(self, Py_ssize_t slot, indices):
         cdef Py_ssize_t position = self.submitted
         cdef int lanes = 1
-        cdef bint use_lanes
+        cdef bint use_lanes, first
         checked = indices
         error = None
         if self.check_indices is not None:
@@ -335,10 +336,16 @@ cdef class Epoch(Consumer):
             return
         self.slot_indices[slot] = checked
         # A stream's batch (Fetched) has its items already: it is never split into lanes.
-        use_lanes = ((self.item_concurrency > 1 or self.item_lanes) and self.recipe.batched
-                     and type(checked) is not Fetched)
+        # The epoch's first batch is split across every pool thread, an item at a time,
+        # when the recipe allows it (Recipe.split_first): no batch is ready before it,
+        # so its items go first rather than each thread starting a batch the consumer
+        # takes later ("First batch", docs/architecture.md).
+        first = position == 0 and self.max_runners > 1 and self.recipe.split_first
+        use_lanes = ((self.item_concurrency > 1 or self.item_lanes or first)
+                     and self.recipe.batched and type(checked) is not Fetched)
         if use_lanes:
-            lanes = max(1, min(self.item_concurrency, len(checked)))
+            lanes = max(1, min(max(self.item_concurrency, self.max_runners if first else 1),
+                               len(checked)))
             self.slot_items[slot] = [None] * len(checked)
             pthread_mutex_lock(&self.mutex)
             self.slots[slot].n_items = len(checked)

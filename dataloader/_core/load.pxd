@@ -7,7 +7,7 @@ cdef class Recipe:
     # Set by the first batch whose items would not pay for rows (a C flag:
     # worker threads may set it at once, also without a GIL).
     cdef bint rows_declined
-    cdef readonly bint batched
+    cdef readonly bint batched, split_first
     cpdef object fetch_items(self, object indices)
 
 cdef class Fetched:

@@ -65,6 +65,9 @@ cdef class Recipe:
         ``start_rows``), or ``None`` when collating at the end pays better.
         Used for batches fetched item by item; ``None`` always collates at
         the end.
+
+    ``split_first`` (read-only) says whether the epoch's first batch may be
+    loaded by lanes, item by item, on every pool thread (``epoch.pyx``).
     """
 
     def __init__(self, fetch, getitem, transform, collate, bint batched,
@@ -77,6 +80,11 @@ cdef class Recipe:
         self.assemble = assemble if batched else None
         self.skip = skip
         self.rows = rows if batched and fetch is None and self.assemble is None else None
+        # Whether a batch may be loaded item by item and collated (lanes) with the
+        # same result: no __getitems__, and no assembler, or one that says its
+        # batches are collate's (``same_as_collate``, _loading/plugins.py).
+        self.split_first = batched and fetch is None and (
+            self.assemble is None or getattr(self.assemble, "same_as_collate", False))
 
     def __repr__(self):
         return (f"Recipe(fetch={self.fetch!r}, transform={self.transform!r}, "

@@ -12,6 +12,10 @@ the objects as plain callables:
 * :class:`BatchAssembling` -- ``collate_fn.assembler(item_transform)``
   returns a function ``assemble(indices, items) -> batch`` that transforms
   each item straight into its slot of the batch (``None`` when it cannot).
+  An assembler whose batches equal ``collate_fn`` of the items transformed
+  one by one says so with an attribute ``same_as_collate = True``: the
+  loader may then load an epoch's first batch item by item on every worker
+  thread and collate it (``Recipe.split_first``).
 * :class:`TransformingDataset` -- a dataset whose items are its own
   ``transform`` applied to ``raw_item(index)`` (``ImageFolder(root,
   transform=chain)``, torchvision's way of writing a pipeline). When that

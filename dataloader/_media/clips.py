@@ -329,4 +329,6 @@ class ClipCollator(PooledCollator):
                 return batch
             return (batch, *default_collate([tuple(item[1:]) for item in items]))
 
+        # The batches are this collator's of the clips transformed one by one.
+        assemble.same_as_collate = True  # type: ignore[attr-defined]
         return assemble
