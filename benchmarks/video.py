@@ -164,6 +164,28 @@ def our_loader(folder: VideoFolder) -> DataLoader:
                       prefetch_factor=PREFETCH_FACTOR, collate_fn=ClipCollator("NTHWC"))
 
 
+def crop_makes(root: Path, clips_per_video: int) -> dict:
+    """``--crop``: random 224x224 crops (``RandomResizedCrop`` then ``RandomHFlip``) of the
+    clips' 720p frames, done at decode (the folder's transform) and on decoded frames
+    (the same chain as the loader's transform over whole decoded frames)."""
+    from dataloader import ClipTransform
+    from dataloader.transforms import Compose, RandomHFlip, RandomResizedCrop
+
+    chain = Compose([RandomResizedCrop(SIZE), RandomHFlip()])
+    sampler = ClipSampler(NUM_FRAMES, stride=STRIDE, clips_per_video=clips_per_video)
+    fused = VideoFolder(root, sampler, transform=chain)
+    whole = VideoFolder(root, sampler)
+
+    def loader(folder: VideoFolder, transform: ClipTransform | None = None) -> DataLoader:
+        return DataLoader(folder, batch_size=BATCH_SIZE, shuffle=True, seed=0,
+                          num_workers=NUM_WORKERS, worker_type="thread",
+                          prefetch_factor=PREFETCH_FACTOR, transform=transform,
+                          collate_fn=ClipCollator("NTHWC"))
+
+    return {"crop at decode": lambda: loader(fused),
+            "crop of decoded frames": lambda: loader(whole, ClipTransform(chain))}
+
+
 def spdl_row(folder: VideoFolder, clips_per_video: int, epochs: int) -> dict | None:
     """SPDL's figures from ``_spdl_clips.py`` in its own environment, or None without it."""
     if not SPDL_PYTHON.exists():
@@ -227,6 +249,8 @@ def main() -> None:
     parser.add_argument("--clips-per-video", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--crop", action="store_true",
+                        help="also random crops, done at decode and on decoded frames")
     parser.add_argument("--memory-child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
@@ -266,8 +290,21 @@ def main() -> None:
     print(f"peak memory per clip in flight: {memory['per_clip_over_clip_bytes']:.2f}x the "
           f"clip's {memory['clip_bytes'] / 2**20:.1f} MiB ({memory['clips_in_flight']} clips in "
           f"flight, {memory['peak_extra_bytes'] / 2**20:.0f} MiB over the baseline)")
+    crops = None
+    if args.crop:
+        crop_makes_ = crop_makes(root, args.clips_per_video)
+        crop_rounds = [{name: measure(make, clips, args.epochs)
+                        for name, make in crop_makes_.items()} for _ in range(args.rounds)]
+        crops = {name: best([round_[name] for round_ in crop_rounds]) for name in crop_makes_}
+        fused, whole = crops.values()
+        print(f"random crops to {SIZE}x{SIZE} and flips; load average "
+              f"{os.getloadavg()[0]:.2f}")
+        print_table(["loader", "clips/s", "first batch s", "CPU s/clip"],
+                    [[name, *(row[figure] for figure in figures)] for name, row in crops.items()]
+                    + [["at decode / on frames", *(fused[f] / whole[f] for f in figures)]])
     write_json(RESULTS, "video", {"ours": ours, "torch_pyav": peer, "spdl": spdl,
-                                  "memory": memory, "clips": clips, "load_average": load})
+                                  "memory": memory, "clips": clips, "crops": crops,
+                                  "load_average": load})
 
 
 if __name__ == "__main__":
