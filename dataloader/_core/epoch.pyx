@@ -336,10 +336,8 @@ cdef class Epoch(Consumer):
             return
         self.slot_indices[slot] = checked
         # A stream's batch (Fetched) has its items already: it is never split into lanes.
-        # The epoch's first batch is split across every pool thread, an item at a time,
-        # when the recipe allows it (Recipe.split_first): no batch is ready before it,
-        # so its items go first rather than each thread starting a batch the consumer
-        # takes later ("First batch", docs/architecture.md).
+        # The first batch goes to every pool thread when the recipe allows it ("First
+        # batch", docs/architecture.md).
         first = position == 0 and self.max_runners > 1 and self.recipe.split_first
         use_lanes = ((self.item_concurrency > 1 or self.item_lanes or first)
                      and self.recipe.batched and type(checked) is not Fetched)

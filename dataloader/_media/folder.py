@@ -172,7 +172,9 @@ class VideoFolder:
     transform : ClipTransform or Transform, optional
         Applied to every frame of each clip with one random draw per clip
         (a ``Transform`` is wrapped in a :class:`ClipTransform`), seeded by
-        ``(seed, epoch, index)``.
+        ``(seed, epoch, index)``. A first op that crops (``RandomResizedCrop``,
+        ``RandomCrop``, ``CenterCrop``, ``Crop``) is done at decode: only its
+        window is converted, scaled straight to its size (docs/video.md).
     extensions : tuple of str
         File name suffixes (case-insensitive) that count as videos.
 
