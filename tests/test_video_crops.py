@@ -111,14 +111,19 @@ def test_fused_clips_are_pyavs_frames_cropped_then_resized(root, size, interpola
     folder = VideoFolder(root, ClipSampler(4, stride=2, clips_per_video=3, random=False),
                          size=size, transform=crop)
     chain = compile_chain(crop)
-    for video, (path, label) in enumerate(folder.samples):
+    # Seed 0's first epoch (as folder[i] outside a loader): a video's three clips a batch.
+    loader = DataLoader(folder, batch_size=3, seed=0, num_workers=2, worker_type="thread",
+                        collate_fn=ClipCollator("NTHWC"))
+    for video, ((path, label), (clips, targets)) in enumerate(
+            zip(folder.samples, loader, strict=True)):
         frames = pyav_frames(path)
         stream_size = (frames[0].height, frames[0].width)
         frame_size = stream_size if size is None else size
+        assert targets.tolist() == [label] * 3 and clips.shape == (3, 4, 40, 56, 3)
         for which, first in enumerate(FIRST_FRAMES):
             index = video * 3 + which
-            clip, target = folder[index]
-            assert target == label and clip.shape == (4, 40, 56, 3)
+            clip = clips[which]
+            np.testing.assert_array_equal(clip, folder[index][0])   # outside a loader
             window = chain.lead_window(*frame_size, 3, clip_seed(0, 0, index))
             box = source_box(window[:4], frame_size, stream_size)
             expected = np.stack([pyav_crop_resize(frames[k], box, (40, 56), interpolation)
