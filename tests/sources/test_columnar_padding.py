@@ -9,10 +9,10 @@ worker kind, epoch after epoch and resumed.
 
 import numpy as np
 import pytest
+from resuming import run_in_pieces
 
 from dataloader import BucketBatchSampler, DataLoader, PadCollator
 from dataloader.sources import ArrowDataset, ParquetDataset
-from tests.resuming import run_in_pieces
 
 # The arrow extra (not installed beside a free-threaded build).
 pa = pytest.importorskip("pyarrow")
