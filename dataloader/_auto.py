@@ -72,6 +72,10 @@ GAIN = 1.25
 WORKERS_PER_CORE = 4
 #: Epoch measurements need this many batches of a kind to replace a prediction.
 MEASURED_BATCHES = 4
+#: A kind's measured interval holds for this many epochs after its own; then
+#: the prediction stands in again, so that an epoch slowed by the rest of the
+#: machine does not keep the loader off that kind for good.
+MEASUREMENT_EPOCHS = 4
 
 
 def usable_cores() -> int:
@@ -133,9 +137,11 @@ class Measurements:
     #: The share of the epoch's time the consumer waited in ``next()``.
     wait_share: float | None = None
     #: A batch every how many seconds, measured on each kind, with the
-    #: ``load_seconds`` of its epoch (a measurement holds while items cost
-    #: about as much: see ``interval``).
-    intervals: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    #: ``load_seconds`` of its epoch and the epoch's number (a measurement
+    #: holds while items cost about as much, for a few epochs: see ``interval``).
+    intervals: dict[str, tuple[float, float, int]] = dataclasses.field(default_factory=dict)
+    #: The epochs measured so far.
+    epochs: int = 0
     #: Starting worker processes until their first batch.
     startup_seconds: float | None = None
 
@@ -148,11 +154,18 @@ class Measurements:
             self.python_share = min(python_seconds / seconds, 1.0)
         self.batch_bytes = max(self.batch_bytes, nbytes)
 
+    def add_interval(self, kind: str, seconds: float) -> None:
+        """Record a batch every ``seconds`` delivered on ``kind`` this epoch."""
+        self.intervals[kind] = (seconds, self.load_seconds or 0.0, self.epochs)
+
     def interval(self, kind: str) -> float | None:
-        """The interval measured on ``kind``, if its items cost within 2x of today's."""
-        interval, load = self.intervals.get(kind, (None, 0.0))
+        """The interval measured on ``kind``, if its items cost within 2x of today's
+        and it was measured within the last ``MEASUREMENT_EPOCHS`` epochs."""
+        interval, load, epoch = self.intervals.get(kind, (None, 0.0, 0))
         now = self.load_seconds or 0.0
         if interval is None or not 0.5 * load <= now <= 2 * load:
+            return None
+        if self.epochs - epoch > MEASUREMENT_EPOCHS:
             return None
         return interval
 
@@ -496,6 +509,7 @@ class MeasuredEngine:
             return
         self._ended = True
         measured, stats = self._kind.measured, self._plan.stats
+        measured.epochs += 1
         consumer = stats.consumer_ns - self._consumer_at
         waited = stats.rows[0].totals()[WAIT + 1] - self._waited_at
         batches = self._before + self._phase_batches
@@ -508,7 +522,7 @@ class MeasuredEngine:
         if self._remote_at is not None and finished:
             self._measure_remote_load()
         interval = (self._last_at - self._first_at) * 1e-9 / (self._phase_batches - 1)
-        measured.intervals[self._phase] = (interval, measured.load_seconds or 0.0)
+        measured.add_interval(self._phase, interval)
         if self._phase == "process":
             measured.startup_seconds = (self._first_at - self._phase_started) * 1e-9
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from dataloader import DataLoader, Dataset
-from dataloader._auto import Choice, Measurements, decide, usable_cores
+from dataloader._auto import MEASUREMENT_EPOCHS, Choice, Measurements, decide, usable_cores
 from dataloader._processes.choice import free_threaded
 
 pytestmark = pytest.mark.skipif(free_threaded(), reason="Python code runs on threads here")
@@ -437,12 +437,29 @@ def test_decide_moves_back_to_threads_when_processes_measured_slower():
     arguments = dict(workers=2, safe_on_threads=False, cores=2, remaining=100,
                      prefetch_factor=2)
     assert decide(measured, **arguments).kind == "process"
-    measured.intervals["process"] = (0.06, 0.05)  # slower than one thread, measured
+    measured.add_interval("process", 0.06)  # slower than one thread, measured
     assert decide(measured, current="process", **arguments).kind == "thread"
-    measured.intervals["process"] = (0.045, 0.05)  # not slower: they stay
+    measured.add_interval("process", 0.045)  # not slower: they stay
     assert decide(measured, current="process", **arguments).kind == "process"
     # Starting them again takes a clear gain.
     assert decide(measured, current="thread", **arguments).kind == "thread"
+
+
+def test_a_kind_measured_slow_once_is_predicted_again_after_a_few_epochs():
+    measured = Measurements(load_seconds=0.0001)  # cheap items: one thread predicted
+    arguments = dict(workers=2, safe_on_threads=False, cores=2, remaining=1000,
+                     prefetch_factor=2)
+    assert decide(measured, **arguments).kind == "thread"
+    measured.epochs += 1
+    measured.add_interval("thread", 0.002)  # hand-offs slowed by a busy machine
+    assert decide(measured, current="thread", **arguments).kind == "process"
+    for _ in range(MEASUREMENT_EPOCHS):
+        measured.epochs += 1
+        measured.add_interval("process", 0.0004)
+        assert decide(measured, current="process", **arguments).kind == "process"
+    measured.epochs += 1
+    measured.add_interval("process", 0.0004)
+    assert decide(measured, current="process", **arguments).kind == "thread"
 
 
 def test_decide_keeps_the_window_within_the_memory_budget():

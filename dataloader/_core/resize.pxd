@@ -9,3 +9,4 @@ cdef extern from "dl_resize.h" nogil:
                   uint8_t* dst, ptrdiff_t dst_stride, int out_h, int out_w, int filter,
                   int antialias, int fast)
     int dl_resize_vectorised(int request)
+    int dl_resize_vnni(int request)

@@ -47,3 +47,14 @@ def vectorised(request=None):
     threads resize.
     """
     return bool(dl_resize_vectorised(-1 if request is None else (1 if request else 0)))
+
+
+def vnni(request=None):
+    """Whether the vectorised passes multiply with AVX-512 VNNI: True, or False for AVX2 alone.
+
+    ``request`` False forces the AVX2 instructions alone and True restores
+    VNNI where the CPU has it; all give the same bytes, which the tests
+    check by running each.  Process-wide; not for use while other threads
+    resize.
+    """
+    return bool(dl_resize_vnni(-1 if request is None else (1 if request else 0)))

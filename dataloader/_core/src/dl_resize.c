@@ -21,8 +21,8 @@
  * Pillow-SIMD does: to the most fractional bits (at most DL_PRECISION_BITS)
  * that keep the largest weight below 2^15, so that every weight is a 16-bit
  * value and the AVX2 horizontal pass needs one multiply-add per pair of
- * taps instead of two.  The vertical pass keeps Pillow's weights (its AVX2
- * loop costs the same either way), so only one rounding differs from
+ * taps instead of two (VNNI: two digits instead of three).  The vertical
+ * pass keeps Pillow's weights, so only one rounding differs from
  * Pillow's, and bilinear's weights, all positive and summing to one, carry
  * that difference of at most 1 through the vertical pass without growing
  * it: results are within 1 of Pillow's (tests/core/test_resize_fast.py).
@@ -31,16 +31,24 @@
  * AVX2 passes still agree bit for bit: both compute the same integer sums
  * with the same weights.
  *
- * Two implementations compute the same bytes:
+ * Exact-mode weights whose trailing bits are all zero (a shrink by 8, say)
+ * may fit 16 bits without them: the vectorised passes then drop those bits
+ * and shift by fewer, the same sums divided by a power of two, the same bytes.
+ *
+ * Three implementations compute the same bytes:
  *  - portable loops: both passes are one loop, dl_filter_rows, whose inner
  *    loop runs along a whole row (the compiler vectorises it); the
  *    horizontal pass feeds it a transposed block (dl_filter_columns);
- *  - on x86-64 CPUs with AVX2, chosen at run time: the vertical pass keeps
- *    32 sums in registers across all taps (dl_filter_rows_avx2), and the
- *    horizontal pass for 3 and 4 channels works in place on pairs of taps of
- *    four rows at a time (dl_filter_columns_avx2), with each 22-bit weight
- *    split into two 16-bit halves so that the sums stay exact.
- * dl_resize_vectorised switches between them, for tests.
+ *  - on x86-64 CPUs with AVX2, chosen at run time (dl_resize_avx2.c): both
+ *    passes multiply pairs of taps of 16-bit values (vpmaddwd), the vertical
+ *    one on pairs of rows for 32 samples at a time, the horizontal one (3
+ *    and 4 channels) in place on four rows at a time, each 22-bit weight
+ *    that does not fit 16 bits split into two 16-bit halves;
+ *  - where the CPU also has AVX-512 VNNI: quads of taps multiplied as bytes
+ *    (vpdpbusd) by signed base-256 digits of the weights, 2 or 3.
+ * Every one computes Pillow's 32-bit sums exactly (dl_resize_plan.c writes
+ * the weights as the vectorised loops read them).  dl_resize_vectorised and
+ * dl_resize_vnni switch between them, for tests.
  *
  * The last pass writes uint8 rows, or, when a chain's float tail is fused in
  * (dl_float_sink_t), a few rows at a time into a strip that each row leaves
@@ -330,11 +338,11 @@ static int dl_filter_rows_any(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_
 {
     int32_t *acc;
 #if DL_HAVE_AVX2
-    if (row_len >= 32 && dl_resize_vectorised(-1)) {
-        dl_filter_rows_avx2(src, src_stride, row_len, dst, dst_stride, out_h, ksize, bounds,
-                            weights, bits);
-        return 0;
-    }
+    int status;
+    if (row_len >= 32 && dl_resize_vectorised(-1) &&
+        (status = dl_filter_rows_avx2(src, src_stride, row_len, dst, dst_stride, out_h, ksize,
+                                      bounds, weights, bits)) != 1)
+        return status;
 #endif
     acc = malloc(sizeof(int32_t) * (size_t)row_len);
     if (acc == NULL)
@@ -356,25 +364,11 @@ static int dl_filter_columns(const uint8_t *src, ptrdiff_t src_stride, int rows,
     uint8_t *t_in, *t_out;
     int status = -1;
 #if DL_HAVE_AVX2
-    if ((channels == 3 || channels == 4) && dl_resize_vectorised(-1)) {
-        /* Pairs of taps: enough for the widest window, not the padded ksize.
-         * Weights that all fit 16 bits (fast mode's) are used whole; others
-         * are split, and the high halves must fit 16 bits, which holds for
-         * weights below 256 in magnitude: normalised weights are near 1. */
-        int n = 1, xx, fits = 1, whole = 1;
-        for (xx = 0; xx < out_w; xx++)
-            n = bounds[2 * xx + 1] > n ? bounds[2 * xx + 1] : n;
-        for (xx = 0; xx < out_w * ksize; xx++) {
-            fits &= weights[xx] >> DL_SPLIT_BITS >= INT16_MIN &&
-                    weights[xx] >> DL_SPLIT_BITS <= INT16_MAX;
-            whole &= weights[xx] >= INT16_MIN && weights[xx] <= INT16_MAX;
-        }
-        if (fits && in_w >= 4 && in_w >= n + n % 2) {
-            dl_avx2_weights_t w = {weights, ksize, (n + 1) / 2, bits, !whole};
-            return dl_filter_columns_avx2(src, src_stride, rows, in_w, channels, dst, dst_stride,
-                                          out_w, bounds, &w);
-        }
-    }
+    if ((channels == 3 || channels == 4) && dl_resize_vectorised(-1) &&
+        (status = dl_filter_columns_avx2(src, src_stride, rows, in_w, channels, dst, dst_stride,
+                                         out_w, ksize, bounds, weights, bits)) != 1)
+        return status;
+    status = -1;
 #endif
     if (ksize <= 3) {
         dl_filter_columns_direct(src, src_stride, rows, channels, dst, dst_stride, out_w, ksize,

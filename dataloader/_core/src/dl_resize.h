@@ -24,4 +24,11 @@ int dl_resize(const uint8_t *src, ptrdiff_t src_stride, int in_h, int in_w, int 
  * the vectorised passes are in use.  For tests and benchmarks. */
 int dl_resize_vectorised(int request);
 
+/* Whether those passes multiply bytes with AVX-512 VNNI (vpdpbusd, on
+ * quads of taps and base-256 digits of the weights; the same sums): 0
+ * forces AVX2 alone, 1 restores VNNI where the CPU has it, -1 only asks.
+ * Returns 1 when the VNNI copies run (with the vectorised passes).  For
+ * tests. */
+int dl_resize_vnni(int request);
+
 #endif

@@ -1,6 +1,7 @@
 /* The AVX2 passes of dl_resize.c, compiled for that target alone (a
  * function attribute, so the file builds on any x86-64) and chosen at run
- * time by dl_resize.c through dl_resize_vectorised, which is here too; see
+ * time by dl_resize.c through dl_resize_vectorised, which is here too, as is
+ * the choice of their AVX-512 VNNI copies (dl_resize_vnni); see
  * dl_resize_avx2.h. */
 #include <stdlib.h>
 #include <string.h>
@@ -8,10 +9,11 @@
 #include "dl_resize.h"
 #include "dl_resize_avx2.h"
 
-/* Whether the AVX2 passes run: -1 until the first call decides from the CPU,
- * then 0 or 1 (dl_resize_vectorised may force 0, for tests).  Races on it
- * are benign: every writer stores a value that is correct for this CPU. */
-static int dl_vectorised = -1;
+/* Whether the AVX2 passes run, and whether their VNNI copies do: -1
+ * until the first call decides from the CPU, then 0 or 1 (a request may
+ * force 0, for tests).  Races on them are benign: every writer stores a
+ * value that is correct for this CPU. */
+static int dl_vectorised = -1, dl_vnni = -1;
 
 static int dl_cpu_has_avx2(void)
 {
@@ -23,20 +25,41 @@ static int dl_cpu_has_avx2(void)
 #endif
 }
 
-int dl_resize_vectorised(int request)
+static int dl_cpu_has_vnni(void)
+{
+#if DL_HAVE_AVX2
+    __builtin_cpu_init();
+    return dl_cpu_has_avx2() && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+#else
+    return 0;
+#endif
+}
+
+/* *state after a request (-1: none; 0: off; 1: on where the CPU has it). */
+static int dl_feature(int *state, int request, int (*cpu_has)(void))
 {
     int v;
     if (request >= 0) {
-        v = request ? dl_cpu_has_avx2() : 0;
-        __atomic_store_n(&dl_vectorised, v, __ATOMIC_RELAXED);
+        v = request ? cpu_has() : 0;
+        __atomic_store_n(state, v, __ATOMIC_RELAXED);
         return v;
     }
-    v = __atomic_load_n(&dl_vectorised, __ATOMIC_RELAXED);
+    v = __atomic_load_n(state, __ATOMIC_RELAXED);
     if (v < 0) {
-        v = dl_cpu_has_avx2();
-        __atomic_store_n(&dl_vectorised, v, __ATOMIC_RELAXED);
+        v = cpu_has();
+        __atomic_store_n(state, v, __ATOMIC_RELAXED);
     }
     return v;
+}
+
+int dl_resize_vectorised(int request)
+{
+    return dl_feature(&dl_vectorised, request, dl_cpu_has_avx2);
+}
+
+int dl_resize_vnni(int request)
+{
+    return dl_feature(&dl_vnni, request, dl_cpu_has_vnni);
 }
 
 #if DL_HAVE_AVX2
@@ -44,75 +67,26 @@ int dl_resize_vectorised(int request)
 
 #define DL_AVX2 __attribute__((target("avx2")))
 
-/* The AVX2 passes compute exactly what the portable ones do, so both give
- * the same bytes: the vertical pass the same 32-bit products (vpmulld)
- * summed in 32-bit lanes, the horizontal one the same sums from 16-bit
- * halves of the weights (see DL_SPLIT_BITS). */
-
-/* Eight samples at p, widened to 32 bits and multiplied by the weight w. */
-DL_AVX2 static inline __m256i dl_mul8_avx2(const uint8_t *p, __m256i w)
-{
-    return _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)), w);
-}
+/* The vectorised passes compute exactly what the portable ones do, so all
+ * give the same bytes: the same 32-bit sums of products, arithmetic modulo
+ * 2^32.  With AVX2, the vertical pass multiplies Pillow's 32-bit weights
+ * (vpmulld); the horizontal one multiplies pairs of taps by 16-bit weights
+ * (vpmaddwd), whole when they fit 16 bits, else split as w = hi * 2^15 + lo
+ * with 0 <= lo < 2^15, the sums of products with hi and with lo kept apart
+ * and joined as (hi_sum << 15) + lo_sum.  With VNNI, both multiply quads of
+ * taps as bytes by base-256 digits of the weights (dl_quads_vnni). */
 
 /* Four vectors of eight sums to 32 bytes, shifted and clipped as dl_clip8
- * does: the saturating packs clip below 0 and above 255. */
-DL_AVX2 static inline __m256i dl_pack32_avx2(__m256i a0, __m256i a1, __m256i a2, __m256i a3,
-                                             __m128i bits)
+ * does (the saturating packs clip below 0 and above 255): in order when the
+ * sums are in the order of dl_vertical_quad's unpacks (samples 0-3 and
+ * 16-19, 4-7 and 20-23, ...); sums of samples 0-7, 8-15, ... come out with
+ * their 4-byte groups in the order 0, 2, 4, 6, 1, 3, 5, 7. */
+DL_AVX2 static inline __m256i dl_pack_rows_avx2(const __m256i *s, __m128i bits)
 {
-    __m256i lo = _mm256_packs_epi32(_mm256_sra_epi32(a0, bits), _mm256_sra_epi32(a1, bits));
-    __m256i hi = _mm256_packs_epi32(_mm256_sra_epi32(a2, bits), _mm256_sra_epi32(a3, bits));
-    /* The packs work within 128-bit lanes: restore the order of the dwords. */
-    return _mm256_permutevar8x32_epi32(_mm256_packus_epi16(lo, hi),
-                                       _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    __m256i lo = _mm256_packs_epi32(_mm256_sra_epi32(s[0], bits), _mm256_sra_epi32(s[1], bits));
+    __m256i hi = _mm256_packs_epi32(_mm256_sra_epi32(s[2], bits), _mm256_sra_epi32(s[3], bits));
+    return _mm256_packus_epi16(lo, hi);
 }
-
-/* dl_filter_rows for row_len >= 32: 32 samples at a time with their sums in
- * registers across all taps; the last block overlaps the one before it
- * rather than running a scalar tail. */
-DL_AVX2 void dl_filter_rows_avx2(const uint8_t *src, ptrdiff_t src_stride,
-                                 ptrdiff_t row_len, uint8_t *dst, ptrdiff_t dst_stride,
-                                 int out_h, int ksize, const int *bounds,
-                                 const int32_t *weights, int bits)
-{
-    const __m256i half = _mm256_set1_epi32(1 << bits >> 1);
-    const __m128i shift = _mm_cvtsi32_si128(bits);
-    for (int yy = 0; yy < out_h; yy++) {
-        const int32_t *k = weights + (ptrdiff_t)yy * ksize;
-        const uint8_t *in = src + (ptrdiff_t)bounds[2 * yy] * src_stride;
-        uint8_t *out = dst + yy * dst_stride;
-        int n = bounds[2 * yy + 1];
-        for (ptrdiff_t i = 0;; i += 32) {
-            __m256i a0 = half, a1 = half, a2 = half, a3 = half;
-            const uint8_t *p;
-            if (i + 32 > row_len)
-                i = row_len - 32;
-            p = in + i;
-            for (int y = 0; y < n; y++, p += src_stride) {
-                __m256i w = _mm256_set1_epi32(k[y]);
-                a0 = _mm256_add_epi32(a0, dl_mul8_avx2(p, w));
-                a1 = _mm256_add_epi32(a1, dl_mul8_avx2(p + 8, w));
-                a2 = _mm256_add_epi32(a2, dl_mul8_avx2(p + 16, w));
-                a3 = _mm256_add_epi32(a3, dl_mul8_avx2(p + 24, w));
-            }
-            _mm256_storeu_si256((__m256i *)(out + i), dl_pack32_avx2(a0, a1, a2, a3, shift));
-            if (i + 32 >= row_len)
-                break;
-        }
-    }
-}
-
-/* The horizontal pass for 3 or 4 channels works on 16-bit lanes, two rows
- * to a register (row a in the low 128-bit lane, row b in the high one), two
- * registers at a time:
- * vpmaddwd multiplies a pair of taps by their weights and adds the two
- * products, for every channel of both rows in one instruction.  A 22-bit
- * weight does not fit 16 bits, so each is split as w = hi * 2^15 + lo with
- * 0 <= lo < 2^15: the sums of products with hi and with lo are kept apart
- * and joined as (hi_sum << 15) + lo_sum, which is the portable loop's 32-bit
- * sum exactly (all of it is arithmetic modulo 2^32); DL_SPLIT_BITS is 15.
- * Weights that fit 16 bits (fast mode's, see dl_resize.c) are not split:
- * one vpmaddwd per pair of taps then gives the sum. */
 
 /* The weights of one pair of taps as [w0 w1] in 32 bits, broadcast to
  * every lane when used: one word a pair when whole, two (lo, hi) when
@@ -131,65 +105,23 @@ DL_AVX2 static inline __m256i dl_load_rows_avx2(const uint8_t *a, const uint8_t 
                                    _mm_loadu_si128((const __m128i *)b), 1);
 }
 
-/* One pair of split weights (w[0] lo, w[1] hi). */
-DL_AVX2 static inline __m256i dl_madd_pair_avx2(__m256i pixels, const uint32_t *w, __m256i *hi)
+/* The shuffle that picks pixels 0, 1 (`second`: 2, 3) of a 16-byte load as
+ * 16-bit values, each channel of the two pixels side by side. */
+DL_AVX2 static inline __m256i dl_pair_mask_avx2(int channels, int second)
 {
-    *hi = _mm256_add_epi32(*hi, _mm256_madd_epi16(pixels, dl_broadcast_avx2(w + 1)));
-    return _mm256_madd_epi16(pixels, dl_broadcast_avx2(w));
+    int o = second ? 2 * channels : 0;
+    if (channels == 3)
+        return _mm256_setr_epi8(o, -1, o + 3, -1, o + 1, -1, o + 4, -1, o + 2, -1, o + 5, -1,
+                                -1, -1, -1, -1, o, -1, o + 3, -1, o + 1, -1, o + 4, -1, o + 2,
+                                -1, o + 5, -1, -1, -1, -1, -1);
+    return _mm256_setr_epi8(o, -1, o + 4, -1, o + 1, -1, o + 5, -1, o + 2, -1, o + 6, -1, o + 3,
+                            -1, o + 7, -1, o, -1, o + 4, -1, o + 1, -1, o + 5, -1, o + 2, -1,
+                            o + 6, -1, o + 3, -1, o + 7, -1);
 }
 
-/* The 32-bit sums of one output pixel whose 2 * pairs taps start at offset
- * p of rows a, b (returned) and c, d (in *cd): one channel per 32-bit lane,
- * row a's (c's) in the low 128 bits, rounding term `half` included, before
- * the shift; with `split` (a constant in each inlined copy) the weights are
- * split in two halves.  Each load covers 4 taps (two pairs); m01 and m23
- * pick pixels 0, 1 and 2, 3 of it as 16-bit values, each channel of the two
- * pixels side by side.  Four rows share each broadcast weight and keep two
- * independent chains of sums. */
-DL_AVX2 static inline __attribute__((always_inline)) __m256i
-dl_horizontal_pixel_avx2(const uint8_t *const *rows, ptrdiff_t at, int channels, int pairs,
-                         int split, const uint32_t *w, __m256i m01, __m256i m23, __m256i half,
-                         __m256i *cd)
-{
-    const uint8_t *a = rows[0] + at, *b = rows[1] + at, *c = rows[2] + at, *d = rows[3] + at;
-    __m256i lo = half, hi = _mm256_setzero_si256();
-    __m256i lo2 = half, hi2 = _mm256_setzero_si256();
-    int q = 0;
-#define DL_TAPS(mask, weight)                                                                 \
-    do {                                                                                      \
-        if (split) {                                                                          \
-            lo = _mm256_add_epi32(lo, dl_madd_pair_avx2(_mm256_shuffle_epi8(v, mask),        \
-                                                        w + 2 * (weight), &hi));              \
-            lo2 = _mm256_add_epi32(lo2, dl_madd_pair_avx2(_mm256_shuffle_epi8(v2, mask),     \
-                                                          w + 2 * (weight), &hi2));           \
-        } else {                                                                              \
-            __m256i k = dl_broadcast_avx2(w + (weight));                                      \
-            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_shuffle_epi8(v, mask), k));   \
-            lo2 = _mm256_add_epi32(lo2, _mm256_madd_epi16(_mm256_shuffle_epi8(v2, mask), k)); \
-        }                                                                                     \
-    } while (0)
-    for (; q + 2 <= pairs; q += 2) {
-        __m256i v = dl_load_rows_avx2(a + q * 2 * channels, b + q * 2 * channels);
-        __m256i v2 = dl_load_rows_avx2(c + q * 2 * channels, d + q * 2 * channels);
-        DL_TAPS(m01, q);
-        DL_TAPS(m23, q + 1);
-    }
-    if (q < pairs) {
-        __m256i v = dl_load_rows_avx2(a + q * 2 * channels, b + q * 2 * channels);
-        __m256i v2 = dl_load_rows_avx2(c + q * 2 * channels, d + q * 2 * channels);
-        DL_TAPS(m01, q);
-    }
-#undef DL_TAPS
-    if (!split) {
-        *cd = lo2;
-        return lo;
-    }
-    *cd = _mm256_add_epi32(_mm256_slli_epi32(hi2, DL_SPLIT_BITS), lo2);
-    return _mm256_add_epi32(_mm256_slli_epi32(hi, DL_SPLIT_BITS), lo);
-}
-
-/* Output pixels xx .. xx + 3 of rows a and b from their shifted sums s[0..3]
- * (row a's in lane 0, row b's in lane 1). */
+/* Output pixels xx .. xx + 3 of rows a and b from their shifted sums,
+ * packed to 16 bits: s[0] pixels 0 and 2, s[1] pixels 1 and 3 (row a's in
+ * lane 0, row b's in lane 1). */
 DL_AVX2 static inline __attribute__((always_inline)) void
 dl_store4_avx2(const __m256i *s, uint8_t *out_a, uint8_t *out_b, int xx, int channels)
 {
@@ -200,8 +132,7 @@ dl_store4_avx2(const __m256i *s, uint8_t *out_a, uint8_t *out_b, int xx, int cha
                            0, 1, 2, 8, 9, 10, 4, 5, 6, 12, 13, 14, -1, -1, -1, -1)
         : _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15,
                            0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
-    __m256i packed = _mm256_packus_epi16(_mm256_packs_epi32(s[0], s[2]),
-                                         _mm256_packs_epi32(s[1], s[3]));
+    __m256i packed = _mm256_packus_epi16(s[0], s[1]);
     packed = _mm256_shuffle_epi8(packed, squeeze);
     if (channels == 4) {
         _mm_storeu_si128((__m128i *)(out_a + (ptrdiff_t)xx * 4), _mm256_castsi256_si128(packed));
@@ -229,137 +160,369 @@ dl_store1_avx2(__m256i v, uint8_t *out_a, uint8_t *out_b, int xx, int channels)
     memcpy(out_b + (ptrdiff_t)xx * channels, &bytes_b, (size_t)channels);
 }
 
-/* Four rows (some may be the same row): four output pixels at a time share
- * the shift and the packing. */
-DL_AVX2 static inline __attribute__((always_inline)) void
-dl_horizontal_row_avx2(const uint8_t *const *in, uint8_t *const *out, int out_w, int channels,
-                       int pairs, int split, const int *start, const uint32_t *w, int bits)
+/* The vertical pass with AVX2 multiplies Pillow's 32-bit weights as they
+ * are (vpmulld): eight samples at p, widened to 32 bits, times the weight w. */
+DL_AVX2 static inline __m256i dl_mul8_avx2(const uint8_t *p, __m256i w)
+{
+    return _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)), w);
+}
+
+/* dl_filter_rows for row_len >= 32: 32 samples at a time with their sums in
+ * registers across all taps; the last block overlaps the one before it
+ * rather than running a scalar tail.  (Pairs of rows with 16-bit weights,
+ * split or not, cost as much or more here: the pass is bound by its loads
+ * and stores.) */
+DL_AVX2 static void dl_vertical_avx2(const uint8_t *src, ptrdiff_t src_stride,
+                                     ptrdiff_t row_len, uint8_t *dst, ptrdiff_t dst_stride,
+                                     int out_h, int ksize, const int *bounds,
+                                     const int32_t *weights, int bits)
 {
     const __m256i half = _mm256_set1_epi32(1 << bits >> 1);
     const __m128i shift = _mm_cvtsi32_si128(bits);
-    const __m256i m01 = channels == 3
-        ? _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,
-                           0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1)
-        : _mm256_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1,
-                           0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1);
-    const __m256i m23 = channels == 3
-        ? _mm256_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1,
-                           6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1)
-        : _mm256_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1,
-                           8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
-    int xx = 0;
-    for (; xx + 4 <= out_w; xx += 4) {
-        __m256i s[4], t[4];
-        for (int i = 0; i < 4; i++) {
-            s[i] = dl_horizontal_pixel_avx2(in, (ptrdiff_t)start[xx + i] * channels, channels,
-                                            pairs, split,
-                                            w + (ptrdiff_t)(xx + i) * pairs * (split + 1), m01,
-                                            m23, half, &t[i]);
-            s[i] = _mm256_sra_epi32(s[i], shift);
-            t[i] = _mm256_sra_epi32(t[i], shift);
+    for (int yy = 0; yy < out_h; yy++) {
+        const int32_t *k = weights + (ptrdiff_t)yy * ksize;
+        const uint8_t *in = src + (ptrdiff_t)bounds[2 * yy] * src_stride;
+        int n = bounds[2 * yy + 1];
+        for (ptrdiff_t i = 0;; i += 32) {
+            __m256i a[4] = {half, half, half, half};
+            const uint8_t *p;
+            if (i + 32 > row_len)
+                i = row_len - 32;
+            p = in + i;
+            for (int y = 0; y < n; y++, p += src_stride) {
+                __m256i w = _mm256_set1_epi32(k[y]);
+                for (int j = 0; j < 4; j++)
+                    a[j] = _mm256_add_epi32(a[j], dl_mul8_avx2(p + 8 * j, w));
+            }
+            /* The packs work within 128-bit lanes: restore the order of the dwords. */
+            _mm256_storeu_si256((__m256i *)(dst + yy * dst_stride + i),
+                                _mm256_permutevar8x32_epi32(
+                                    dl_pack_rows_avx2(a, shift),
+                                    _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+            if (i + 32 >= row_len)
+                break;
         }
-        dl_store4_avx2(s, out[0], out[1], xx, channels);
-        dl_store4_avx2(t, out[2], out[3], xx, channels);
-    }
-    for (; xx < out_w; xx++) {
-        __m256i t, s = dl_horizontal_pixel_avx2(in, (ptrdiff_t)start[xx] * channels, channels,
-                                                pairs, split,
-                                                w + (ptrdiff_t)xx * pairs * (split + 1), m01,
-                                                m23, half, &t);
-        dl_store1_avx2(_mm256_sra_epi32(s, shift), out[0], out[1], xx, channels);
-        dl_store1_avx2(_mm256_sra_epi32(t, shift), out[2], out[3], xx, channels);
     }
 }
 
-/* Rows of the horizontal pass, four at a time; the common channel and pair
- * counts, split or whole weights, get copies of the row loop with those
- * constant, so that its loops unroll. */
-DL_AVX2 static void dl_horizontal_rows_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows,
-                                            int channels, uint8_t *dst, ptrdiff_t dst_stride,
-                                            int out_w, const int *start,
-                                            const uint32_t *w, const dl_avx2_weights_t *k)
+/* The horizontal pass with AVX2: pairs of taps, vpmaddwd.  One pair's
+ * products, p of rows in[0], in[1] and p2 of in[2], in[3], into the sums acc
+ * (see dl_horizontal_pixel_avx2). */
+DL_AVX2 static inline __attribute__((always_inline)) void
+dl_pair_avx2(__m256i p, __m256i p2, const uint32_t *k, int split, __m256i *acc)
 {
-    int pairs = k->pairs;
-#define DL_ROWS(c, p)                                                                       \
-    for (int y = 0; y < rows; y += 4) {                                                   \
-        const uint8_t *in[4];                                                             \
-        uint8_t *out[4];                                                                  \
-        for (int r = 0; r < 4; r++) { /* past the last row: the last row again */         \
-            int at = y + r < rows ? y + r : rows - 1;                                     \
-            in[r] = src + at * src_stride;                                                \
-            out[r] = dst + at * dst_stride;                                               \
-        }                                                                                 \
-        if (k->split)                                                                     \
-            dl_horizontal_row_avx2(in, out, out_w, c, p, 1, start, w, k->bits);           \
-        else                                                                              \
-            dl_horizontal_row_avx2(in, out, out_w, c, p, 0, start, w, k->bits);           \
-    }                                                                                     \
-    return
-    switch (channels * 8 + (pairs <= 4 ? pairs : 0)) {
-    case 3 * 8 + 1: DL_ROWS(3, 1);
-    case 3 * 8 + 2: DL_ROWS(3, 2);
-    case 3 * 8 + 3: DL_ROWS(3, 3);
-    case 3 * 8 + 4: DL_ROWS(3, 4);
-    case 3 * 8: DL_ROWS(3, pairs);
-    case 4 * 8 + 1: DL_ROWS(4, 1);
-    case 4 * 8 + 2: DL_ROWS(4, 2);
-    case 4 * 8 + 3: DL_ROWS(4, 3);
-    case 4 * 8 + 4: DL_ROWS(4, 4);
-    default: DL_ROWS(4, pairs);
+    acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(p, dl_broadcast_avx2(k)));
+    acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(p2, dl_broadcast_avx2(k)));
+    if (split) {
+        acc[2] = _mm256_add_epi32(acc[2], _mm256_madd_epi16(p, dl_broadcast_avx2(k + 1)));
+        acc[3] = _mm256_add_epi32(acc[3], _mm256_madd_epi16(p2, dl_broadcast_avx2(k + 1)));
     }
-#undef DL_ROWS
 }
 
-/* The horizontal pass for 3 or 4 channels, where in_w >= max(2 * pairs, 4).
- * Each output pixel reads 2 * pairs input pixels, its window moved left
- * where needed to end inside the row (zero weights pad it).  Each 16-byte
- * load serves 2 pairs, or the last 1, so it reads up to 10 bytes past the
- * pixels it uses: past the end of a row these are the next row's, and the
- * last row is read from a padded copy.  Returns 0, or -1 when memory runs
- * out. */
+/* The 32-bit sums of one output pixel whose 2 * pairs taps start at offset
+ * `at` of rows in[0], in[1] (returned) and in[2], in[3] (in *cd): one
+ * channel per 32-bit lane, row in[0]'s (in[2]'s) in the low 128 bits,
+ * rounding term `half` included, before the shift; with `split` (a
+ * constant in each inlined copy) the weights are split in two halves.  Each
+ * load covers 4 taps (two pairs); mask[0] and mask[1] pick pixels 0, 1 and
+ * 2, 3 of it.  Four rows share each broadcast weight. */
+DL_AVX2 static inline __attribute__((always_inline)) __m256i
+dl_horizontal_pixel_avx2(const uint8_t *const *in, ptrdiff_t at, int channels, int pairs,
+                         int split, const uint32_t *w, const __m256i *mask, __m256i half,
+                         __m256i *cd)
+{
+    /* acc: rows in[0], in[1] and in[2], in[3], then their hi halves' sums */
+    __m256i acc[4] = {half, half, _mm256_setzero_si256(), _mm256_setzero_si256()};
+    int q = 0, words = split + 1;
+    for (; q + 2 <= pairs; q += 2) { /* whole loads, then the last pair: no branch */
+        ptrdiff_t x = at + (ptrdiff_t)q * 2 * channels;
+        __m256i v = dl_load_rows_avx2(in[0] + x, in[1] + x);
+        __m256i v2 = dl_load_rows_avx2(in[2] + x, in[3] + x);
+        dl_pair_avx2(_mm256_shuffle_epi8(v, mask[0]), _mm256_shuffle_epi8(v2, mask[0]),
+                     w + q * words, split, acc);
+        dl_pair_avx2(_mm256_shuffle_epi8(v, mask[1]), _mm256_shuffle_epi8(v2, mask[1]),
+                     w + (q + 1) * words, split, acc);
+    }
+    if (q < pairs) {
+        ptrdiff_t x = at + (ptrdiff_t)q * 2 * channels;
+        __m256i v = dl_load_rows_avx2(in[0] + x, in[1] + x);
+        __m256i v2 = dl_load_rows_avx2(in[2] + x, in[3] + x);
+        dl_pair_avx2(_mm256_shuffle_epi8(v, mask[0]), _mm256_shuffle_epi8(v2, mask[0]),
+                     w + q * words, split, acc);
+    }
+    *cd = _mm256_add_epi32(_mm256_slli_epi32(acc[3], DL_SPLIT_BITS), acc[1]);
+    return _mm256_add_epi32(_mm256_slli_epi32(acc[2], DL_SPLIT_BITS), acc[0]);
+}
+
+#define DL_K(name) name##_avx2
+#define DL_KTARGET DL_AVX2
+#define DL_UNIT_WORDS(split) ((split) + 1)
+#define DL_KINDS 0, 1
+#define DL_MASK(channels, i) dl_pair_mask_avx2(channels, i)
+#include "dl_resize_avx2_passes.h"
+#undef DL_K
+#undef DL_KTARGET
+#undef DL_UNIT_WORDS
+#undef DL_KINDS
+#undef DL_MASK
+
+/* With AVX-512 VNNI (on 256-bit vectors).  The instructions are written out
+ * so that the sums stay in their registers: through the intrinsics, GCC 12
+ * copies every chain of sums to another register and back at each step of
+ * a loop. */
+#define DL_VNNI __attribute__((target("avx2,avx512vl,avx512vnni")))
+
+/* acc plus the sums of four products of unsigned bytes (pixels) by signed
+ * bytes (weights). */
+DL_VNNI static inline __m256i dl_dpbusd(__m256i acc, __m256i pixels, __m256i weights)
+{
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(pixels), "v"(weights));
+    return acc;
+}
+
+/* The horizontal pass with VNNI: quads of taps, vpdpbusd, which multiplies
+ * four bytes by four bytes and adds the four products to a 32-bit lane: one
+ * channel of four taps.  A weight is written in `digits` signed base-256
+ * digits, w = d2 * 65536 + d1 * 256 + d0, each in -128..127 (dl_quad_words),
+ * the products of each digit summed apart and joined as
+ * (D2 << 16) + (D1 << 8) + D0: the portable loop's 32-bit sum exactly
+ * (modulo 2^32, as all of it).  Three multiply-adds serve 4 taps of a
+ * channel where split 16-bit weights take four for 2 taps.
+ *
+ * The shuffle that puts the 4 taps of each channel of a 16-byte load (4
+ * pixels) in one 32-bit lane. */
+DL_AVX2 static inline __m256i dl_quad_mask_avx2(int channels)
+{
+    if (channels == 3)
+        return _mm256_setr_epi8(0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, -1, -1, -1, -1, 0, 3, 6, 9,
+                                1, 4, 7, 10, 2, 5, 8, 11, -1, -1, -1, -1);
+    return _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 0, 4, 8, 12, 1,
+                            5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+}
+
+/* Quad q of an output pixel's window into one chain of sums per digit: ab
+ * for rows in[0], in[1], cd for in[2], in[3]. */
+DL_VNNI static inline __attribute__((always_inline)) void
+dl_quad_step(const uint8_t *const *in, ptrdiff_t at, int channels, int q, int digits,
+             const uint32_t *w, __m256i mask, __m256i *ab, __m256i *cd)
+{
+    ptrdiff_t x = at + (ptrdiff_t)q * 4 * channels;
+    __m256i p = _mm256_shuffle_epi8(dl_load_rows_avx2(in[0] + x, in[1] + x), mask);
+    __m256i p2 = _mm256_shuffle_epi8(dl_load_rows_avx2(in[2] + x, in[3] + x), mask);
+    for (int d = 0; d < digits; d++) {
+        __m256i k = dl_broadcast_avx2(w + q * digits + d);
+        ab[d] = dl_dpbusd(ab[d], p, k);
+        cd[d] = dl_dpbusd(cd[d], p2, k);
+    }
+}
+
+/* The sums of the digits d[0..2] joined (the rounding term is in d[0]). */
+DL_AVX2 static inline __m256i dl_join_digits_avx2(const __m256i *d)
+{
+    return _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(d[2], 16), d[0]),
+                            _mm256_slli_epi32(d[1], 8));
+}
+
+/* dl_horizontal_pixel_avx2's sums from `quads` quads of taps; mask[0] is
+ * dl_quad_mask_avx2's.  In `chains` chains of sums (quads q, q + chains, ...
+ * in chain q % chains), joined at the end: two for wide windows, so that a
+ * quad need not wait for the sum of the one before (vpdpbusd takes 5
+ * cycles); one for narrow ones, where the next output pixels' sums fill the
+ * wait. */
+DL_VNNI static inline __attribute__((always_inline)) __m256i
+dl_quads_vnni(const uint8_t *const *in, ptrdiff_t at, int channels, int quads, int chains,
+              int digits, const uint32_t *w, __m256i mask, __m256i half, __m256i *cd)
+{
+    __m256i ab[2][3], cd2[2][3];
+    int q = 0;
+    for (int c = 0; c < 6; c++)
+        ab[c / 3][c % 3] = cd2[c / 3][c % 3] = c % 3 || c / 3 ? _mm256_setzero_si256() : half;
+    for (; q + chains <= quads; q += chains)
+        for (int c = 0; c < chains; c++)
+            dl_quad_step(in, at, channels, q + c, digits, w, mask, ab[c], cd2[c]);
+    if (q < quads)
+        dl_quad_step(in, at, channels, q, digits, w, mask, ab[0], cd2[0]);
+    for (int d = 0; chains > 1 && d < 3; d++) {
+        ab[0][d] = _mm256_add_epi32(ab[0][d], ab[1][d]);
+        cd2[0][d] = _mm256_add_epi32(cd2[0][d], cd2[1][d]);
+    }
+    *cd = dl_join_digits_avx2(cd2[0]);
+    return dl_join_digits_avx2(ab[0]);
+}
+
+/* The pixel's sums through dl_quads_vnni: narrow windows (up to 4 quads)
+ * are the constant counts of the loops' copies. */
+DL_VNNI static inline __attribute__((always_inline)) __m256i
+dl_horizontal_pixel_vnni(const uint8_t *const *in, ptrdiff_t at, int channels, int quads,
+                         int digits, const uint32_t *w, const __m256i *mask, __m256i half,
+                         __m256i *cd)
+{
+    if (quads > 4)
+        return dl_quads_vnni(in, at, channels, quads, 2, digits, w, mask[0], half, cd);
+    return dl_quads_vnni(in, at, channels, quads, 1, digits, w, mask[0], half, cd);
+}
+
+/* The vertical pass with VNNI: quads of rows, their bytes interleaved so
+ * that each 32-bit lane holds one sample of the four rows (p[0]: samples
+ * 0-3 and 16-19, p[1]: 4-7 and 20-23, ..., as dl_pack_rows_avx2 reads
+ * them), for 32 samples at a; `count` rows (the others zero) of weights k,
+ * `digits` words, into acc[j][digit]. */
+DL_VNNI static inline __attribute__((always_inline)) void
+dl_vertical_quad(const uint8_t *a, ptrdiff_t stride, int count, const uint32_t *k, int digits,
+                 __m256i (*acc)[3])
+{
+    __m256i r[4], p[4];
+    for (int i = 0; i < 4; i++)
+        r[i] = i < count ? _mm256_loadu_si256((const __m256i *)(a + i * stride))
+                         : _mm256_setzero_si256();
+    for (int h = 0; h < 2; h++) {
+        __m256i ab = h ? _mm256_unpackhi_epi8(r[0], r[1]) : _mm256_unpacklo_epi8(r[0], r[1]);
+        __m256i cd = h ? _mm256_unpackhi_epi8(r[2], r[3]) : _mm256_unpacklo_epi8(r[2], r[3]);
+        p[2 * h] = _mm256_unpacklo_epi16(ab, cd);
+        p[2 * h + 1] = _mm256_unpackhi_epi16(ab, cd);
+    }
+    for (int d = 0; d < digits; d++) {
+        __m256i kd = _mm256_set1_epi32((int)k[d]);
+        for (int j = 0; j < 4; j++)
+            acc[j][d] = dl_dpbusd(acc[j][d], p[j], kd);
+    }
+}
+
+/* The vertical pass with VNNI, as dl_vertical_avx2 with quads of taps
+ * (`digits` words each, see dl_quad_words) for pairs. */
+DL_VNNI static inline __attribute__((always_inline)) void
+dl_vertical_vnni_digits(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_t row_len,
+                        uint8_t *dst, ptrdiff_t dst_stride, int out_h, const int *bounds,
+                        const uint32_t *w, int quads, int digits, int bits)
+{
+    const __m256i half = _mm256_set1_epi32(1 << bits >> 1);
+    const __m128i shift = _mm_cvtsi32_si128(bits);
+    for (int yy = 0; yy < out_h; yy++) {
+        const uint32_t *k = w + (ptrdiff_t)yy * quads * digits;
+        const uint8_t *in = src + (ptrdiff_t)bounds[2 * yy] * src_stride;
+        int n = bounds[2 * yy + 1];
+        for (ptrdiff_t i = 0;; i += 32) {
+            __m256i acc[4][3], s[4]; /* acc[j][d]: digit d of samples p[j] */
+            int y = 0;
+            for (int c = 0; c < 12; c++)
+                acc[c / 3][c % 3] = c % 3 ? _mm256_setzero_si256() : half;
+            if (i + 32 > row_len)
+                i = row_len - 32;
+            for (; y + 4 <= n; y += 4) /* whole quads, then the rest: no branch in the loop */
+                dl_vertical_quad(in + y * src_stride + i, src_stride, 4, k + y / 4 * digits,
+                                 digits, acc);
+            if (y < n)
+                dl_vertical_quad(in + y * src_stride + i, src_stride, n - y, k + y / 4 * digits,
+                                 digits, acc);
+            for (int j = 0; j < 4; j++)
+                s[j] = dl_join_digits_avx2(acc[j]);
+            _mm256_storeu_si256((__m256i *)(dst + yy * dst_stride + i),
+                                dl_pack_rows_avx2(s, shift));
+            if (i + 32 >= row_len)
+                break;
+        }
+    }
+}
+
+DL_VNNI static void dl_vertical_vnni(const uint8_t *src, ptrdiff_t src_stride,
+                                     ptrdiff_t row_len, uint8_t *dst, ptrdiff_t dst_stride,
+                                     int out_h, const int *bounds, const uint32_t *w, int quads,
+                                     int digits, int bits)
+{
+    if (digits == 2)
+        dl_vertical_vnni_digits(src, src_stride, row_len, dst, dst_stride, out_h, bounds, w,
+                                quads, 2, bits);
+    else
+        dl_vertical_vnni_digits(src, src_stride, row_len, dst, dst_stride, out_h, bounds, w,
+                                quads, 3, bits);
+}
+
+#define DL_K(name) name##_vnni
+#define DL_KTARGET DL_VNNI
+#define DL_UNIT_WORDS(digits) (digits)
+#define DL_KINDS 2, 3
+#define DL_MASK(channels, i) dl_quad_mask_avx2(channels)
+#include "dl_resize_avx2_passes.h"
+#undef DL_K
+#undef DL_KTARGET
+#undef DL_UNIT_WORDS
+#undef DL_KINDS
+#undef DL_MASK
+
+/* dl_filter_rows for row_len >= 32 (see dl_vertical_avx2 and
+ * dl_vertical_vnni).  Returns 0, -1 when memory runs out, or 1 when the
+ * weights do not suit it (the portable loop then runs). */
+int dl_filter_rows_avx2(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_t row_len,
+                        uint8_t *dst, ptrdiff_t dst_stride, int out_h, int ksize,
+                        const int *bounds, const int32_t *weights, int bits)
+{
+    dl_resize_plan_t plan;
+    int status = 1, widest = 1;
+    uint32_t *w = NULL;
+    for (int yy = 0; yy < out_h; yy++)
+        widest = bounds[2 * yy + 1] > widest ? bounds[2 * yy + 1] : widest;
+    if (dl_resize_vnni(-1))
+        w = dl_planned_words(out_h, ksize, bounds, weights, bits, 0, NULL, &plan, &status);
+    if (w == NULL && status == -1)
+        return -1;
+    /* vpmulld takes any weights; and interleaving four rows costs VNNI's
+     * quads more than it saves on windows of 3 taps or fewer with weights of
+     * three digits (measured). */
+    if (w == NULL || (widest <= 3 && plan.kind == 3)) {
+        free(w);
+        dl_vertical_avx2(src, src_stride, row_len, dst, dst_stride, out_h, ksize, bounds,
+                         weights, bits);
+        return 0;
+    }
+    dl_vertical_vnni(src, src_stride, row_len, dst, dst_stride, out_h, bounds, w, plan.units,
+                     plan.kind, bits - plan.drop);
+    free(w);
+    return 0;
+}
+
+/* The horizontal pass's rows through the plan's copy of the loops. */
+static void dl_horizontal_rows(const uint8_t *src, ptrdiff_t src_stride, int rows, int channels,
+                               uint8_t *dst, ptrdiff_t dst_stride, int out_w, const int *start,
+                               const uint32_t *w, const dl_resize_plan_t *plan, int bits)
+{
+    if (plan->vnni)
+        dl_horizontal_rows_vnni(src, src_stride, rows, channels, dst, dst_stride, out_w, start,
+                                w, plan->units, plan->kind, bits - plan->drop);
+    else
+        dl_horizontal_rows_avx2(src, src_stride, rows, channels, dst, dst_stride, out_w, start,
+                                w, plan->units, plan->kind, bits - plan->drop);
+}
+
+/* The horizontal pass for 3 or 4 channels: each output pixel reads the
+ * plan's units of taps (enough for the widest window, not the padded
+ * ksize), its window moved left where needed to end inside the row (zero
+ * weights pad it).  Each 16-byte load serves 4 taps, so it reads up to 10
+ * bytes past the pixels it uses: past the end of a row these are the next
+ * row's, and the last row is read from a padded copy.  Returns 0, -1 when
+ * memory runs out, or 1 when the row is too short for the window or the
+ * weights do not suit it (the portable loops then run). */
 int dl_filter_columns_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows, int in_w,
                            int channels, uint8_t *dst, ptrdiff_t dst_stride, int out_w,
-                           const int *bounds, const dl_avx2_weights_t *k)
+                           int ksize, const int *bounds, const int32_t *weights, int bits)
 {
-    int pairs = k->pairs, ksize = k->ksize, taps = 2 * pairs;
-    const int32_t *weights = k->weights;
-    const int words = k->split ? 2 : 1; /* per pair of taps: lo (and hi) */
-    uint32_t *w = malloc(sizeof(uint32_t) * (size_t)words * (size_t)pairs * (size_t)out_w);
+    dl_resize_plan_t plan;
+    int status;
     int *start = malloc(sizeof(int) * (size_t)out_w);
     uint8_t *last = malloc((size_t)in_w * channels + 16);
-    int status = -1;
-    if (w != NULL && start != NULL && last != NULL) {
-        for (int xx = 0; xx < out_w; xx++) {
-            int xmin = bounds[2 * xx], n = bounds[2 * xx + 1];
-            int s = xmin < in_w - taps ? xmin : in_w - taps;
-            start[xx] = s;
-            for (int q = 0; q < pairs; q++) {
-                uint32_t lo = 0, hi = 0;
-                uint32_t *at = w + ((ptrdiff_t)xx * pairs + q) * words;
-                /* Tap 2q in the low 16 bits of each [w0 w1], tap 2q + 1 in the high. */
-                for (int t = 2 * q; t < 2 * q + 2; t++) {
-                    int j = t - (xmin - s), shift = 16 * (t % 2);
-                    int32_t v = j >= 0 && j < n ? weights[(ptrdiff_t)xx * ksize + j] : 0;
-                    if (!k->split) { /* whole: v fits 16 bits */
-                        lo |= (uint32_t)(uint16_t)v << shift;
-                        continue;
-                    }
-                    lo |= (uint32_t)(uint16_t)(v & ((1 << DL_SPLIT_BITS) - 1)) << shift;
-                    hi |= (uint32_t)(uint16_t)(v >> DL_SPLIT_BITS) << shift;
-                }
-                at[0] = lo;
-                if (k->split)
-                    at[1] = hi;
-            }
-        }
+    uint32_t *w = start == NULL || last == NULL
+                      ? NULL
+                      : dl_planned_words(out_w, ksize, bounds, weights, bits, in_w, start, &plan,
+                                         &status);
+    if (w != NULL) {
         if (rows > 1)
-            dl_horizontal_rows_avx2(src, src_stride, rows - 1, channels, dst, dst_stride, out_w,
-                                    start, w, k);
+            dl_horizontal_rows(src, src_stride, rows - 1, channels, dst, dst_stride, out_w,
+                               start, w, &plan, bits);
         memcpy(last, src + (ptrdiff_t)(rows - 1) * src_stride, (size_t)in_w * channels);
         memset(last + (size_t)in_w * channels, 0, 16);
-        dl_horizontal_rows_avx2(last, 0, 1, channels, dst + (ptrdiff_t)(rows - 1) * dst_stride,
-                                dst_stride, out_w, start, w, k);
-        status = 0;
+        dl_horizontal_rows(last, 0, 1, channels, dst + (ptrdiff_t)(rows - 1) * dst_stride,
+                           dst_stride, out_w, start, w, &plan, bits);
+    } else if (start == NULL || last == NULL) {
+        status = -1;
     }
     free(w);
     free(start);

@@ -17,30 +17,42 @@
 #define DL_HAVE_AVX2 0
 #endif
 
-/* The AVX2 horizontal pass splits each weight as hi * 2^15 + lo, both
- * halves in 16 bits (dl_resize_avx2.c); dl_resize.c uses it only when every
- * hi fits. */
+/* The AVX2 passes split a weight that does not fit 16 bits as
+ * hi * 2^15 + lo, both halves in 16 bits (dl_resize_avx2.c). */
 #define DL_SPLIT_BITS 15
+
+/* How a pass reads its weights: per output, `units` groups of `taps` taps
+ * (pairs with AVX2, quads with VNNI) of `words` 32-bit words each, of a
+ * `kind` (AVX2: 0 whole, 1 split; VNNI: 2 or 3 digits), the weights shifted
+ * right by `drop` bits (dl_whole_drop). */
+typedef struct {
+    int vnni, taps, units, kind, words, drop;
+} dl_resize_plan_t;
+
+/* The weights of `outputs` outputs (ksize each, `bits` fractional bits) as
+ * the vectorised passes read them, and how (*plan): an array to free, or
+ * NULL with *status 1 when they do not suit the vectorised passes (or, with
+ * `start`, the rows of in_size pixels are shorter than a window), -1 when
+ * memory runs out.  With `start`, the horizontal pass's: start[xx], where
+ * output xx's window begins, is moved left where needed to end inside the
+ * row (zero weights pad it). */
+uint32_t *dl_planned_words(int outputs, int ksize, const int *bounds, const int32_t *weights,
+                           int bits, int in_size, int *start, dl_resize_plan_t *plan, int *status);
 
 #if DL_HAVE_AVX2
 /* The vertical pass for row_len >= 32 (dl_filter_rows' contract), with
- * weights of `bits` fractional bits. */
-void dl_filter_rows_avx2(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_t row_len,
-                         uint8_t *dst, ptrdiff_t dst_stride, int out_h, int ksize,
-                         const int *bounds, const int32_t *weights, int bits);
+ * weights of `bits` fractional bits.  Returns 0, -1 when memory runs out,
+ * or 1 when it cannot take these weights (then the portable loop runs). */
+int dl_filter_rows_avx2(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_t row_len,
+                        uint8_t *dst, ptrdiff_t dst_stride, int out_h, int ksize,
+                        const int *bounds, const int32_t *weights, int bits);
 
-/* The horizontal pass's weights: ksize per output, `bits` fractional bits,
- * read in `pairs` pairs of taps; `split` unless every weight fits 16 bits. */
-typedef struct {
-    const int32_t *weights;
-    int ksize, pairs, bits, split;
-} dl_avx2_weights_t;
-
-/* The horizontal pass for 3 or 4 channels on pairs of taps, where
- * in_w >= max(2 * pairs, 4). Returns 0, or -1 when memory runs out. */
+/* The horizontal pass for 3 or 4 channels on pairs of taps (dl_filter_columns'
+ * contract).  Returns 0, -1 when memory runs out, or 1 when it cannot take
+ * this shape or these weights (then the portable loops run). */
 int dl_filter_columns_avx2(const uint8_t *src, ptrdiff_t src_stride, int rows, int in_w,
                            int channels, uint8_t *dst, ptrdiff_t dst_stride, int out_w,
-                           const int *bounds, const dl_avx2_weights_t *k);
+                           int ksize, const int *bounds, const int32_t *weights, int bits);
 #endif
 
 #endif
