@@ -245,6 +245,7 @@ def source_box(box: tuple[int, int, int, int], frame: tuple[int, int],
         sides.append((first, max(1, min(round((start + length) * ratio), full) - first)))
     return sides[0][0], sides[1][0], sides[0][1], sides[1][1]
 
+
 def frame_numbers(frames: Any, times: np.ndarray) -> np.ndarray:
     """The frame numbers ``frames`` chooses, as int64, for a video whose frames
     are shown from ``times`` (seconds, ascending; at least one): all for
