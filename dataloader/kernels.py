@@ -136,12 +136,12 @@ def resize(img: ImageLike, size: int | Sequence[int], *, interpolation: str = "b
     -----
     The arithmetic is Pillow's (``Image.resize`` on L and RGB images):
     weights in 22-bit fixed point, horizontal pass first over only the rows
-    the vertical pass reads, rounding to uint8 between the passes; when the
-    height shrinks while the width grows, the vertical pass runs first, as
-    Pillow 13 does.  Results then equal Pillow's.  Pillow 13 also runs the
-    vertical pass first for some sizes where both sides shrink (bicubic and
-    lanczos can then differ by a few levels at sharp edges; bilinear stays
-    within 1).  Channels are resampled independently (Pillow premultiplies
+    the vertical pass reads, rounding to uint8 between the passes; the
+    vertical pass runs first when the height loses more than twice as many
+    pixels as the width, as Pillow 13 chooses.  Results equal Pillow 13's
+    bit for bit (earlier Pillows always run the horizontal pass first, so
+    at those sizes bicubic and lanczos differ from theirs by a few levels at
+    sharp edges).  Channels are resampled independently (Pillow premultiplies
     RGBA by alpha).  On x86-64 CPUs with AVX2 both passes run as
     vectorised code chosen at run time, with the same results as the
     portable code other CPUs run, in either mode.  The default is exact so

@@ -1,8 +1,7 @@
 """The vectorised resize passes against the portable ones and against Pillow.
 
 dl_resize runs hand-vectorised (AVX2) passes where the CPU has them and
-portable loops elsewhere; both must give the same bytes, and both must stay
-within 1 of Pillow (equal to it where the pass order is Pillow's).
+portable loops elsewhere; both must give Pillow's bytes.
 """
 
 import numpy as np
@@ -107,7 +106,7 @@ def pillow(src, size, interpolation):
 
 @pytest.mark.parametrize("channels", [1, 3, 4])
 @pytest.mark.parametrize("interpolation", ["bilinear", "bicubic", "lanczos"])
-def test_both_paths_within_one_of_pillow(channels, interpolation):
+def test_both_paths_give_pillows_bytes(channels, interpolation):
     for n, (shape, size) in enumerate(PAIRS):
         src = natural_image(*shape, channels, seed=n)
         expected = pillow(src, size, interpolation).astype(int)
@@ -117,7 +116,7 @@ def test_both_paths_within_one_of_pillow(channels, interpolation):
                 ours = resized(src, size, interpolation)
             finally:
                 resize.vectorised(True)
-            assert np.abs(ours.astype(int) - expected).max() <= 1, (shape, size, vectorised)
+            np.testing.assert_array_equal(ours, expected, err_msg=f"{shape} {size} {vectorised}")
 
 
 def test_forcing_the_portable_loops_is_reported_and_undone():

@@ -7,10 +7,10 @@
  *    fractional bits, sums start at one half and are clipped to 0..255;
  *  - the horizontal pass runs first, over only the input rows the vertical
  *    pass reads, and its result is rounded to uint8 before the vertical pass;
- *    except when the height shrinks while the width grows: then the vertical
- *    pass runs first, as Pillow 13 does.  (Pillow 13 also runs it first for
- *    some sizes where both sides shrink, by a rule not reproduced here; the
- *    two orders round differently, by at most 1 for bilinear.)
+ *    except, as in Pillow 13, when the height loses more than twice as many
+ *    pixels as the width (dl_vertical_first): then the vertical pass runs
+ *    first.  The two orders round differently (bicubic and lanczos by
+ *    several levels at sharp edges), so the order is Pillow's exactly.
  *  - nearest neighbour walks the source with an accumulated double step from
  *    the first sample's centre, as Pillow's affine scaling does.
  *
@@ -544,6 +544,16 @@ static int dl_emit(const dl_last_pass_t *p, int out_h, uint8_t *dst, ptrdiff_t d
     return status;
 }
 
+/* Pillow 13's order of the passes: the vertical pass first when the height
+ * shrinks by more than twice as many pixels as the width does (the width
+ * may grow).  It is chosen by the whole resize, so every part of one resize
+ * rounds the same way. */
+static int dl_vertical_first(const dl_resize_part_t *part)
+{
+    int height_lost = part->in_h - part->out_h, width_lost = part->in_w - part->out_w;
+    return height_lost > 0 && height_lost > 2 * width_lost;
+}
+
 int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8_t *dst,
                    ptrdiff_t dst_stride, const dl_resize_part_t *part, int filter, int antialias,
                    const dl_float_sink_t *sink)
@@ -597,7 +607,7 @@ int dl_resize_part(const uint8_t *src, ptrdiff_t src_stride, int channels, uint8
                                 src_stride, vb, NULL, NULL, vw, vbits};
         goto emit;
     }
-    if (part->out_h < part->in_h && part->out_w > part->in_w) {
+    if (dl_vertical_first(part)) {
         tmp = dl_scratch(DL_SCRATCH_BETWEEN, (size_t)out_h * in_w * channels);
         if (tmp == NULL)
             goto done;
