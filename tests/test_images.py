@@ -2,6 +2,7 @@
 
 import gc
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ from conftest import encode, natural_image
 
 from dataloader import (
     DataLoader,
+    Dataset,
     ImageCollator,
     ImageFolder,
     Subset,
@@ -187,6 +189,45 @@ def test_an_epoch_equals_the_chain_applied_item_by_item(folder, mode):
         np.testing.assert_array_equal(batch, reference)
         assert labels == reference_labels
     loader.close()
+
+
+class MeetingFirstItems(Dataset):
+    """A folder whose first two items wait for each other: they must load at once."""
+
+    def __init__(self, root):
+        self.folder = ImageFolder(root)
+        self.barrier = threading.Barrier(2, timeout=20)
+
+    def __len__(self):
+        return len(self.folder)
+
+    def __getitem__(self, index):
+        if index < 2:
+            self.barrier.wait()  # breaks, failing the batch, unless both run at once
+        return self.folder[index]
+
+
+def test_an_epochs_first_batch_of_images_is_loaded_by_every_worker(folder):
+    """Written straight into its slots by the collator, the first batch is still shared
+    out item by item among the worker threads, and is the same batch."""
+    dataset = MeetingFirstItems(folder)
+
+    def loader(dataset, num_workers):
+        return DataLoader(dataset, batch_size=4, seed=5, num_workers=num_workers,
+                          worker_type="thread", transform=TRAIN, collate_fn=ImageCollator())
+
+    threads, direct = loader(dataset, 2), loader(ImageFolder(folder), 0)
+    for epoch in range(2):  # every epoch's first batch, on the same workers
+        batches = [(np.asarray(batch).copy(), labels.tolist()) for batch, labels in threads]
+        expected = [(np.asarray(batch).copy(), labels.tolist()) for batch, labels in direct]
+        assert len(batches) == len(expected) == 5, epoch
+        for (batch, labels), (reference, reference_labels) in zip(batches, expected,
+                                                                  strict=True):
+            np.testing.assert_array_equal(batch, reference)
+            assert labels == reference_labels
+        dataset.barrier.reset()
+    threads.close()
+    direct.close()
 
 
 def test_a_deterministic_chain_equals_the_kernels(folder):

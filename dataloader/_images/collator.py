@@ -139,6 +139,9 @@ class ImageCollator(PooledCollator):
                 return batch
             return (batch, *default_collate([tuple(item[1:]) for item in items]))
 
+        # The batches are this collator's of the images transformed one by one:
+        # the same chain with the same seeds, written where stack() would copy it.
+        assemble.same_as_collate = True  # type: ignore[attr-defined]
         return assemble
 
 

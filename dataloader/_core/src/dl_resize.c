@@ -7,10 +7,8 @@
  *    fractional bits, sums start at one half and are clipped to 0..255;
  *  - the horizontal pass runs first, over only the input rows the vertical
  *    pass reads, and its result is rounded to uint8 before the vertical pass;
- *    except, as in Pillow 13, when the height loses more than twice as many
- *    pixels as the width (dl_vertical_first): then the vertical pass runs
- *    first.  The two orders round differently (bicubic and lanczos by
- *    several levels at sharp edges), so the order is Pillow's exactly.
+ *    or the vertical pass first when Pillow 13 runs it first (dl_vertical_first):
+ *    the orders round apart by several levels at sharp edges.
  *  - nearest neighbour walks the source with an accumulated double step from
  *    the first sample's centre, as Pillow's affine scaling does.
  *
@@ -544,10 +542,8 @@ static int dl_emit(const dl_last_pass_t *p, int out_h, uint8_t *dst, ptrdiff_t d
     return status;
 }
 
-/* Pillow 13's order of the passes: the vertical pass first when the height
- * shrinks by more than twice as many pixels as the width does (the width
- * may grow).  It is chosen by the whole resize, so every part of one resize
- * rounds the same way. */
+/* Pillow 13's order: vertical first when the height loses more than twice the
+ * width's pixels; chosen by the whole resize, so all its parts round alike. */
 static int dl_vertical_first(const dl_resize_part_t *part)
 {
     int height_lost = part->in_h - part->out_h, width_lost = part->in_w - part->out_w;
