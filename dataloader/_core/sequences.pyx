@@ -6,7 +6,8 @@ on the left), writing the attention mask in the same ``nogil`` pass;
 ``pad_runs_into`` does the same from a batch fetched as columns (one flat
 array of values and each item's offsets in it), which ``list_lengths_into``
 and ``gather_lists_into`` gather out of the groups' columns of lists
-(``gather_items_into`` out of their columns of numbers).
+(``gather_items_into`` out of their columns of numbers), once
+``locate_rows_into`` has found each row's group and its position there.
 ``assign_bins`` places documents into rows of a fixed capacity, first fit or
 best fit, and ``pack_into`` copies them there with their positions and
 segment ids. The Python layer (``dataloader._sequences``) checks every
@@ -14,7 +15,7 @@ argument; these functions trust what they are given.
 """
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint8_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy, memset
 
 cnp.import_array()
@@ -179,6 +180,92 @@ cdef dl_lists_t* _groups(list offsets, list values) except NULL:
             array = values[g]
             groups[g].values = <const char*> cnp.PyArray_DATA(array)
     return groups
+
+
+cdef int _compare_int64(const void* a, const void* b) noexcept nogil:
+    cdef int64_t x = (<const int64_t*> a)[0], y = (<const int64_t*> b)[0]
+    return (x > y) - (x < y)
+
+
+cdef Py_ssize_t _upper_bound(const int64_t* sorted_values, Py_ssize_t n,
+                             int64_t value) noexcept nogil:
+    """The first position of ``sorted_values`` (ascending) holding more than ``value``."""
+    cdef Py_ssize_t low = 0, high = n, middle
+    while low < high:
+        middle = (low + high) // 2
+        if sorted_values[middle] <= value:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def locate_rows_into(const int64_t[::1] ends, const int64_t[::1] wanted,  # IN
+                     int64_t[::1] group_of, int64_t[::1] rows,  # OUT
+                     int64_t[::1] touched):  # OUT
+    """Where positions ``wanted`` (each in ``[0, ends[-1])``) lie among groups ending
+    at ``ends`` (ascending cumulative row counts). ``touched`` gets the groups touched,
+    ascending, and the count is returned; ``group_of[i]``: the index in ``touched`` of
+    row ``i``'s group, ``rows[i]``: its position in that group. All arrays but ``ends``
+    have ``len(wanted)`` entries.
+    """
+    cdef Py_ssize_t i, count, n = wanted.shape[0], groups = ends.shape[0]
+    cdef int64_t number, lowest, highest
+    if n == 0:
+        return 0
+    with nogil:
+        lowest, highest = groups, 0
+        for i in range(n):
+            number = _upper_bound(&ends[0], groups, wanted[i])
+            rows[i] = wanted[i] - (ends[number - 1] if number else 0)
+            group_of[i] = number
+            lowest, highest = min(lowest, number), max(highest, number)
+    # The rows' group numbers deduplicated in O(n): by marking a span of numbers when it
+    # is not much wider than the batch (a batch's rows spread over few groups, or many
+    # groups over few rows each), else by sorting them.
+    if highest - lowest < 4 * n:
+        return _touched_by_marks(group_of, touched, lowest, highest - lowest + 1)
+    with nogil:
+        count = _touched_by_sorting(group_of, touched)
+    return count
+
+
+cdef Py_ssize_t _touched_by_marks(int64_t[::1] group_of, int64_t[::1] touched,
+                                  int64_t lowest, Py_ssize_t span) except -1:
+    """``locate_rows_into``'s last step, with group numbers within ``span`` of ``lowest``."""
+    cdef Py_ssize_t i, count = 0, n = group_of.shape[0]
+    cdef int64_t* index_of = <int64_t*> malloc(span * sizeof(int64_t))
+    if index_of == NULL:
+        raise MemoryError()
+    with nogil:
+        for i in range(span):
+            index_of[i] = -1
+        for i in range(n):
+            index_of[group_of[i] - lowest] = 0
+        for i in range(span):
+            if index_of[i] == 0:
+                index_of[i] = count
+                touched[count] = lowest + i
+                count += 1
+        for i in range(n):
+            group_of[i] = index_of[group_of[i] - lowest]
+    free(index_of)
+    return count
+
+
+cdef Py_ssize_t _touched_by_sorting(int64_t[::1] group_of, int64_t[::1] touched) noexcept nogil:
+    """``locate_rows_into``'s last step, for group numbers spread far apart."""
+    cdef Py_ssize_t i, count = 0, n = group_of.shape[0]
+    for i in range(n):
+        touched[i] = group_of[i]
+    qsort(&touched[0], n, sizeof(int64_t), _compare_int64)
+    for i in range(n):
+        if count == 0 or touched[i] != touched[count - 1]:
+            touched[count] = touched[i]
+            count += 1
+    for i in range(n):
+        group_of[i] = _upper_bound(&touched[0], count, group_of[i]) - 1
+    return count
 
 
 def list_lengths_into(list offsets, const int64_t[::1] group_of,  # IN
