@@ -185,3 +185,18 @@ def test_token_budget_batches_resumed_twice_continue_exactly_epoch_after_epoch(k
         assert all(shape[0] * shape[1] <= 512 for _, shape, _ in epoch)
     middle = len(expected[0]) // 2
     assert run_in_pieces(make, (3, middle, len(expected[0]) + 2), 3, record=as_lists) == expected
+
+
+def test_the_loader_trusts_its_batches_but_checks_a_subclass_that_makes_its_own():
+    class Shifted(BucketBatchSampler):
+        def __iter__(self):
+            return ([index - 1 for index in batch] for batch in super().__iter__())
+
+    lengths = np.array([3, 1, 2, 5])
+    trusted = BucketBatchSampler(lengths, batch_size=4, shuffle=False)
+    loader = DataLoader(Texts(lengths), batch_sampler=trusted, collate_fn=PadCollator())
+    assert [batch["index"].tolist() for batch in loader] == [[1, 2, 0, 3]]
+    shifted = Shifted(lengths, batch_size=4, shuffle=False)
+    loader = DataLoader(Texts(lengths), batch_sampler=shifted, collate_fn=PadCollator())
+    with pytest.raises(ValueError, match="sampler yielded -1, expected a non-negative int"):
+        next(iter(loader))

@@ -27,7 +27,7 @@ import numpy as np
 from dataloader._core.sequences import cut_batches
 from dataloader._sampling.distributed import in_distributed_job, world
 from dataloader._sampling.remainder import Deal
-from dataloader._sampling.sampler import Sampler
+from dataloader._sampling.sampler import Sampler, trust_batch_indices
 from dataloader._sampling.seeding import EpochSeeded, check_seed, epoch_generator
 from dataloader._sequences.arguments import check_lengths, check_optional_positive
 from dataloader._sequences.padding import PadCollator
@@ -42,6 +42,7 @@ _BATCHES_PER_WINDOW = 256
 _UNBOUNDED = np.iinfo(np.int64).max
 
 
+@trust_batch_indices  # its batches are lists of positions of lengths, from .tolist()
 class BucketBatchSampler(Sampler[list[int]], EpochSeeded):
     """Batches of indices whose items have similar lengths; the same count on every rank.
 
