@@ -8,6 +8,8 @@ array of values and each item's offsets in it), which ``list_lengths_into``
 and ``gather_lists_into`` gather out of the groups' columns of lists
 (``gather_items_into`` out of their columns of numbers), once
 ``locate_rows_into`` has found each row's group and its position there.
+``bucket_windows_into`` sorts an epoch's windows of items by length and
+cuts them into batches under a budget.
 ``assign_bins`` places documents into rows of a fixed capacity, first fit or
 best fit, and ``pack_into`` copies them there with their positions and
 segment ids. The Python layer (``dataloader._sequences``) checks every
@@ -394,24 +396,78 @@ def pack_into(list documents, const int64_t[::1] counts, const int64_t[::1] row_
     free(sources)
 
 
-def cut_batches(const int64_t[::1] padded, int64_t batch_size, int64_t max_tokens,
-                int64_t[::1] cuts):
-    """Cut items of ``padded`` lengths, in order, into batches of at most ``batch_size``
-    items whose count times their longest is at most ``max_tokens`` (an item alone
-    always makes a batch). ``cuts`` (room for ``n + 1``) gets ``0``, each batch's end;
-    returns how many it got."""
-    cdef Py_ssize_t i = 0, n = padded.shape[0], written = 1
+cdef Py_ssize_t _cut(const int64_t* padded, Py_ssize_t n, int64_t batch_size,
+                     int64_t max_tokens, int64_t offset, int64_t* ends) noexcept nogil:
+    """Write to ``ends`` where each batch of ``padded`` (in order) ends, plus ``offset``:
+    at most ``batch_size`` items whose count times their longest is at most
+    ``max_tokens`` (an item alone always makes a batch). Returns the batches."""
+    cdef Py_ssize_t i = 0, written = 0
     cdef int64_t items, longest, widened
-    cuts[0] = 0
-    with nogil:
+    while i < n:
+        items, longest = 0, 0
         while i < n:
-            items, longest = 0, 0
-            while i < n:
-                widened = max(longest, padded[i])
-                if items and (items + 1 > batch_size or (items + 1) * widened > max_tokens):
-                    break
-                items, longest = items + 1, widened
-                i += 1
-            cuts[written] = i
-            written += 1
+            widened = max(longest, padded[i])
+            if items and (items + 1 > batch_size or (items + 1) * widened > max_tokens):
+                break
+            items, longest = items + 1, widened
+            i += 1
+        ends[written] = offset + i
+        written += 1
+    return written
+
+
+cdef void _radix_sort(int64_t* keys, int64_t* items, int64_t* spare_keys, int64_t* spare_items,
+                      Py_ssize_t n, int key_bytes) noexcept nogil:
+    """Sort ``items`` by ``keys`` (non-negative, below ``256 ** key_bytes``), stably, a
+    byte at a time from the lowest; the spare arrays (``n`` entries) are scratch."""
+    cdef Py_ssize_t counts[256]
+    cdef Py_ssize_t j, total, bucket
+    cdef int shift
+    cdef int64_t* swap
+    for shift in range(0, 8 * key_bytes, 8):
+        memset(counts, 0, sizeof(counts))
+        for j in range(n):
+            counts[(keys[j] >> shift) & 255] += 1
+        total = 0
+        for bucket in range(256):
+            total, counts[bucket] = total + counts[bucket], total
+        for j in range(n):
+            bucket = (keys[j] >> shift) & 255
+            spare_keys[counts[bucket]] = keys[j]
+            spare_items[counts[bucket]] = items[j]
+            counts[bucket] += 1
+        keys, spare_keys = spare_keys, keys
+        items, spare_items = spare_items, items
+    if key_bytes % 2:  # the sorted arrays are the spares: copy them back
+        memcpy(spare_keys, keys, n * sizeof(int64_t))
+        memcpy(spare_items, items, n * sizeof(int64_t))
+
+
+def bucket_windows_into(int64_t[::1] order, const int64_t[::1] padded,  # IN, OUT; IN
+                        Py_ssize_t window, int key_bytes, int64_t batch_size,  # IN
+                        int64_t max_tokens, int64_t[::1] ends):  # IN; OUT
+    """Sort each window of ``window`` entries of ``order`` (positions of ``padded``,
+    whose values are below ``256 ** key_bytes``) by their padded length, stably, and
+    cut it into batches as ``_cut`` does. ``ends`` (room for ``len(order)``)
+    gets each batch's end in ``order``; returns how many batches."""
+    cdef Py_ssize_t n = order.shape[0], start, j, size, written = 0
+    cdef Py_ssize_t stride = min(window, n)
+    cdef int64_t* scratch
+    if n == 0:
+        return 0
+    # The window's keys, then the sort's spare keys and spare positions.
+    scratch = <int64_t*> malloc(3 * stride * sizeof(int64_t))
+    if scratch == NULL:
+        raise MemoryError()
+    with nogil:
+        start = 0
+        while start < n:
+            size = min(window, n - start)
+            for j in range(size):
+                scratch[j] = padded[order[start + j]]
+            _radix_sort(scratch, &order[start], scratch + stride, scratch + 2 * stride,
+                        size, key_bytes)
+            written += _cut(scratch, size, batch_size, max_tokens, start, &ends[written])
+            start += size
+    free(scratch)
     return written
