@@ -74,9 +74,14 @@ cdef void _pad_rows(char* out, Py_ssize_t width, Py_ssize_t itemsize,
         _copy_source(row + start * itemsize, &sources[i], itemsize)
         _fill(row + (0 if left else count) * itemsize, pad, itemsize, width - count)
         if mask != NULL:
+            # Three runs of one value each, which the compiler turns into wide stores.
             mask_row = mask + i * width
-            for j in range(width):
-                mask_row[j] = start <= j < start + count
+            for j in range(start):
+                mask_row[j] = 0
+            for j in range(start, start + count):
+                mask_row[j] = 1
+            for j in range(start + count, width):
+                mask_row[j] = 0
 
 
 cdef dl_source_t* _runs(const char* values, Py_ssize_t itemsize, const int64_t[::1] offsets,
