@@ -88,3 +88,32 @@ def test_gathered_columns_are_the_rows_of_every_group(list_type):
     assert batch.columns[1].dtype == np.uint8 and batch.columns[2] == [r["text"] for r in expected]
     assert [{k: np.asarray(v).tolist() for k, v in row.items()} for row in batch.rows()] == \
         [{k: np.asarray(v).tolist() for k, v in row.items()} for row in expected]
+
+
+@pytest.mark.parametrize("groups, rows_wanted", [
+    (6, 40),  # a batch over few groups: numbered by marking them
+    (5_000, 30),  # few rows over many groups, far apart: numbered by sorting them
+    (300, 1),
+])
+def test_located_rows_are_numpys_searchsorted_and_unique(groups, rows_wanted):
+    from dataloader._datasets.row_groups import locate_rows
+
+    rng = np.random.default_rng(groups)
+    ends = np.cumsum(rng.integers(0, 4, groups))  # empty groups among them
+    ends[-1] += 1
+    for _ in range(20):
+        wanted = rng.integers(0, int(ends[-1]), rows_wanted)
+        numbers = np.searchsorted(ends, wanted, side="right")
+        expected_touched, expected_group_of = np.unique(numbers, return_inverse=True)
+        touched, group_of, rows = locate_rows(wanted, ends)
+        assert touched == expected_touched.tolist()
+        assert group_of.tolist() == expected_group_of.tolist()
+        starts = np.concatenate([[0], ends])[numbers]
+        assert rows.tolist() == (wanted - starts).tolist()
+
+
+def test_no_rows_touch_no_group():
+    from dataloader._datasets.row_groups import locate_rows
+
+    touched, group_of, rows = locate_rows(np.array([], np.int64), ENDS)
+    assert (touched, len(group_of), len(rows)) == ([], 0, 0)

@@ -1,13 +1,14 @@
 """``BucketBatchSampler``: budgets, shuffles, equal ranks, resumption through the loader."""
 
 from collections import Counter
+from itertools import pairwise
 
 import numpy as np
 import pytest
 from resuming import run_in_pieces
 
 from dataloader import BucketBatchSampler, DataLoader, Dataset, PadCollator
-from dataloader._sequences.buckets import cut_by_budget
+from dataloader._sampling.seeding import epoch_generator
 
 WORKER_KINDS = {
     "direct": {"num_workers": 0},
@@ -59,13 +60,37 @@ def reference_cuts(padded, batch_size, max_tokens):
     return cuts + [len(padded)] if batch else cuts
 
 
+def reference_batches(padded, batch_size, max_tokens, window, seed, epoch, shuffle, drop_last):
+    """The epoch's batches by numpy: windows of the shuffled items sorted stably by padded
+    length, cut greedily, the short last batch dropped, the batches shuffled."""
+    rng = epoch_generator(seed, epoch)
+    order = rng.permutation(len(padded)) if shuffle else np.arange(len(padded))
+    batches = []
+    for start in range(0, len(padded), window):
+        items = order[start:start + window]
+        items = items[np.argsort(padded[items], kind="stable")]
+        cuts = reference_cuts(padded[items].tolist(), batch_size, max_tokens)
+        batches += [items[a:b].tolist() for a, b in pairwise(cuts)]
+    if drop_last and max_tokens is None and batches and len(batches[-1]) < batch_size:
+        batches.pop()
+    if shuffle:
+        batches = [batches[i] for i in rng.permutation(len(batches)).tolist()]
+    return batches
+
+
 @pytest.mark.parametrize("batch_size,max_tokens", [(None, 100), (3, None), (4, 64), (1, 1)])
-def test_cuts_are_the_greedy_ones_of_a_python_loop(batch_size, max_tokens):
+def test_batches_are_the_numpy_references(batch_size, max_tokens):
     rng = np.random.default_rng(batch_size or 0)
-    for size in (0, 1, 7, 300):
-        padded = np.sort(rng.integers(0, 60, size))
-        assert cut_by_budget(padded, batch_size, max_tokens) == reference_cuts(
-            padded.tolist(), batch_size, max_tokens)
+    for size, longest, window in [(0, 60, None), (1, 60, 5), (7, 60, 3), (300, 60, None),
+                                  (300, 1, 16), (500, 70_000, 64), (200, 1 << 20, 50)]:
+        lengths = rng.integers(0, longest, size)
+        budget = max_tokens and max(max_tokens, int(lengths.max(initial=0)))
+        for shuffle, drop_last, epoch in [(True, False, 0), (True, True, 3), (False, True, 0)]:
+            sampler = BucketBatchSampler(lengths, batch_size, max_tokens=budget, window=window,
+                                         shuffle=shuffle, seed=size, drop_last=drop_last)
+            sampler.set_epoch(epoch)
+            assert list(sampler) == reference_batches(
+                lengths, batch_size, budget, sampler.window, size, epoch, shuffle, drop_last)
 
 
 def test_the_order_is_a_function_of_seed_and_epoch():
@@ -185,3 +210,18 @@ def test_token_budget_batches_resumed_twice_continue_exactly_epoch_after_epoch(k
         assert all(shape[0] * shape[1] <= 512 for _, shape, _ in epoch)
     middle = len(expected[0]) // 2
     assert run_in_pieces(make, (3, middle, len(expected[0]) + 2), 3, record=as_lists) == expected
+
+
+def test_the_loader_trusts_its_batches_but_checks_a_subclass_that_makes_its_own():
+    class Shifted(BucketBatchSampler):
+        def __iter__(self):
+            return ([index - 1 for index in batch] for batch in super().__iter__())
+
+    lengths = np.array([3, 1, 2, 5])
+    trusted = BucketBatchSampler(lengths, batch_size=4, shuffle=False)
+    loader = DataLoader(Texts(lengths), batch_sampler=trusted, collate_fn=PadCollator())
+    assert [batch["index"].tolist() for batch in loader] == [[1, 2, 0, 3]]
+    shifted = Shifted(lengths, batch_size=4, shuffle=False)
+    loader = DataLoader(Texts(lengths), batch_sampler=shifted, collate_fn=PadCollator())
+    with pytest.raises(ValueError, match="sampler yielded -1, expected a non-negative int"):
+        next(iter(loader))

@@ -6,7 +6,10 @@ on the left), writing the attention mask in the same ``nogil`` pass;
 ``pad_runs_into`` does the same from a batch fetched as columns (one flat
 array of values and each item's offsets in it), which ``list_lengths_into``
 and ``gather_lists_into`` gather out of the groups' columns of lists
-(``gather_items_into`` out of their columns of numbers).
+(``gather_items_into`` out of their columns of numbers), once
+``locate_rows_into`` has found each row's group and its position there.
+``bucket_windows_into`` sorts an epoch's windows of items by length and
+cuts them into batches under a budget.
 ``assign_bins`` places documents into rows of a fixed capacity, first fit or
 best fit, and ``pack_into`` copies them there with their positions and
 segment ids. The Python layer (``dataloader._sequences``) checks every
@@ -14,7 +17,7 @@ argument; these functions trust what they are given.
 """
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint8_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy, memset
 
 cnp.import_array()
@@ -71,9 +74,14 @@ cdef void _pad_rows(char* out, Py_ssize_t width, Py_ssize_t itemsize,
         _copy_source(row + start * itemsize, &sources[i], itemsize)
         _fill(row + (0 if left else count) * itemsize, pad, itemsize, width - count)
         if mask != NULL:
+            # Three runs of one value each, which the compiler turns into wide stores.
             mask_row = mask + i * width
-            for j in range(width):
-                mask_row[j] = start <= j < start + count
+            for j in range(start):
+                mask_row[j] = 0
+            for j in range(start, start + count):
+                mask_row[j] = 1
+            for j in range(start + count, width):
+                mask_row[j] = 0
 
 
 cdef dl_source_t* _runs(const char* values, Py_ssize_t itemsize, const int64_t[::1] offsets,
@@ -179,6 +187,92 @@ cdef dl_lists_t* _groups(list offsets, list values) except NULL:
             array = values[g]
             groups[g].values = <const char*> cnp.PyArray_DATA(array)
     return groups
+
+
+cdef int _compare_int64(const void* a, const void* b) noexcept nogil:
+    cdef int64_t x = (<const int64_t*> a)[0], y = (<const int64_t*> b)[0]
+    return (x > y) - (x < y)
+
+
+cdef Py_ssize_t _upper_bound(const int64_t* sorted_values, Py_ssize_t n,
+                             int64_t value) noexcept nogil:
+    """The first position of ``sorted_values`` (ascending) holding more than ``value``."""
+    cdef Py_ssize_t low = 0, high = n, middle
+    while low < high:
+        middle = (low + high) // 2
+        if sorted_values[middle] <= value:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def locate_rows_into(const int64_t[::1] ends, const int64_t[::1] wanted,  # IN
+                     int64_t[::1] group_of, int64_t[::1] rows,  # OUT
+                     int64_t[::1] touched):  # OUT
+    """Where positions ``wanted`` (each in ``[0, ends[-1])``) lie among groups ending
+    at ``ends`` (ascending cumulative row counts). ``touched`` gets the groups touched,
+    ascending, and the count is returned; ``group_of[i]``: the index in ``touched`` of
+    row ``i``'s group, ``rows[i]``: its position in that group. All arrays but ``ends``
+    have ``len(wanted)`` entries.
+    """
+    cdef Py_ssize_t i, count, n = wanted.shape[0], groups = ends.shape[0]
+    cdef int64_t number, lowest, highest
+    if n == 0:
+        return 0
+    with nogil:
+        lowest, highest = groups, 0
+        for i in range(n):
+            number = _upper_bound(&ends[0], groups, wanted[i])
+            rows[i] = wanted[i] - (ends[number - 1] if number else 0)
+            group_of[i] = number
+            lowest, highest = min(lowest, number), max(highest, number)
+    # The rows' group numbers deduplicated in O(n): by marking a span of numbers when it
+    # is not much wider than the batch (a batch's rows spread over few groups, or many
+    # groups over few rows each), else by sorting them.
+    if highest - lowest < 4 * n:
+        return _touched_by_marks(group_of, touched, lowest, highest - lowest + 1)
+    with nogil:
+        count = _touched_by_sorting(group_of, touched)
+    return count
+
+
+cdef Py_ssize_t _touched_by_marks(int64_t[::1] group_of, int64_t[::1] touched,
+                                  int64_t lowest, Py_ssize_t span) except -1:
+    """``locate_rows_into``'s last step, with group numbers within ``span`` of ``lowest``."""
+    cdef Py_ssize_t i, count = 0, n = group_of.shape[0]
+    cdef int64_t* index_of = <int64_t*> malloc(span * sizeof(int64_t))
+    if index_of == NULL:
+        raise MemoryError()
+    with nogil:
+        for i in range(span):
+            index_of[i] = -1
+        for i in range(n):
+            index_of[group_of[i] - lowest] = 0
+        for i in range(span):
+            if index_of[i] == 0:
+                index_of[i] = count
+                touched[count] = lowest + i
+                count += 1
+        for i in range(n):
+            group_of[i] = index_of[group_of[i] - lowest]
+    free(index_of)
+    return count
+
+
+cdef Py_ssize_t _touched_by_sorting(int64_t[::1] group_of, int64_t[::1] touched) noexcept nogil:
+    """``locate_rows_into``'s last step, for group numbers spread far apart."""
+    cdef Py_ssize_t i, count = 0, n = group_of.shape[0]
+    for i in range(n):
+        touched[i] = group_of[i]
+    qsort(&touched[0], n, sizeof(int64_t), _compare_int64)
+    for i in range(n):
+        if count == 0 or touched[i] != touched[count - 1]:
+            touched[count] = touched[i]
+            count += 1
+    for i in range(n):
+        group_of[i] = _upper_bound(&touched[0], count, group_of[i]) - 1
+    return count
 
 
 def list_lengths_into(list offsets, const int64_t[::1] group_of,  # IN
@@ -307,24 +401,78 @@ def pack_into(list documents, const int64_t[::1] counts, const int64_t[::1] row_
     free(sources)
 
 
-def cut_batches(const int64_t[::1] padded, int64_t batch_size, int64_t max_tokens,
-                int64_t[::1] cuts):
-    """Cut items of ``padded`` lengths, in order, into batches of at most ``batch_size``
-    items whose count times their longest is at most ``max_tokens`` (an item alone
-    always makes a batch). ``cuts`` (room for ``n + 1``) gets ``0``, each batch's end;
-    returns how many it got."""
-    cdef Py_ssize_t i = 0, n = padded.shape[0], written = 1
+cdef Py_ssize_t _cut(const int64_t* padded, Py_ssize_t n, int64_t batch_size,
+                     int64_t max_tokens, int64_t offset, int64_t* ends) noexcept nogil:
+    """Write to ``ends`` where each batch of ``padded`` (in order) ends, plus ``offset``:
+    at most ``batch_size`` items whose count times their longest is at most
+    ``max_tokens`` (an item alone always makes a batch). Returns the batches."""
+    cdef Py_ssize_t i = 0, written = 0
     cdef int64_t items, longest, widened
-    cuts[0] = 0
-    with nogil:
+    while i < n:
+        items, longest = 0, 0
         while i < n:
-            items, longest = 0, 0
-            while i < n:
-                widened = max(longest, padded[i])
-                if items and (items + 1 > batch_size or (items + 1) * widened > max_tokens):
-                    break
-                items, longest = items + 1, widened
-                i += 1
-            cuts[written] = i
-            written += 1
+            widened = max(longest, padded[i])
+            if items and (items + 1 > batch_size or (items + 1) * widened > max_tokens):
+                break
+            items, longest = items + 1, widened
+            i += 1
+        ends[written] = offset + i
+        written += 1
+    return written
+
+
+cdef void _radix_sort(int64_t* keys, int64_t* items, int64_t* spare_keys, int64_t* spare_items,
+                      Py_ssize_t n, int key_bytes) noexcept nogil:
+    """Sort ``items`` by ``keys`` (non-negative, below ``256 ** key_bytes``), stably, a
+    byte at a time from the lowest; the spare arrays (``n`` entries) are scratch."""
+    cdef Py_ssize_t counts[256]
+    cdef Py_ssize_t j, total, bucket
+    cdef int shift
+    cdef int64_t* swap
+    for shift in range(0, 8 * key_bytes, 8):
+        memset(counts, 0, sizeof(counts))
+        for j in range(n):
+            counts[(keys[j] >> shift) & 255] += 1
+        total = 0
+        for bucket in range(256):
+            total, counts[bucket] = total + counts[bucket], total
+        for j in range(n):
+            bucket = (keys[j] >> shift) & 255
+            spare_keys[counts[bucket]] = keys[j]
+            spare_items[counts[bucket]] = items[j]
+            counts[bucket] += 1
+        keys, spare_keys = spare_keys, keys
+        items, spare_items = spare_items, items
+    if key_bytes % 2:  # the sorted arrays are the spares: copy them back
+        memcpy(spare_keys, keys, n * sizeof(int64_t))
+        memcpy(spare_items, items, n * sizeof(int64_t))
+
+
+def bucket_windows_into(int64_t[::1] order, const int64_t[::1] padded,  # IN, OUT; IN
+                        Py_ssize_t window, int key_bytes, int64_t batch_size,  # IN
+                        int64_t max_tokens, int64_t[::1] ends):  # IN; OUT
+    """Sort each window of ``window`` entries of ``order`` (positions of ``padded``,
+    whose values are below ``256 ** key_bytes``) by their padded length, stably, and
+    cut it into batches as ``_cut`` does. ``ends`` (room for ``len(order)``)
+    gets each batch's end in ``order``; returns how many batches."""
+    cdef Py_ssize_t n = order.shape[0], start, j, size, written = 0
+    cdef Py_ssize_t stride = min(window, n)
+    cdef int64_t* scratch
+    if n == 0:
+        return 0
+    # The window's keys, then the sort's spare keys and spare positions.
+    scratch = <int64_t*> malloc(3 * stride * sizeof(int64_t))
+    if scratch == NULL:
+        raise MemoryError()
+    with nogil:
+        start = 0
+        while start < n:
+            size = min(window, n - start)
+            for j in range(size):
+                scratch[j] = padded[order[start + j]]
+            _radix_sort(scratch, &order[start], scratch + stride, scratch + 2 * stride,
+                        size, key_bytes)
+            written += _cut(scratch, size, batch_size, max_tokens, start, &ends[written])
+            start += size
+    free(scratch)
     return written

@@ -36,7 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from dataloader._core.sequences import gather_items_into, gather_lists_into, list_lengths_into
+from dataloader._core.sequences import (
+    gather_items_into,
+    gather_lists_into,
+    list_lengths_into,
+    locate_rows_into,
+)
 from dataloader._datasets.column_batch import Column, ColumnBatch, ListValues
 
 __all__ = [
@@ -78,6 +83,8 @@ def checked_positions(indices: Sequence[int] | np.ndarray, length: int) -> np.nd
         wanted = np.asarray(indices, dtype=np.int64).reshape(-1)
     except (TypeError, ValueError):
         raise TypeError(f"indices should be integers, got {indices!r}") from None
+    if not len(wanted) or (wanted.min() >= 0 and wanted.max() < length):
+        return wanted  # what a sampler gives: nothing to wrap or report
     wanted = np.where(wanted < 0, wanted + length, wanted)
     outside = (wanted < 0) | (wanted >= length)
     if outside.any():
@@ -169,10 +176,12 @@ def locate_rows(wanted: np.ndarray, ends: np.ndarray) -> tuple[list[int], np.nda
     >>> touched, group_of.tolist(), rows.tolist()
     ([0, 1, 2], [2, 0, 1], [1, 0, 0])
     """
-    numbers = np.searchsorted(ends, wanted, side="right")
-    rows = wanted - np.concatenate([np.zeros(1, np.int64), ends])[numbers]
-    touched, group_of = np.unique(numbers, return_inverse=True)
-    return touched.tolist(), group_of.reshape(-1).astype(np.int64), rows.astype(np.int64)
+    group_of = np.empty(len(wanted), np.int64)
+    rows = np.empty(len(wanted), np.int64)
+    touched = np.empty(len(wanted), np.int64)
+    count = locate_rows_into(np.ascontiguousarray(ends, np.int64),
+                             np.ascontiguousarray(wanted, np.int64), group_of, rows, touched)
+    return touched[:count].tolist(), group_of, rows
 
 
 def gather_columns(groups: list[GroupColumns], group_of: np.ndarray,

@@ -12,7 +12,7 @@ instead of a Python loop, and a resumed epoch to start where it stopped.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence, Sized
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from itertools import chain, islice
 from typing import Any, Generic, TypeVar
 
@@ -25,6 +25,7 @@ from dataloader._sampling.shuffle import FIRST_CHUNK as _FIRST_CHUNK
 from dataloader._sampling.shuffle import draw_key, pass_chunks
 
 T_co = TypeVar("T_co", covariant=True)
+S = TypeVar("S", bound=type)
 
 __all__ = [
     "BatchSampler",
@@ -556,12 +557,40 @@ class _ChunkBatches(_Batches):
                 return pending.tolist()
 
 
+# The ``__iter__`` of batch samplers defined elsewhere whose indices are valid by
+# construction: each class registers itself (``trust_batch_indices``).
+_TRUSTED_BATCH_ITERATORS: set[Callable[..., Any]] = set()
+
+
+def trust_batch_indices(sampler_class: S) -> S:
+    """Register a batch sampler class whose ``__iter__`` yields only lists of valid
+    indices (non-negative ints), so that the loader does not check each one.
+
+    A subclass that overrides ``__iter__`` is checked again.
+
+    Examples
+    --------
+    >>> from dataloader._sampling.sampler import trust_batch_indices, yields_valid_indices
+    >>> @trust_batch_indices
+    ... class Pairs:
+    ...     def __iter__(self):
+    ...         return iter([[0, 1], [2, 3]])
+    >>> yields_valid_indices(Pairs())
+    True
+    """
+    _TRUSTED_BATCH_ITERATORS.add(sampler_class.__iter__)  # type: ignore[attr-defined]
+    return sampler_class
+
+
 def yields_valid_indices(index_sampler: Any) -> bool:
     """Whether ``index_sampler`` only yields valid indices by construction.
 
-    True for our own samplers, and for our ``BatchSampler`` over one of them;
-    the loader checks what any other sampler yields.
+    True for our own samplers, for our ``BatchSampler`` over one of them and
+    for the batch samplers registered by :func:`trust_batch_indices`; the
+    loader checks what any other sampler yields.
     """
+    if getattr(type(index_sampler), "__iter__", None) in _TRUSTED_BATCH_ITERATORS:
+        return True
     if type(index_sampler) is BatchSampler:
         index_sampler = index_sampler.sampler
     return index_chunks_available(index_sampler)

@@ -19,20 +19,19 @@ padding little more than the whole-epoch sort (``benchmarks/sequences_batching.p
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
 
-from dataloader._core.sequences import cut_batches
+from dataloader._core.sequences import bucket_windows_into
 from dataloader._sampling.distributed import in_distributed_job, world
 from dataloader._sampling.remainder import Deal
-from dataloader._sampling.sampler import Sampler
+from dataloader._sampling.sampler import Sampler, trust_batch_indices
 from dataloader._sampling.seeding import EpochSeeded, check_seed, epoch_generator
 from dataloader._sequences.arguments import check_lengths, check_optional_positive
 from dataloader._sequences.padding import PadCollator
 
-__all__ = ["BucketBatchSampler", "cut_by_budget"]
+__all__ = ["BucketBatchSampler"]
 
 # Batches per window when ``window`` is not given: enough for the lengths in
 # a window to be close to each other after sorting, few enough for them to be
@@ -42,6 +41,7 @@ _BATCHES_PER_WINDOW = 256
 _UNBOUNDED = np.iinfo(np.int64).max
 
 
+@trust_batch_indices  # its batches are lists of positions of lengths, from .tolist()
 class BucketBatchSampler(Sampler[list[int]], EpochSeeded):
     """Batches of indices whose items have similar lengths; the same count on every rank.
 
@@ -99,11 +99,9 @@ class BucketBatchSampler(Sampler[list[int]], EpochSeeded):
             raise TypeError(f"padding should be a PadCollator, got {type(padding).__name__}")
         self.padding = padding or PadCollator()
         self.padded = self.padding.padded_lengths(self.lengths)
-        # The keys each window is sorted by: the same order as the int64 lengths', but
-        # numpy's stable sort of 16-bit keys is a radix sort, several times faster (an
-        # epoch's plan is made before its first batch).
-        fits = not len(self.padded) or int(self.padded.max()) < 1 << 16
-        self._sort_keys = self.padded.astype(np.uint16) if fits else self.padded
+        # The bytes of the longest padded length: the passes of each window's radix sort.
+        longest = int(self.padded.max()) if len(self.padded) else 0
+        self._key_bytes = max(-(-longest.bit_length() // 8), 1)
         self._check_budget()
         self.window = check_optional_positive("window", window) or self._default_window()
         if self.max_tokens is None:
@@ -116,8 +114,8 @@ class BucketBatchSampler(Sampler[list[int]], EpochSeeded):
             num_replicas, rank = 1, 0
         self.num_replicas, self.rank = world(num_replicas, rank)
         self.epoch = 0
-        # The last epoch planned: its (seed, epoch), items in order, batches.
-        self._plan: tuple[tuple[int, int], np.ndarray, list[slice]] | None = None
+        # The last epoch planned: its (seed, epoch), items in order, batches' starts, stops.
+        self._plan: tuple[tuple[int, int], np.ndarray, np.ndarray, np.ndarray] | None = None
         # (epoch, deal): that epoch's remaining batches dealt to these ranks, after a job
         # on another number of ranks stopped in its middle (dataloader._loading.elastic).
         self.elastic_deal: tuple[int, Deal] | None = None
@@ -142,8 +140,10 @@ class BucketBatchSampler(Sampler[list[int]], EpochSeeded):
         return len(self._rank_batches())
 
     def __iter__(self) -> Iterator[list[int]]:
-        order, _ = self._epoch_batches()
-        return (order[batch].tolist() for batch in self._rank_batches())
+        order, starts, stops = self._epoch_batches()
+        numbers = self._rank_batches()
+        return (order[start:stop].tolist() for start, stop in
+                zip(starts[numbers].tolist(), stops[numbers].tolist(), strict=True))
 
     def active_deal(self) -> Deal | None:
         """The elastic deal of the current epoch, if it resumes one on other ranks.
@@ -173,44 +173,45 @@ class BucketBatchSampler(Sampler[list[int]], EpochSeeded):
         count = total // self.num_replicas if self.drop_last else -(-total // self.num_replicas)
         return count * self.num_replicas
 
-    def _rank_batches(self) -> list[slice]:
-        """This rank's batches of the epoch, as slices of its sorted order."""
-        _, batches = self._epoch_batches()
-        total = len(batches)
+    def _rank_batches(self) -> np.ndarray:
+        """This rank's batches of the epoch, as their numbers in the epoch's batch order."""
+        total = len(self._epoch_batches()[1])
         deal = self.active_deal()
         if deal is not None:  # positions of the epoch's padded batch order
-            positions = deal.entries(self.rank, 0, deal.count(self.rank))
+            positions = np.asarray(deal.entries(self.rank, 0, deal.count(self.rank)), np.int64)
         else:
             count = self.epoch_positions() // self.num_replicas
             positions = self.rank + self.num_replicas * np.arange(count)
-        return [batches[position % total] for position in positions.tolist()]
+        return positions % max(total, 1)
 
-    def _epoch_batches(self) -> tuple[np.ndarray, list[slice]]:
-        """The epoch's items in window-sorted order, and its batches as slices of it."""
+    def _epoch_batches(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The epoch's items in window-sorted order, and its batches' starts and stops in it."""
         if self._plan is None or self._plan[0] != (self.seed, self.epoch):
             self._plan = ((self.seed, self.epoch), *self._plan_epoch())
-        return self._plan[1], self._plan[2]
+        return self._plan[1:]
 
-    def _plan_epoch(self) -> tuple[np.ndarray, list[slice]]:
+    def _plan_epoch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Natively (``bucket_windows_into``), each window of the shuffled items sorted by
+        padded length (stably: equal lengths keep the shuffled order) and cut into batches;
+        then the batches shuffled. An array per epoch rather than an object per batch: the
+        plan is made before the epoch's first batch."""
         rng = epoch_generator(self.seed, self.epoch)
         n = len(self.lengths)
-        order = rng.permutation(n) if self.shuffle else np.arange(n)
-        batches: list[slice] = []
-        for start in range(0, n, self.window):
-            window = order[start:start + self.window]
-            # Stable: equal lengths keep the shuffled order.
-            order[start:start + self.window] = window[np.argsort(self._sort_keys[window],
-                                                                 kind="stable")]
-            cuts = cut_by_budget(self.padded[order[start:start + self.window]],
-                                 self.batch_size, self.max_tokens)
-            batches += [slice(start + a, start + b) for a, b in pairwise(cuts)]
-        if self.drop_last and self.max_tokens is None and batches:
-            last = batches[-1]
-            if last.stop - last.start < self.batch_size:
-                batches.pop()
+        order = rng.permutation(n) if self.shuffle else np.arange(n, dtype=np.int64)
+        stops = np.empty(n, np.int64)
+        count = bucket_windows_into(order, self.padded, self.window, self._key_bytes,
+                                    self.batch_size or _UNBOUNDED, self.max_tokens or _UNBOUNDED,
+                                    stops)
+        stops = stops[:count]
+        starts = np.zeros(count, np.int64)
+        starts[1:] = stops[:-1]
+        if (self.drop_last and self.max_tokens is None and count
+                and stops[-1] - starts[-1] < self.batch_size):
+            starts, stops = starts[:-1], stops[:-1]
         if self.shuffle:
-            batches = [batches[i] for i in rng.permutation(len(batches)).tolist()]
-        return order, batches
+            shuffled = rng.permutation(len(starts))
+            starts, stops = starts[shuffled], stops[shuffled]
+        return order, starts, stops
 
     def state_dict(self) -> dict[str, Any]:
         """The seed, the epoch and the number of ranks (the same on every rank)."""
@@ -224,25 +225,3 @@ class BucketBatchSampler(Sampler[list[int]], EpochSeeded):
                              f"num_replicas={self.num_replicas}")
         super().load_state_dict(state)
 
-
-def cut_by_budget(padded: np.ndarray, batch_size: int | None,
-                  max_tokens: int | None) -> list[int]:
-    """Where to cut ``padded`` (ascending padded lengths) into batches: ``[0, ..., n]``.
-
-    Each batch takes as many items as fit: at most ``batch_size``, and with
-    ``max_tokens`` as long as ``count * its longest <= max_tokens``
-    (natively, ``dataloader._core.sequences.cut_batches``).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dataloader._sequences.buckets import cut_by_budget
-    >>> cut_by_budget(np.array([1, 2, 2, 3, 8]), None, 8)
-    [0, 3, 4, 5]
-    >>> cut_by_budget(np.array([1, 2, 2, 3, 8]), 2, None)
-    [0, 2, 4, 5]
-    """
-    cuts = np.empty(len(padded) + 1, np.int64)
-    count = cut_batches(np.ascontiguousarray(padded, np.int64), batch_size or _UNBOUNDED,
-                        max_tokens or _UNBOUNDED, cuts)
-    return cuts[:count].tolist()

@@ -112,7 +112,8 @@ class PadCollator(PooledCollator):
         >>> PadCollator(pad_to_multiple_of=8, max_length=16).padded_length(20)
         16
         """
-        return int(self.padded_lengths(np.array([longest]))[0])
+        capped = longest if self.max_length is None else min(longest, self.max_length)
+        return self._round_up(capped)
 
     def padded_lengths(self, lengths: np.ndarray) -> np.ndarray:
         """:meth:`padded_length` of each of ``lengths`` (int64).
@@ -125,8 +126,12 @@ class PadCollator(PooledCollator):
         [4, 4, 8]
         """
         capped = lengths if self.max_length is None else np.minimum(lengths, self.max_length)
+        return self._round_up(capped)
+
+    def _round_up(self, lengths: Any) -> Any:
+        """``lengths`` (an int or an array) rounded up to a multiple of ``pad_to_multiple_of``."""
         multiple = self.pad_to_multiple_of
-        return -(-capped // multiple) * multiple
+        return -(-lengths // multiple) * multiple
 
     def __call__(self, items: Sequence[Any]) -> Any:
         if len(items) == 0:
@@ -305,6 +310,7 @@ def _check_field(key: Any, arrays: list[Any]) -> np.dtype:
     return dtype
 
 
+@functools.lru_cache(maxsize=64)  # asked once per batch and field, with the same answer
 def _pad_bytes(key: Any, value: Any, dtype: np.dtype) -> bytes:
     """``value`` as one element of ``dtype``, once it is exactly representable there."""
     cast = np.asarray(value).astype(dtype)

@@ -78,6 +78,20 @@ class GroupCache:
                 mine = False
         return self._read(key, read, pending) if mine else pending.result()
 
+    def kept(self, keys: list[tuple[int, int]]) -> list[GroupColumns] | None:
+        """The groups ``keys``, when every one of them is kept (else ``None``).
+
+        A batch's fetch asks this first: once the groups it touches are
+        decoded, one lock acquisition finds them all.
+        """
+        groups = self._groups
+        with self._lock:
+            if not all(key in groups for key in keys):
+                return None
+            for key in keys:
+                groups.move_to_end(key)
+            return [groups[key] for key in keys]
+
     def read_absent(self, reads: dict[tuple[int, int], Callable[[], GroupColumns]]) -> None:
         """Read the groups of ``reads`` that are neither kept nor being read, while there is room.
 
@@ -232,12 +246,16 @@ class ColumnarDataset(Dataset[dict], ABC):
         """The rows at ``indices``, reading each group they fall in once."""
         wanted = checked_positions(indices, len(self))
         touched = np.unique(np.searchsorted(self.group_ends, wanted, side="right")).tolist()
-        self._cache.read_absent(
-            {self.groups[number]: partial(self.read_columns, number) for number in touched})
+        self._read_absent(touched)
         return rows_by_group(wanted, self.group_ends, self._rows_in_group)
 
     def _rows_in_group(self, number: int, positions: list[int]) -> list[dict[str, Any]]:
         return self._group_columns(number).rows(positions)
+
+    def _read_absent(self, numbers: list[int]) -> None:
+        """Read those of groups ``numbers`` that no thread has read or is reading."""
+        self._cache.read_absent(
+            {self.groups[number]: partial(self.read_columns, number) for number in numbers})
 
     def _group_columns(self, number: int) -> GroupColumns:
         return self._cache.get(self.groups[number], partial(self.read_columns, number))
@@ -262,10 +280,11 @@ class ColumnarDataset(Dataset[dict], ABC):
         """
         touched, group_of, rows = locate_rows(checked_positions(indices, len(self)),
                                               self.group_ends)
-        self._cache.read_absent(
-            {self.groups[number]: partial(self.read_columns, number) for number in touched})
-        return gather_columns([self._group_columns(number) for number in touched], group_of,
-                              rows)
+        groups = self._cache.kept([self.groups[number] for number in touched])
+        if groups is None:
+            self._read_absent(touched)
+            groups = [self._group_columns(number) for number in touched]
+        return gather_columns(groups, group_of, rows)
 
     def stream(self, *, shuffle: bool = False, seed: int = 0) -> RowGroupStream:
         """These rows as a stream of groups, sharded and shuffled: :class:`RowGroupStream`.

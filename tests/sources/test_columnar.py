@@ -216,6 +216,16 @@ def test_reading_ahead_passes_over_groups_kept_or_being_read_and_stops_when_full
     assert list(cache._groups) == [(0, 0), (0, 2)]
 
 
+def test_groups_all_kept_are_found_together_and_become_the_most_recent():
+    tables = {key: GroupColumns(pa.table({"n": [key[1]]})) for key in [(0, 0), (0, 1), (0, 2)]}
+    cache = GroupCache(max_bytes=1 << 20)
+    for key, group in tables.items():
+        cache.get(key, lambda group=group: group)
+    assert cache.kept([(0, 1), (0, 3)]) is None  # one of them was never read
+    assert cache.kept([(0, 1), (0, 0)]) == [tables[(0, 1)], tables[(0, 0)]]
+    assert list(cache._groups) == [(0, 2), (0, 1), (0, 0)]  # the least recent is evicted first
+
+
 def test_a_failed_read_raises_and_the_next_request_reads_again():
     cache = GroupCache(max_bytes=1 << 20)
 

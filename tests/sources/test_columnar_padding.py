@@ -169,22 +169,26 @@ def test_the_loader_fetches_columns_only_when_nothing_needs_rows(files, monkeypa
 
 
 @pytest.mark.parametrize("kind", ["direct", "threads", "processes"])
-def test_bucketed_batches_resume_mid_epoch_twice_and_go_on_epoch_after_epoch(files, kind):
+@pytest.mark.parametrize("cached", [1, 1 << 20], ids=["one-group-cached", "all-groups-cached"])
+def test_bucketed_batches_resume_mid_epoch_twice_and_go_on_epoch_after_epoch(files, kind,
+                                                                             cached):
     dataset_type, paths, rows = files
     lengths = [len(row["input_ids"]) for row in rows]
 
-    def make(collate):
+    def make(collate, max_cached_bytes=1 << 20):
         collator = PadCollator(lengths=True)
         sampler = BucketBatchSampler(lengths, max_tokens=64, padding=collator, seed=4)
-        return DataLoader(dataset_type(paths), batch_sampler=sampler,
-                          collate_fn=collate(collator), **WORKER_KINDS[kind])
+        dataset = dataset_type(paths, max_cached_bytes=max_cached_bytes)
+        return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate(collator),
+                          **WORKER_KINDS[kind])
 
     def record(batch):
         return {key: value.tolist() if isinstance(value, np.ndarray) else value
                 for key, value in batch.items()}
 
     whole = run_in_pieces(lambda: make(per_row), [], epochs=3, record=record)
-    resumed = run_in_pieces(lambda: make(lambda collator: collator), [4, 7], epochs=3,
+    # Fused, each batch's groups found in the cache at once or read again (one kept).
+    resumed = run_in_pieces(lambda: make(lambda collator: collator, cached), [4, 7], epochs=3,
                             record=record)
     assert resumed == whole
     assert whole[0] != whole[1]
