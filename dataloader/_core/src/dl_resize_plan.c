@@ -31,6 +31,12 @@ static int dl_within(const dl_weights_range_t *r, int shift, int32_t lo, int32_t
     return r->low >> shift >= lo && r->high >> shift <= hi;
 }
 
+int dl_halves_fit(const int32_t *weights, size_t count)
+{
+    dl_weights_range_t r = dl_weights_range(weights, count);
+    return dl_within(&r, DL_SPLIT_BITS, INT16_MIN, INT16_MAX);
+}
+
 /* A weight that fits 16 bits once `drop` trailing bits, zero in every
  * weight, are dropped: then the sums are the portable loop's divided by
  * 2^drop, exactly, and shifting them by bits - drop (after adding half of
