@@ -10,9 +10,9 @@ checkerboards, sharp edges and noise, whose bicubic and lanczos sums leave
 0..255, and the sizes cover the weights' forms: whole 16-bit weights (a
 shrink by more than 128), weights every one of which is a multiple of a
 power of two (shrinks by 8), two and three digits, windows of one quad of
-taps (upscales) and of many (strong shrinks), and vertical windows of two
-and three rows, which VNNI takes in pairs of rows (RandomResizedCrop's
-shrinks to 224).
+taps (upscales, which VNNI takes in pairs of taps) and of many (strong
+shrinks), and vertical windows of two and three rows, which VNNI takes in
+pairs of rows (RandomResizedCrop's shrinks to 224).
 """
 
 import numpy as np

@@ -256,15 +256,8 @@ dl_horizontal_pixel_avx2(const uint8_t *const *in, ptrdiff_t at, int channels, i
 
 #define DL_K(name) name##_avx2
 #define DL_KTARGET DL_AVX2
-#define DL_UNIT_WORDS(split) ((split) + 1)
-#define DL_KINDS 0, 1
-#define DL_MASK(channels, i) dl_pair_mask_avx2(channels, i)
+#define DL_PAIRS
 #include "dl_resize_avx2_passes.h"
-#undef DL_K
-#undef DL_KTARGET
-#undef DL_UNIT_WORDS
-#undef DL_KINDS
-#undef DL_MASK
 
 /* With AVX-512 VNNI (on 256-bit vectors).  The instructions are written out
  * so that the sums stay in their registers: through the intrinsics, GCC 12
@@ -508,11 +501,37 @@ DL_VNNI static void dl_vertical_vnni(const uint8_t *src, ptrdiff_t src_stride,
 #define DL_KINDS 2, 3
 #define DL_MASK(channels, i) dl_quad_mask_avx2(channels)
 #include "dl_resize_avx2_passes.h"
-#undef DL_K
-#undef DL_KTARGET
-#undef DL_UNIT_WORDS
-#undef DL_KINDS
-#undef DL_MASK
+
+/* The horizontal pass with VNNI on pairs of taps (windows of 2 taps:
+ * upscales), as dl_horizontal_pixel_avx2 with vpdpwssd for its
+ * vpmaddwd and add: the weights whole (one word, `split` 0) or split in
+ * halves (two), each pair loaded on its own. */
+DL_VNNI static inline __attribute__((always_inline)) __m256i
+dl_horizontal_pixel_pairs(const uint8_t *const *in, ptrdiff_t at, int channels, int pairs,
+                          int split, const uint32_t *w, const __m256i *mask, __m256i half,
+                          __m256i *cd)
+{
+    /* acc: rows in[0], in[1] and in[2], in[3], then their hi halves' sums */
+    __m256i acc[4] = {half, half, _mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int q = 0; q < pairs; q++, w += split + 1) {
+        ptrdiff_t x = at + (ptrdiff_t)q * 2 * channels;
+        __m256i p = _mm256_shuffle_epi8(dl_load_rows_avx2(in[0] + x, in[1] + x), mask[0]);
+        __m256i p2 = _mm256_shuffle_epi8(dl_load_rows_avx2(in[2] + x, in[3] + x), mask[0]);
+        acc[0] = dl_dpwssd(acc[0], p, dl_broadcast_avx2(w));
+        acc[1] = dl_dpwssd(acc[1], p2, dl_broadcast_avx2(w));
+        if (split) {
+            acc[2] = dl_dpwssd(acc[2], p, dl_broadcast_avx2(w + 1));
+            acc[3] = dl_dpwssd(acc[3], p2, dl_broadcast_avx2(w + 1));
+        }
+    }
+    *cd = _mm256_add_epi32(_mm256_slli_epi32(acc[3], DL_SPLIT_BITS), acc[1]);
+    return _mm256_add_epi32(_mm256_slli_epi32(acc[2], DL_SPLIT_BITS), acc[0]);
+}
+
+#define DL_K(name) name##_pairs
+#define DL_KTARGET DL_VNNI
+#define DL_PAIRS
+#include "dl_resize_avx2_passes.h"
 
 /* dl_filter_rows for row_len >= 32 (see dl_vertical_avx2,
  * dl_vertical_pairs_vnni and dl_vertical_vnni).  Returns 0, -1 when memory
@@ -540,7 +559,8 @@ int dl_filter_rows_avx2(const uint8_t *src, ptrdiff_t src_stride, ptrdiff_t row_
         w = dl_planned_words(out_h, ksize, bounds, weights, bits, 0, NULL, &plan, &status);
     if (w == NULL && status == -1)
         return -1;
-    if (w == NULL) { /* vpmulld takes any weights */
+    if (w == NULL || plan.taps != 4) { /* vpmulld takes any weights */
+        free(w);
         dl_vertical_avx2(src, src_stride, row_len, dst, dst_stride, out_h, ksize, bounds,
                          weights, bits);
         return 0;
@@ -556,9 +576,12 @@ static void dl_horizontal_rows(const uint8_t *src, ptrdiff_t src_stride, int row
                                uint8_t *dst, ptrdiff_t dst_stride, int out_w, const int *start,
                                const uint32_t *w, const dl_resize_plan_t *plan, int bits)
 {
-    if (plan->vnni)
+    if (plan->taps == 4)
         dl_horizontal_rows_vnni(src, src_stride, rows, channels, dst, dst_stride, out_w, start,
                                 w, plan->units, plan->kind, bits - plan->drop);
+    else if (plan->vnni)
+        dl_horizontal_rows_pairs(src, src_stride, rows, channels, dst, dst_stride, out_w, start,
+                                 w, plan->units, plan->kind, bits - plan->drop);
     else
         dl_horizontal_rows_avx2(src, src_stride, rows, channels, dst, dst_stride, out_w, start,
                                 w, plan->units, plan->kind, bits - plan->drop);
