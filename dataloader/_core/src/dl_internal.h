@@ -54,8 +54,9 @@ typedef struct {
 int dl_has_avx2(void);
 
 /* Copies a rows x cols block of `channels`-byte pixels into its transpose:
- * pixel (y, x) of src goes to dst + x * dst_stride + y * channels (also the
- * box blur's, dl_blur.c). */
+ * pixel (y, x) of src goes to dst + x * dst_stride + y * channels (dl_ops.c,
+ * beside the quarter turns; the resize's portable horizontal pass and the
+ * box blur, dl_blur.c, run on transposed rows). */
 void dl_transpose(const uint8_t *src, ptrdiff_t src_stride, int rows, int cols, int channels,
                   uint8_t *dst, ptrdiff_t dst_stride);
 
