@@ -82,6 +82,8 @@ def check_real(name: str, value: Any) -> float:
 
 
 def check_bool(name: str, value: Any) -> bool:
+    if value is True or value is False:
+        return value    # the common case, before the isinstance checks
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
     return bool(value)
@@ -89,6 +91,8 @@ def check_bool(name: str, value: Any) -> bool:
 
 def check_choice(name: str, value: Any, choices) -> Any:
     """``value`` when it is one of ``choices`` (hashable or not), else ``ValueError``."""
+    if type(value) is str and value in choices:
+        return value    # the common case: a name, found without the generator below
     # Compared only with choices of its own type: an array never meets ==.
     if not any(value is choice or (isinstance(value, type(choice)) and value == choice)
                for choice in choices):
@@ -134,7 +138,11 @@ def check_size(name: str, value: Any, allow_int: bool = True) -> tuple[int, int]
     if allow_int and isinstance(value, numbers.Integral) and not isinstance(value, bool):
         value = (value, value)
     if type(value) is tuple and len(value) == 2:
-        return (check_int(f"{name}[0]", value[0], 1), check_int(f"{name}[1]", value[1], 1))
+        height, width = value
+        if type(height) is int and type(width) is int and 1 <= height <= MAX_SIDE and \
+                1 <= width <= MAX_SIDE:
+            return value    # the common case, without formatting the names below
+        return (check_int(f"{name}[0]", height, 1), check_int(f"{name}[1]", width, 1))
     kinds = "an int or a (height, width) pair" if allow_int else "a (height, width) pair"
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise TypeError(f"{name} must be {kinds} of ints, got {value!r}")
@@ -279,7 +287,7 @@ def output(out, shape: tuple, dtype, flat: bool = False, name: str = "out", rows
     expected = shape[:2] if flat and shape[2] == 1 else shape
     if out is None:
         result = np.empty(expected, dtype)
-        return result, result.reshape(shape)
+        return result, result if expected == shape else result.reshape(shape)
     array = as_array(out, name)
     if array.dtype != dtype:
         raise ValueError(f"{name} must have dtype {np.dtype(dtype).name}, got {array.dtype}")

@@ -112,6 +112,23 @@ def test_crop_flip_rotate_match_numpy(dtype):
         np.testing.assert_array_equal(out, expected)
 
 
+@pytest.mark.parametrize("channels, dtype", [(3, np.uint8), (4, np.uint8), (1, np.float32)])
+def test_quarter_turns_of_every_remainder_match_numpy(channels, dtype):
+    # 3- and 4-byte pixels turn in squares of 8x8 in vector registers: sides
+    # of every remainder modulo 8 leave partial squares at the right and
+    # bottom edges, and nothing before or after the destination is written.
+    for height, width in [(8, 8), (16, 24), (9, 15), (23, 17), (37, 70), (64, 33), (7, 41),
+                          (50, 6), (12, 100)]:
+        src = natural_image(height, width, channels, seed=height).astype(dtype)
+        for k in (1, 3):
+            expected = np.rot90(src, k)
+            canvas = np.full(src.size + 8, 7, dtype)
+            out = canvas[4:-4].reshape(expected.shape)
+            ops.rotate90_into(src, out, k)
+            np.testing.assert_array_equal(out, expected, err_msg=f"{height}x{width}, k={k}")
+            assert (canvas[:4] == 7).all() and (canvas[-4:] == 7).all()
+
+
 def numpy_pad(src, top, left, bottom, right, mode, fill):
     widths = ((top, bottom), (left, right), (0, 0))
     if mode == "constant":

@@ -10,7 +10,9 @@ checkerboards, sharp edges and noise, whose bicubic and lanczos sums leave
 0..255, and the sizes cover the weights' forms: whole 16-bit weights (a
 shrink by more than 128), weights every one of which is a multiple of a
 power of two (shrinks by 8), two and three digits, windows of one quad of
-taps (upscales) and of many (strong shrinks).
+taps (upscales, which VNNI takes in pairs of taps) and of many (strong
+shrinks), and vertical windows of two and three rows, which VNNI takes in
+pairs of rows (RandomResizedCrop's shrinks to 224).
 """
 
 import numpy as np
@@ -30,12 +32,13 @@ FILTERS = {
 # (input, output) (height, width): the benchmark's kinds of resize at a smaller
 # scale, a shrink by 8 on each side (weights that are multiples of 2^15),
 # a shrink by more than 128 (whole 16-bit weights), up- and mixed scaling,
-# and odd thin shapes.
+# a RandomResizedCrop-like shrink to 224 (windows of three rows), and odd thin shapes.
 PAIRS = [
     ((400, 640), (4, 4)), ((400, 640), (45, 80)), ((400, 640), (300, 480)),
     ((100, 160), (400, 640)), ((256, 320), (32, 40)), ((40, 1403), (9, 7)),
     ((1403, 40), (7, 9)), ((97, 131), (31, 45)), ((33, 47), (65, 93)),
     ((150, 60), (40, 200)), ((60, 150), (200, 40)), ((7, 9), (7, 31)), ((19, 5), (5, 3)),
+    ((301, 283), (224, 224)),
 ]
 
 

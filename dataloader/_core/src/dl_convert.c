@@ -5,6 +5,7 @@
 
 #include "dl_clones.h"
 #include "dl_codecs.h"
+#include "dl_internal.h"
 
 /* The pixels of one row; sc and dc are constants in each inlined copy, so
  * that the branches on them leave the loop (which the compiler may then
@@ -130,7 +131,7 @@ DL_AVX2 static ptrdiff_t dl_luma_rows_avx2(const uint8_t *s, int sc, uint8_t *d,
     return x;
 }
 
-static int dl_convert_has_avx2(void)
+int dl_has_avx2(void)
 {
     /* -1 until the first call asks the CPU; racing writers store the same value. */
     static int has = -1;
@@ -156,7 +157,7 @@ DL_AVX2_CLONES static void dl_convert_row(const uint8_t *s, int sc, uint8_t *d, 
         return;
     }
 #if DL_CONVERT_AVX2
-    if (sc >= 3 && dc <= 2 && dl_convert_has_avx2()) {
+    if (sc >= 3 && dc <= 2 && dl_has_avx2()) {
         ptrdiff_t done = dl_luma_rows_avx2(s, sc, d, dc, width);
         s += done * sc;
         d += done * dc;

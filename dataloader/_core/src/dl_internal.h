@@ -49,9 +49,14 @@ typedef struct {
     int fast;
 } dl_resize_part_t;
 
+/* Whether the CPU has AVX2 (x86-64 with GCC or Clang only: the kernels
+ * that call it have baseline code for every other machine; dl_convert.c). */
+int dl_has_avx2(void);
+
 /* Copies a rows x cols block of `channels`-byte pixels into its transpose:
- * pixel (y, x) of src goes to dst + x * dst_stride + y * channels (also the
- * box blur's, dl_blur.c). */
+ * pixel (y, x) of src goes to dst + x * dst_stride + y * channels (dl_ops.c,
+ * beside the quarter turns; the resize's portable horizontal pass and the
+ * box blur, dl_blur.c, run on transposed rows). */
 void dl_transpose(const uint8_t *src, ptrdiff_t src_stride, int rows, int cols, int channels,
                   uint8_t *dst, ptrdiff_t dst_stride);
 

@@ -218,39 +218,6 @@ static inline uint8_t dl_clip8(int32_t v, int bits)
     return (uint8_t)(v >> bits);
 }
 
-/* Copies a rows x cols block of `channels`-byte pixels into its transpose:
- * pixel (y, x) of src goes to dst + x * dst_stride + y * channels.  Tiled to
- * stay in cache; `channels` is a constant in each inlined copy. */
-static inline __attribute__((always_inline)) void
-dl_transpose_block(const uint8_t *src, ptrdiff_t src_stride, int rows, int cols, int channels,
-                   uint8_t *dst, ptrdiff_t dst_stride)
-{
-    enum { TILE = 16 };
-    int y0, x0, y, x;
-    for (y0 = 0; y0 < rows; y0 += TILE)
-        for (x0 = 0; x0 < cols; x0 += TILE) {
-            int y1 = y0 + TILE < rows ? y0 + TILE : rows;
-            int x1 = x0 + TILE < cols ? x0 + TILE : cols;
-            for (x = x0; x < x1; x++) {
-                uint8_t *out = dst + x * dst_stride + (ptrdiff_t)y0 * channels;
-                const uint8_t *in = src + y0 * src_stride + (ptrdiff_t)x * channels;
-                for (y = y0; y < y1; y++, out += channels, in += src_stride)
-                    memcpy(out, in, (size_t)channels);
-            }
-        }
-}
-
-void dl_transpose(const uint8_t *src, ptrdiff_t src_stride, int rows, int cols,
-                         int channels, uint8_t *dst, ptrdiff_t dst_stride)
-{
-    switch (channels) {
-    case 1: dl_transpose_block(src, src_stride, rows, cols, 1, dst, dst_stride); break;
-    case 2: dl_transpose_block(src, src_stride, rows, cols, 2, dst, dst_stride); break;
-    case 3: dl_transpose_block(src, src_stride, rows, cols, 3, dst, dst_stride); break;
-    default: dl_transpose_block(src, src_stride, rows, cols, 4, dst, dst_stride); break;
-    }
-}
-
 /* One filtering pass along the first axis: output row yy is the weighted
  * sum of input rows bounds[2yy] .. + bounds[2yy+1].  Every sample of a row
  * shares the row's weight, so the inner loop is a plain vector multiply-add

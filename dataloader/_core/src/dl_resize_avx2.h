@@ -21,8 +21,12 @@
  * hi * 2^15 + lo, both halves in 16 bits (dl_resize_avx2.c). */
 #define DL_SPLIT_BITS 15
 
+/* Whether the high half (w >> DL_SPLIT_BITS) of each of `count` weights
+ * fits 16 bits (always for normalised weights, which are near 1). */
+int dl_halves_fit(const int32_t *weights, size_t count);
+
 /* How a pass reads its weights: per output, `units` groups of `taps` taps
- * (pairs with AVX2, quads with VNNI) of `words` 32-bit words each, of a
+ * (pairs with AVX2, and with VNNI for windows of 2 taps; quads with VNNI) of `words` 32-bit words each, of a
  * `kind` (AVX2: 0 whole, 1 split; VNNI: 2 or 3 digits), the weights shifted
  * right by `drop` bits (dl_whole_drop). */
 typedef struct {

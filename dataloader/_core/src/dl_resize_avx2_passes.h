@@ -1,15 +1,25 @@
-/* The loops of the vectorised horizontal resize pass, included twice by
- * dl_resize_avx2.c: once for AVX2 and once for AVX2 with AVX-512 VNNI, with
+/* The loops of the vectorised horizontal resize pass, included three times
+ * by dl_resize_avx2.c: for AVX2 (pairs of taps), and for AVX2 with AVX-512
+ * VNNI on quads of taps and on pairs of them, with
  *
  *  - DL_K(name): the name of this copy's function (a suffix per copy);
  *  - DL_KTARGET: its target attribute;
  *  - the pass's multiply-adds, DL_K(dl_horizontal_pixel), and what its
  *    loops need to know of them (DL_UNIT_WORDS, DL_KINDS, DL_MASK; see
- *    DL_K(dl_horizontal_row)).
+ *    DL_K(dl_horizontal_row)), or DL_PAIRS for those of the copies on
+ *    pairs of taps (AVX2's, and VNNI's for windows of 2 taps).
+ *
+ * It undefines them all at its end.
  *
  * Everything else they use (loads, packs, stores) is in dl_resize_avx2.c,
- * shared by both copies.  Both copies compute the same integer sums, so they
- * give the same bytes, and those of the portable loops. */
+ * shared by the copies.  All compute the same integer sums, so they give
+ * the same bytes, and those of the portable loops. */
+
+#ifdef DL_PAIRS /* weights as dl_pair_words writes them: one word whole, two split */
+#define DL_UNIT_WORDS(split) ((split) + 1)
+#define DL_KINDS 0, 1
+#define DL_MASK(channels, i) dl_pair_mask_avx2(channels, i)
+#endif
 
 /* The horizontal pass's loops over rows and output pixels, around this
  * copy's DL_K(dl_horizontal_pixel), which reads `units` groups of taps per
@@ -93,3 +103,10 @@ DL_KTARGET static void DL_K(dl_horizontal_rows)(const uint8_t *src, ptrdiff_t sr
     }
 #undef DL_ROWS
 }
+
+#undef DL_K
+#undef DL_KTARGET
+#undef DL_UNIT_WORDS
+#undef DL_KINDS
+#undef DL_MASK
+#undef DL_PAIRS

@@ -31,6 +31,12 @@ static int dl_within(const dl_weights_range_t *r, int shift, int32_t lo, int32_t
     return r->low >> shift >= lo && r->high >> shift <= hi;
 }
 
+int dl_halves_fit(const int32_t *weights, size_t count)
+{
+    dl_weights_range_t r = dl_weights_range(weights, count);
+    return dl_within(&r, DL_SPLIT_BITS, INT16_MIN, INT16_MAX);
+}
+
 /* A weight that fits 16 bits once `drop` trailing bits, zero in every
  * weight, are dropped: then the sums are the portable loop's divided by
  * 2^drop, exactly, and shifting them by bits - drop (after adding half of
@@ -87,10 +93,12 @@ static int dl_resize_plan(const int32_t *weights, size_t count, int bits, int wi
     dl_weights_range_t r = dl_weights_range(weights, count);
     int drop = dl_whole_drop(&r, bits);
     plan->vnni = dl_resize_vnni(-1);
-    plan->taps = plan->vnni ? 4 : 2;
+    /* VNNI's quads of taps, but pairs for windows of 2 taps (upscales), half
+     * of whose quads would be zero weights (dl_horizontal_pixel_pairs). */
+    plan->taps = plan->vnni && widest > 2 ? 4 : 2;
     plan->units = (widest + plan->taps - 1) / plan->taps;
     plan->drop = drop > 0 ? drop : 0;
-    if (plan->vnni) { /* the signed base-256 digits of every weight: 2 or 3 */
+    if (plan->taps == 4) { /* the signed base-256 digits of every weight: 2 or 3 */
         plan->kind = plan->words = dl_within(&r, plan->drop, -32896, 32639) ? 2 : 3;
         return !dl_within(&r, plan->drop, -8421504, 8355711);
     }
@@ -112,7 +120,7 @@ static void dl_resize_plan_words(const dl_resize_plan_t *plan, int outputs, int 
             uint32_t *at = w + ((ptrdiff_t)xx * plan->units + u) * plan->words;
             for (int t = 0; t < plan->taps; t++, j++)
                 taps[t] = j >= 0 && j < n ? k[j] : 0;
-            if (plan->vnni)
+            if (plan->taps == 4)
                 dl_quad_words(taps, plan->drop, plan->kind, at);
             else
                 dl_pair_words(taps[0], taps[1], plan->kind ? -1 : plan->drop, at);
