@@ -427,3 +427,32 @@ def test_a_streaming_dataset_runs_native_transforms(folder):
                         seed=3)
     batch, labels = next(iter(loader))
     assert batch.shape == (4, 3, 32, 32) and labels.tolist() == [0, 0, 0, 0]
+
+
+class BrokenFirstItems(Dataset):
+    """Item 0 is not an image (its decode fails), item 1's fetch fails."""
+
+    def __init__(self, root):
+        self.folder = ImageFolder(root)
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, index):
+        if index == 1:
+            raise KeyError("fetch of 1")
+        data, label = self.folder[index]
+        return (b"not an image" if index == 0 else data), label
+
+
+@pytest.mark.parametrize("num_workers", [0, 2], ids=["direct", "threads"])
+def test_a_batch_written_into_its_slots_raises_its_lowest_failing_items_error(folder,
+                                                                              num_workers):
+    loader = DataLoader(BrokenFirstItems(folder), batch_size=4, num_workers=num_workers,
+                        worker_type="thread", transform=TRAIN, collate_fn=ImageCollator())
+    it = iter(loader)
+    with pytest.raises(ValueError, match="cannot decode image"):
+        next(it)
+    batch, labels = next(it)
+    assert batch.shape == (4, 3, 32, 32) and len(labels) == 4
+    loader.close()

@@ -256,3 +256,41 @@ def test_every_path_skips_failing_items_the_same_way(options):
     with DataLoader(dataset, batch_size=4, on_error="skip", **options) as loader:
         assert [batch.tolist() for batch in loader] == [[0, 2, 3], [8, 9, 10, 11]]
         assert loader.stats()["skipped"]["count"] == 5
+
+
+class FetchFails(list):
+    """Items 0..n-1 whose fetch fails at the indices given (KeyError)."""
+
+    def __init__(self, n, failing):
+        super().__init__(range(n))
+        self.failing = set(failing)
+
+    def __getitem__(self, index):
+        if index in self.failing:
+            raise KeyError(f"fetch of {index}")
+        return super().__getitem__(index)
+
+
+def transform_fails_at_multiples_of_four(index, item):
+    if index % 4 == 0:
+        raise RuntimeError(f"transform of {index}")
+    return item
+
+
+@pytest.mark.parametrize("options", [
+    {},
+    {"num_workers": 2, "worker_type": "thread"},
+    {"item_concurrency": 3},
+    {"num_workers": 2, "worker_type": "process"},
+], ids=["direct", "threads", "lanes", "processes"])
+def test_every_path_raises_the_error_of_the_lowest_failing_item(options):
+    """Item 0 fails in its transform, item 1 in its fetch: item 0's error is the batch's,
+    in an epoch's first batch (shared out among threads) and in later ones alike."""
+    dataset = FetchFails(12, failing=[1, 5, 9])
+    # A collate_fn of its own: items are not collated into rows as they come.
+    with DataLoader(dataset, batch_size=4, transform=transform_fails_at_multiples_of_four,
+                    collate_fn=list, **options) as loader:
+        for _ in range(2):  # every epoch
+            errors = epoch_errors(loader, (KeyError, RuntimeError))
+            assert [str(error) for error in errors] == [
+                "transform of 0", "transform of 4", "transform of 8"]

@@ -158,10 +158,10 @@ def check_epoch(rng, faults, mode, on_error):
             index = getattr(error, "index", None)
             assert index in failing, (position, indices, failing, error)
             assert type(error) is failing[index], (position, index, error)
-            if mode == (0, 1) or item_concurrency == 1:
-                # Loading in order: the first failing fetch, else the first transform.
-                fetches = [i for i in indices if i in faults.fetch_fail]
-                assert index == (min(fetches) if fetches else min(failing)), (indices, error)
+            if faults.item_error(index):
+                # Whichever way and on however many threads the items load,
+                # the batch raises its lowest failing item's error.
+                assert index == min(failing), (indices, error)
             continue
         assert not failing, (position, indices, failing)
         assert got_indices.tolist() == indices, (position, got_indices, indices)

@@ -138,10 +138,20 @@ cpdef object load_batch(Recipe recipe, object indices, Row row, object items=NOT
             and len(indices) > 1):
         return _load_rows(recipe, indices, row)
     count = len(indices) if recipe.batched else 1
+    if (items is NOT_FETCHED and recipe.batched and recipe.fetch is None
+            and recipe.assemble is None):
+        # Item by item, as lanes load them: the batch raises its lowest failing
+        # item's error, whichever way (and on however many threads) it loads.
+        items = [_fetch_transform(recipe, index, row, NOT_FETCHED, now_ns())
+                 for index in indices]
+        stage_end = now_ns()
+        batch = recipe.collate(items)
+        record(row, COLLATE_COUNT, 1, stage_end)
+        return batch
     if items is NOT_FETCHED:
         stage_end = now_ns()
         if recipe.batched:
-            items = recipe.fetch_items(indices)
+            items = _fetch_for_assembly(recipe, indices)
         else:
             items = recipe.getitem(indices)
         stage_end = record(row, FETCH_COUNT, count, stage_end)
@@ -221,6 +231,30 @@ cpdef tuple load_fetched(Recipe recipe, Fetched fetched, Row row):
                                         stream=fetched.stream))
         return exc, True, fetched.stream, fetched.state
     return batch, False, fetched.stream, fetched.state
+
+
+cdef object _fetch_for_assembly(Recipe recipe, object indices):
+    """The items of ``indices`` for an assembler or a ``__getitems__`` fetch.
+
+    When the items are fetched one by one and item ``k`` fails, the items
+    before it are transformed first: if one of them fails, its error is the
+    batch's, as when items load one by one (fetch, then transform).
+    """
+    if recipe.fetch is not None:
+        return recipe.fetch_items(indices)
+    items = []
+    for index in indices:
+        try:
+            items.append(recipe.getitem(index))
+        except Exception as error:
+            fetch_error = error
+            break
+    else:
+        return items
+    if recipe.transform is not None:
+        for earlier, item in zip(indices, items):
+            recipe.transform(earlier, item)
+    raise fetch_error
 
 
 cdef object _fetch_transform(Recipe recipe, object index, Row row, object value,
