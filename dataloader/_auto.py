@@ -25,11 +25,19 @@ loads on the calling thread (the fork comes first, so no thread of ours
 is in the dataset's code): the workers start while batch 0 loads. The
 items' cost is then read from the workers' own counters.
 
+A dataset safe on several threads (native work, items in memory, a class
+declaring ``thread_safe = True``) is measured only to size its threads
+and their window: batch 0 of its first epoch alone loads on the calling
+thread, later epochs load all their batches on the threads the figures
+so far choose.
+
 With ``num_workers="auto"`` the worker count is chosen too (one process
 per free core for items that compute, more for items that wait), and
-``memory_budget`` caps the batches in flight. The batches, their order,
-their seeds and ``state_dict`` are the same on every kind. The rule, its
-figures and its limits: ``docs/execution.md``, "How auto chooses".
+``memory_budget`` caps the batches in flight (and keeps them on threads:
+a worker process holds more than its batches). The batches, their
+order, their seeds and ``state_dict`` are the same on every kind. The
+rule, its figures and its limits: ``docs/execution.md``, "How auto
+chooses".
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ from dataloader._loading.arguments import epoch_window
 from dataloader._loading.handles import open_files
 from dataloader._loading.iterators import Engine, InlineEngine
 from dataloader._loading.stats import COLLATE, FETCH, TRANSFORM, WAIT
+from dataloader._loading.worker import one_torch_thread
 from dataloader._processes.kind import Processes
 
 if TYPE_CHECKING:
@@ -219,6 +228,12 @@ def decide(measured: Measurements, *, workers: int | None, safe_on_threads: bool
 
     if open_files:
         return on_threads(f"{open_files[0]}: worker processes would share its offset")
+    if memory_budget is not None:
+        # Each worker process keeps slots for its own batches and its copy of
+        # the pages it touches: more than the batches in flight that the budget
+        # counts (tens of MiB a process for a numpy dataset, in benchmarks/auto.py).
+        return on_threads(f"memory_budget={memory_budget}: worker processes would keep "
+                          "more than the batches in flight")
     thread_interval = measured.interval("thread") or _thread_interval(measured, threads)
     process_interval = measured.interval("process") or _process_interval(measured, count, cores)
     figures = (f"a batch every {_ms(thread_interval)} on {_count(threads, 'thread')}, every "
@@ -405,6 +420,11 @@ class MeasuredEngine:
             self._start_phase(kind.engine_for(loader, plan, kind.choice), "process")
         elif kind.kind == "process" and self._still_on_processes():
             self._start_phase(InlineEngine(plan), "ahead")  # nothing loaded yet
+        elif kind.choice is not None and loader._worker_type.safe_on_threads(loader):
+            # Threads whatever the items cost: only their count and window are
+            # chosen, by what the epochs measured; batch 0 loads on them too.
+            choice = kind.choose(loader, plan.total)
+            self._start_phase(kind.engine_for(loader, plan, choice), "thread")
         else:
             self._start_phase(InlineEngine(plan), "inline")
 
@@ -434,8 +454,14 @@ class MeasuredEngine:
         elif self._phase == "inline" and self._engine.delivered:
             self._hand_over()
         try:
-            if self._phase == "inline" and self._ahead is None:
-                batch = self._next_measured()
+            if self._phase == "inline":
+                # As a worker loads it: the caller's team of torch threads would spin
+                # against the workers starting beside it, and misstate the items' cost.
+                with one_torch_thread():
+                    if self._ahead is None:
+                        batch = self._next_measured()
+                    else:  # beside the workers started ahead: their counters measure
+                        batch = self._engine.next()
             else:
                 batch = self._engine.next()
         except StopIteration:

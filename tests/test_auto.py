@@ -327,6 +327,22 @@ def test_a_dataset_declared_thread_safe_loads_on_several_threads():
     loader.close()
 
 
+def test_a_dataset_safe_on_threads_loads_batch_0_here_in_its_first_epoch_alone():
+    class Shared(Cheap):
+        thread_safe = True
+
+    loader = DataLoader(Shared(64), batch_size=8, num_workers="auto", shuffle=True, seed=6)
+    direct = DataLoader(Shared(64), batch_size=8, shuffle=True, seed=6)
+    for epoch in range(3):
+        rows = consume(loader)
+        assert [index for index, *_ in rows] == [index for index, *_ in consume(direct)]
+        here = [index for index, _, thread in rows if thread == threading.get_ident()]
+        assert here == ([index for index, *_ in rows[:8]] if epoch == 0 else [])
+        assert {pid for _, pid, _ in rows} == {os.getpid()}
+        assert loader.stats()["workers"]["type"] == "thread"
+    loader.close()
+
+
 @needs_two_cores
 def test_num_workers_auto_starts_more_processes_for_items_that_wait():
     class Waiting(Cheap):
@@ -462,14 +478,60 @@ def test_a_kind_measured_slow_once_is_predicted_again_after_a_few_epochs():
     assert decide(measured, current="process", **arguments).kind == "thread"
 
 
-def test_decide_keeps_the_window_within_the_memory_budget():
+def test_decide_keeps_python_work_on_threads_under_a_memory_budget():
+    # Worker processes would deliver faster, but each keeps its own slots and
+    # its copy of the training process's pages, beyond the batches in flight.
     measured = Measurements(load_seconds=0.05, batch_bytes=1000)
-    choice = decide(measured, workers=None, safe_on_threads=False, cores=4, remaining=100,
-                    prefetch_factor=2, memory_budget=3500)  # 1 held + 2 ahead
-    assert choice == Choice("process", 2, 2, choice.why)
+    arguments = dict(workers=None, safe_on_threads=False, cores=4, remaining=100,
+                     prefetch_factor=2)
+    assert decide(measured, **arguments).kind == "process"
+    choice = decide(measured, memory_budget=3500, **arguments)  # 1 held + 2 ahead
+    assert choice == Choice("thread", 1, 2, choice.why)
+    assert "memory_budget" in choice.why
+    # A dataset safe on several threads gets as many as the budget's batches ahead.
+    shared = decide(measured, memory_budget=3500, **{**arguments, "safe_on_threads": True})
+    assert (shared.kind, shared.workers, shared.window) == ("thread", 2, 2)
     few = decide(measured, workers=2, safe_on_threads=False, cores=2, remaining=1,
                  prefetch_factor=2)
     assert few.kind == "thread" and "do not repay" in few.why
+
+
+@needs_two_cores
+def test_a_memory_budget_keeps_python_work_on_one_thread_epoch_after_epoch():
+    loader = DataLoader(Heavy(64), batch_size=4, num_workers="auto", shuffle=True, seed=2,
+                        memory_budget=1 << 20)
+    direct = DataLoader(Heavy(64), batch_size=4, shuffle=True, seed=2)
+    for _ in range(2):
+        rows = consume(loader)
+        assert [index for index, *_ in rows] == [index for index, *_ in consume(direct)]
+        assert {pid for _, pid, _ in rows} == {os.getpid()}
+        assert multiprocessing.active_children() == []
+    figures = loader.stats()["workers"]
+    assert (figures["type"], figures["count"]) == ("thread", 1)
+    assert "memory_budget" in figures["why"]
+    loader.close()
+
+
+def test_the_first_batch_loads_with_one_torch_thread_as_a_worker_loads_it():
+    # The caller's intra-op threads would spin against the worker processes
+    # starting beside batch 0, and make its items look dearer than on a worker.
+    torch = pytest.importorskip("torch")
+
+    class TorchThreads(Cheap):
+        def __getitem__(self, index):
+            return torch.get_num_threads()
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        loader = DataLoader(TorchThreads(16), batch_size=4, num_workers=2)
+        for _ in range(2):
+            batches = [batch.tolist() for batch in loader]
+            assert batches == [[1] * 4] * 4  # batch 0 here, the rest on a worker thread
+            assert torch.get_num_threads() == 2  # the caller's own count, given back
+        loader.close()
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_decide_starts_no_more_workers_than_keep_up_with_the_consumer():
