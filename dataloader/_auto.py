@@ -14,7 +14,9 @@ which, so the :class:`Auto` kind measures. Each epoch:
    predicts to deliver batches fastest -- worker threads (one, unless the
    dataset is known to be safe on several, see
    ``dataloader._processes.choice``) or worker processes -- given the
-   consumer's own time between batches;
+   consumer's own time between batches; or, where the workers measured
+   slower than the calling thread would be (loading, then the consumer
+   working, in turn), on the calling thread;
 3. what the epoch then measures (a batch every how many seconds, how long
    processes took to start) replaces the prediction for the next epoch,
    so the loader moves back to threads when processes turned out slower.
@@ -184,7 +186,7 @@ class Choice:
     """What an epoch runs on after its first batch, and why."""
 
     kind: str  # "thread" or "process"
-    workers: int
+    workers: int  # 0: no workers, the calling thread loads (kind "thread")
     window: int
     why: str
 
@@ -238,6 +240,12 @@ def decide(measured: Measurements, *, workers: int | None, safe_on_threads: bool
     process_interval = measured.interval("process") or _process_interval(measured, count, cores)
     figures = (f"a batch every {_ms(thread_interval)} on {_count(threads, 'thread')}, every "
                f"{_ms(process_interval)} on {_count(count, 'process')}")
+    # The calling thread loads a batch, then the consumer works on it. Predicted
+    # workers never do worse; measured ones may (cheap items' hand-offs cost more
+    # than loading them), and then, clearly slower, no worker is started.
+    calling = load + measured.consumer_seconds
+    if min(thread_interval, process_interval) > GAIN * calling:
+        return Choice("thread", 0, 1, f"{figures}, every {_ms(calling)} on the calling thread")
     needed = 1.0 if current == "process" else GAIN
     if process_interval * needed > thread_interval:
         return on_threads(f"{figures}; items take {_ms(load)} a batch")
@@ -299,10 +307,18 @@ def _ms(seconds: float) -> str:
 
 
 def _count(count: int, kind: str) -> str:
-    """``"1 thread"``, ``"2 processes"``."""
+    """``"1 worker thread"``, ``"2 worker processes"``, ``"the calling thread"`` (no workers)."""
+    if count == 0:
+        return "the calling thread"
     if count == 1:
         return f"1 worker {kind}"
     return f"{count} worker {kind}es" if kind == "process" else f"{count} worker {kind}s"
+
+
+def _phase(choice: Choice) -> str:
+    """The name an epoch's measurements of ``choice`` go by: its kind, or ``"inline"``
+    for the calling thread (predicted, not measured: see :func:`decide`)."""
+    return choice.kind if choice.workers else "inline"
 
 
 class Auto:
@@ -387,6 +403,8 @@ class Auto:
                 loader.num_workers = choice.workers
             return self.processes.map_engine(loader, dataclasses.replace(plan, recipe=None))
         self.processes.close(0.0)
+        if choice.workers == 0:  # no worker keeps up with the calling thread
+            return InlineEngine(plan)
         if self.threads is None or self.threads.threads != choice.workers:
             if self.threads is not None:
                 self.threads.close(CLOSE_WAIT_SECONDS)
@@ -424,9 +442,9 @@ class MeasuredEngine:
             # Threads whatever the items cost: only their count and window are
             # chosen, by what the epochs measured; batch 0 loads on them too.
             choice = kind.choose(loader, plan.total)
-            self._start_phase(kind.engine_for(loader, plan, choice), "thread")
+            self._start_phase(kind.engine_for(loader, plan, choice), _phase(choice))
         else:
-            self._start_phase(InlineEngine(plan), "inline")
+            self._start_phase(InlineEngine(plan), "first")
 
     def _still_on_processes(self) -> bool:
         """Whether the last epoch's measurements choose processes again, before batch 0."""
@@ -451,10 +469,10 @@ class MeasuredEngine:
     def next(self) -> Any:
         if self._phase == "ahead":
             self._start_ahead()
-        elif self._phase == "inline" and self._engine.delivered:
+        elif self._phase == "first" and self._engine.delivered:
             self._hand_over()
         try:
-            if self._phase == "inline":
+            if self._phase == "first":
                 # As a worker loads it: the caller's team of torch threads would spin
                 # against the workers starting beside it, and misstate the items' cost.
                 with one_torch_thread():
@@ -512,7 +530,7 @@ class MeasuredEngine:
         self._ahead_started = time.monotonic_ns()
         self._ahead = self._kind.engine_for(self._loader, rest, self._kind.choice)
         self._start_phase(InlineEngine(dataclasses.replace(plan, batches=iter([indices]))),
-                          "inline")
+                          "first")
 
     def _hand_over(self) -> None:
         """Batch 0 is out: run the rest of the epoch on what the measurements choose."""
@@ -527,7 +545,7 @@ class MeasuredEngine:
         self._before += self._engine.delivered
         rest = dataclasses.replace(self._plan, total=remaining,
                                    first=self._plan.progress.delivered)
-        self._start_phase(self._kind.engine_for(self._loader, rest, choice), choice.kind)
+        self._start_phase(self._kind.engine_for(self._loader, rest, choice), _phase(choice))
 
     def _end(self, finished: bool) -> None:
         """Record what this epoch measured (once), for the next epoch's choice."""
@@ -543,7 +561,7 @@ class MeasuredEngine:
             measured.consumer_seconds = consumer * 1e-9 / (batches - 1)
         if consumer + waited > 0:
             measured.wait_share = waited / (consumer + waited)
-        if self._phase == "inline" or self._phase_batches < MEASURED_BATCHES:
+        if self._phase == "first" or self._phase_batches < MEASURED_BATCHES:
             return
         if self._remote_at is not None and finished:
             self._measure_remote_load()

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import warnings
+from unittest.mock import ANY
 
 import numpy as np
 import pytest
@@ -51,12 +52,15 @@ class Heavy(Cheap):
         return super().__getitem__(index)
 
 
-def consume(loader):
-    """An epoch as a training loop takes it: each batch dropped before the next."""
+def consume(loader, step=0.0):
+    """An epoch as a training loop takes it: each batch dropped before the next, after a
+    training step of ``step`` seconds."""
     rows = []
     for batch in loader:
         rows += zip(batch["index"].tolist(), batch["pid"].tolist(), batch["thread"].tolist(),
                     strict=True)
+        if step:
+            time.sleep(step)
     return rows
 
 
@@ -64,7 +68,8 @@ def test_cheap_items_stay_on_one_thread_and_start_no_process():
     loader = DataLoader(Cheap(), batch_size=16, num_workers=2, shuffle=True, seed=3)
     direct = DataLoader(Cheap(), batch_size=16, shuffle=True, seed=3)
     for _ in range(2):
-        rows = consume(loader)
+        # A step of 1 ms: a worker thread loads beside it, which the calling thread cannot.
+        rows = consume(loader, step=0.001)
         assert [index for index, *_ in rows] == [index for index, *_ in consume(direct)]
         assert {pid for _, pid, _ in rows} == {os.getpid()}
         # Batch 0 on the calling thread, the rest on one worker thread.
@@ -329,7 +334,13 @@ def test_a_dataset_declared_thread_safe_loads_on_several_threads():
 
 def test_a_dataset_safe_on_threads_loads_batch_0_here_in_its_first_epoch_alone():
     class Shared(Cheap):
+        """Two threads wait in parallel: clearly faster than the calling thread."""
+
         thread_safe = True
+
+        def __getitem__(self, index):
+            time.sleep(0.001)
+            return super().__getitem__(index)
 
     loader = DataLoader(Shared(64), batch_size=8, num_workers="auto", shuffle=True, seed=6)
     direct = DataLoader(Shared(64), batch_size=8, shuffle=True, seed=6)
@@ -421,7 +432,7 @@ def test_the_choice_is_logged_once_when_it_changes(caplog):
     loader = DataLoader(Cheap(64), batch_size=8, num_workers=2)
     with caplog.at_level(logging.INFO, logger="dataloader"):
         for _ in range(3):
-            consume(loader)
+            consume(loader, step=0.001)
     lines = [record.getMessage() for record in caplog.records]
     assert len(lines) == 1 and lines[0].startswith("DataLoader loads on 1 worker thread:")
     loader.close()
@@ -461,8 +472,56 @@ def test_decide_moves_back_to_threads_when_processes_measured_slower():
     assert decide(measured, current="thread", **arguments).kind == "thread"
 
 
+def test_decide_loads_on_the_calling_thread_where_workers_measured_slower():
+    # 64 cheap items: 10 us to load a batch, 5 us of the consumer's step. A
+    # worker thread is predicted to keep up; measured, its hand-offs cost more.
+    measured = Measurements(load_seconds=0.00001, consumer_seconds=0.000005)
+    arguments = dict(workers=2, safe_on_threads=False, cores=2, remaining=1000,
+                     prefetch_factor=2)
+    assert decide(measured, **arguments) == Choice("thread", 1, 2, ANY)
+    measured.add_interval("thread", 0.00004)
+    measured.add_interval("process", 0.0004)
+    choice = decide(measured, current="thread", **arguments)
+    assert (choice.kind, choice.workers) == ("thread", 0)
+    assert "on the calling thread" in choice.why
+    # A step that dwarfs loading: the thread overlaps it, the calling thread cannot.
+    measured.consumer_seconds = 0.05
+    measured.add_interval("thread", 0.05)
+    measured.add_interval("process", 0.0503)
+    assert decide(measured, current="thread", **arguments) == Choice("thread", 1, 2, ANY)
+
+
+def test_an_epoch_whose_workers_measured_slow_loads_on_the_calling_thread():
+    class Steady(Cheap):
+        """A millisecond an item, every epoch: what was measured stays true."""
+
+        def __getitem__(self, index):
+            time.sleep(0.001)
+            return super().__getitem__(index)
+
+    loader = DataLoader(Steady(64), batch_size=8, num_workers=2, shuffle=True, seed=8)
+    direct = DataLoader(Steady(64), batch_size=8, shuffle=True, seed=8)
+    rows = consume(loader)
+    assert [index for index, *_ in rows] == [index for index, *_ in consume(direct)]
+    assert {thread for *_, thread in rows[8:]} != {threading.get_ident()}  # a worker thread
+    # What a busy machine may measure: hand-offs slower than loading here.
+    measured = loader._auto.measured
+    measured.add_interval("thread", 10 * (measured.load_seconds + measured.consumer_seconds))
+    measured.add_interval("process", 10 * (measured.load_seconds + measured.consumer_seconds))
+    for _ in range(2):
+        rows = consume(loader)
+        assert [index for index, *_ in rows] == [index for index, *_ in consume(direct)]
+        assert {thread for *_, thread in rows} == {threading.get_ident()}
+        figures = loader.stats()["workers"]
+        assert (figures["type"], figures["count"]) == ("thread", 0)
+        assert "on the calling thread" in figures["why"]
+    assert multiprocessing.active_children() == []
+    loader.close()
+
+
 def test_a_kind_measured_slow_once_is_predicted_again_after_a_few_epochs():
-    measured = Measurements(load_seconds=0.0001)  # cheap items: one thread predicted
+    # Cheap items, a 1 ms step: one thread predicted to keep up with the step.
+    measured = Measurements(load_seconds=0.0001, consumer_seconds=0.001)
     arguments = dict(workers=2, safe_on_threads=False, cores=2, remaining=1000,
                      prefetch_factor=2)
     assert decide(measured, **arguments).kind == "thread"
@@ -471,10 +530,10 @@ def test_a_kind_measured_slow_once_is_predicted_again_after_a_few_epochs():
     assert decide(measured, current="thread", **arguments).kind == "process"
     for _ in range(MEASUREMENT_EPOCHS):
         measured.epochs += 1
-        measured.add_interval("process", 0.0004)
+        measured.add_interval("process", 0.0013)
         assert decide(measured, current="process", **arguments).kind == "process"
     measured.epochs += 1
-    measured.add_interval("process", 0.0004)
+    measured.add_interval("process", 0.0013)
     assert decide(measured, current="process", **arguments).kind == "thread"
 
 
