@@ -155,6 +155,9 @@ class Measurements:
     epochs: int = 0
     #: Starting worker processes until their first batch.
     startup_seconds: float | None = None
+    #: Loading one batch on worker threads, warm (batch 0 pays for first
+    #: calls), with ``load_seconds`` and the epoch, as ``intervals`` are.
+    thread_load: tuple[float, float, int] | None = None
 
     def add_load(self, seconds: float, cpu_seconds: float, python_seconds: float,
                  nbytes: int) -> None:
@@ -172,13 +175,29 @@ class Measurements:
     def interval(self, kind: str) -> float | None:
         """The interval measured on ``kind``, if its items cost within 2x of today's
         and it was measured within the last ``MEASUREMENT_EPOCHS`` epochs."""
-        interval, load, epoch = self.intervals.get(kind, (None, 0.0, 0))
+        return self._current(self.intervals.get(kind))
+
+    def add_thread_load(self, seconds: float) -> None:
+        """Record loading a batch on worker threads this epoch, warm."""
+        self.thread_load = (seconds, self.load_seconds or 0.0, self.epochs)
+
+    def warm_load(self) -> float:
+        """Loading one batch once warm: the least of batch 0's and what worker threads
+        measured (as long as it holds, as an interval does)."""
+        load = self.load_seconds or 0.0
+        warm = self._current(self.thread_load)
+        return load if warm is None else min(load, warm)
+
+    def _current(self, record: tuple[float, float, int] | None) -> float | None:
+        """``record``'s figure, if its items cost within 2x of today's and it was
+        measured within the last ``MEASUREMENT_EPOCHS`` epochs."""
+        figure, load, epoch = record if record is not None else (None, 0.0, 0)
         now = self.load_seconds or 0.0
-        if interval is None or not 0.5 * load <= now <= 2 * load:
+        if figure is None or not 0.5 * load <= now <= 2 * load:
             return None
         if self.epochs - epoch > MEASUREMENT_EPOCHS:
             return None
-        return interval
+        return figure
 
 
 @dataclass(frozen=True)
@@ -243,7 +262,7 @@ def decide(measured: Measurements, *, workers: int | None, safe_on_threads: bool
     # The calling thread loads a batch, then the consumer works on it. Predicted
     # workers never do worse; measured ones may (cheap items' hand-offs cost more
     # than loading them), and then, clearly slower, no worker is started.
-    calling = load + measured.consumer_seconds
+    calling = measured.warm_load() + measured.consumer_seconds
     if min(thread_interval, process_interval) > GAIN * calling:
         return Choice("thread", 0, 1, f"{figures}, every {_ms(calling)} on the calling thread")
     needed = 1.0 if current == "process" else GAIN
@@ -418,7 +437,7 @@ class MeasuredEngine:
 
     __slots__ = ("_kind", "_loader", "_plan", "_engine", "_before", "_phase", "_consumer_at",
                  "_waited_at", "_phase_started", "_first_at", "_last_at", "_phase_batches",
-                 "_ended", "_ahead", "_ahead_started", "_remote_at")
+                 "_ended", "_ahead", "_ahead_started", "_remote_at", "_loading_at")
 
     def __init__(self, kind: Auto, loader: DataLoader, plan: EpochPlan) -> None:
         self._kind = kind
@@ -433,6 +452,7 @@ class MeasuredEngine:
         self._ahead: Engine | None = None
         self._ahead_started = 0
         self._remote_at: tuple[int, ...] | None = None
+        self._loading_at = 0  # the worker threads' loading stages when the phase began
         if kind.warm_processes():  # persistent workers: no need to start on this thread
             assert kind.choice is not None
             self._start_phase(kind.engine_for(loader, plan, kind.choice), "process")
@@ -442,6 +462,7 @@ class MeasuredEngine:
             # Threads whatever the items cost: only their count and window are
             # chosen, by what the epochs measured; batch 0 loads on them too.
             choice = kind.choose(loader, plan.total)
+            self._loading_at = self._thread_loading_ns()
             self._start_phase(kind.engine_for(loader, plan, choice), _phase(choice))
         else:
             self._start_phase(InlineEngine(plan), "first")
@@ -545,6 +566,7 @@ class MeasuredEngine:
         self._before += self._engine.delivered
         rest = dataclasses.replace(self._plan, total=remaining,
                                    first=self._plan.progress.delivered)
+        self._loading_at = self._thread_loading_ns()  # before the workers start
         self._start_phase(self._kind.engine_for(self._loader, rest, choice), _phase(choice))
 
     def _end(self, finished: bool) -> None:
@@ -567,8 +589,17 @@ class MeasuredEngine:
             self._measure_remote_load()
         interval = (self._last_at - self._first_at) * 1e-9 / (self._phase_batches - 1)
         measured.add_interval(self._phase, interval)
+        if self._phase == "thread":
+            loading = (self._thread_loading_ns() - self._loading_at) * 1e-9
+            measured.add_thread_load(loading / self._phase_batches)
         if self._phase == "process":
             measured.startup_seconds = (self._first_at - self._phase_started) * 1e-9
+
+    def _thread_loading_ns(self) -> int:
+        """The nanoseconds of the loading stages counted on the pool threads' rows so far
+        (rows are only added, each starting from nothing)."""
+        return sum(row.totals()[column + 1] for row in self._plan.stats.rows[1:]
+                   for column in (FETCH, TRANSFORM, COLLATE))
 
     def _measure_remote_load(self) -> None:
         """The seconds a batch took to load on a worker process, from the workers'

@@ -484,6 +484,14 @@ def test_decide_loads_on_the_calling_thread_where_workers_measured_slower():
     choice = decide(measured, current="thread", **arguments)
     assert (choice.kind, choice.workers) == ("thread", 0)
     assert "on the calling thread" in choice.why
+    # Batch 0 paid for first calls (40 us): loading here looks as slow as the thread,
+    # until the worker thread measures what a warm batch costs to load.
+    measured = Measurements(load_seconds=0.00004, consumer_seconds=0.000005)
+    measured.add_interval("thread", 0.00004)
+    measured.add_interval("process", 0.0004)
+    assert decide(measured, current="thread", **arguments).workers == 1
+    measured.add_thread_load(0.00001)
+    assert decide(measured, current="thread", **arguments).workers == 0
     # A step that dwarfs loading: the thread overlaps it, the calling thread cannot.
     measured.consumer_seconds = 0.05
     measured.add_interval("thread", 0.05)
