@@ -19,31 +19,44 @@ photographs), ``io`` (10 ms of waiting per item, as a network read) and
 ``native`` (``ImageFolder`` with the native chain and ``ImageCollator``;
 torch runs the same work on Pillow there).
 
-For each loader: items/s over the epochs after the first (the first is
-where auto measures, and where worker processes start: it is reported
-apart, as the first batch's time), and which kind auto chose. The ratios
-are auto's items/s over the best explicit configuration's and over
-torch's, and auto's first batch over the direct path's (``num_workers=0``).
+Each loader runs ``--epochs`` epochs (6 by default) over the same
+dataset, as a training run does, every loader measured the same way. Two
+figures per loader: the first epoch (from making the loader to its last
+batch: where auto measures and changes its mind, and where worker
+processes start) and the steady state (the median items/s of the epochs
+after the first; auto may still change its mind between them, and the
+median is what most of a run sees). The ratios are auto's over the best
+explicit configuration's (the best of each figure, chosen separately)
+and over torch's, and auto's first batch over the direct path's
+(``num_workers=0``). The kind and count auto ran each epoch on are listed
+(``process-2 x5``: five epochs on two worker processes).
 Run ``python benchmarks/auto.py`` (``--workloads`` to pick, ``--epochs``).
 
-Last, ``memory_budget=``: the numpy dataset (9.6 MB batches) under
+Last, ``memory_budget=``: the numpy dataset (9.2 MiB batches) under
 ``num_workers="auto"`` with budgets of 2, 3 and 6 batches and with none,
-the consumer taking 100 ms a batch (so that batches ahead pile up).
-For each, the peak memory its batches held, sampled every 20 ms: the
-shared memory mapped by the loader's processes (the worker processes'
-batch slots, counted once across the processes that map them) plus the
-main process's own memory beyond its level once the loader was made
-(batches on threads, and the one the consumer holds). A worker
-process's interpreter and its items before they are collated are not
-batches and are not counted. The figure the
-budget promises: the peak is above it by at most one batch.
+the consumer taking 100 ms a batch (so that batches ahead pile up; auto
+then keeps to one worker, on a thread), and with budgets of 3 and 6
+batches and a step of 8 ms (auto then chooses worker processes). For
+each, the peak memory of the loader's processes over two epochs, sampled
+every 20 ms as ``drop_in.py`` samples it: the proportional memory of the
+training process and of every worker process outside shared memory, and
+the shared memory they map (the worker processes' batch slots, counted
+once across the processes that map them), beyond the training process's
+own before its first epoch. Proportional memory counts a page the
+workers share with the training process once in all, however forking
+splits it between them; what a worker process adds (its interpreter's
+copies of the parent's pages, its items before they are collated) is
+counted too, as part of what the loader costs. The figure the budget
+promises: the peak is above it by at most one batch.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -123,45 +136,68 @@ def make_loader(name: str, dataset, workload: str):
                            num_workers=int(workers), worker_type=kind, **extra)
 
 
+def worker_label(loader) -> str:
+    """What ``loader`` ran its last epoch on: ``"process-2"``, ``"inline"`` (torch: its
+    ``num_workers`` processes)."""
+    stats = getattr(loader, "stats", None)
+    if stats is None:
+        return f"process-{loader.num_workers}"
+    workers = stats()["workers"]
+    return f"{workers['type']}-{workers['count']}" if workers["count"] else "inline"
+
+
 def run_child(workload: str, name: str, root: Path, epochs: int) -> dict:
     # torch's side of the native chain is the same work on Pillow, as torch users write it.
     dataset = make_dataset("pillow" if (workload, name) == ("native", "torch") else workload,
                            root)
     started = time.perf_counter()
     loader = make_loader(name, dataset, workload)
-    it = iter(loader)
-    touch(next(it))
-    first_batch = time.perf_counter() - started
-    for batch in it:  # the first epoch: auto measures, processes start
-        touch(batch)
-    items = 0
-    started = time.perf_counter()
+    first_batch, seconds, chosen = None, [], []
     for _ in range(epochs):
+        items = 0
+        began = time.perf_counter()
         for batch in loader:
+            if first_batch is None:
+                first_batch = time.perf_counter() - started
+                began = started  # the first epoch counts from making the loader
             touch(batch)
             items += len(batch[0] if isinstance(batch, (list, tuple)) else batch)
-    seconds = time.perf_counter() - started
-    chosen = getattr(loader, "worker_type", "process")
-    stats = getattr(loader, "stats", None)  # the workers auto used, when it chose
-    count = stats()["workers"]["count"] if stats is not None else loader.num_workers
+        seconds.append(time.perf_counter() - began)
+        chosen.append(worker_label(loader))
     if hasattr(loader, "close"):
         loader.close()
-    return {"items_per_second": items / seconds, "first_batch_ms": first_batch * 1e3,
-            "chosen": f"{chosen}-{count}"}
+    return {"items_per_second": statistics.median(items / epoch for epoch in seconds[1:]),
+            "first_epoch_items_per_second": items / seconds[0],
+            "first_batch_ms": first_batch * 1e3, "epoch_seconds": seconds,
+            "chosen": runs(chosen)}
 
 
-BUDGET_BATCHES = (2, 3, 6, None)
-#: The consumer's step in the memory_budget runs, slower than loading a
-#: batch, so that loaders fill the batches ahead that they may hold.
-STEP_SECONDS = 0.1
+def runs(labels: list[str]) -> str:
+    """``["thread-1", "process-2", "process-2"]`` as ``"thread-1, process-2 x2"``."""
+    counted = [(label, len(list(group))) for label, group in itertools.groupby(labels)]
+    return ", ".join(label if count == 1 else f"{label} x{count}" for label, count in counted)
 
 
-def run_budget_child(batches: str) -> dict:
-    """One ``memory_budget`` loader over two epochs: the peak memory of its batches."""
+#: (batches the budget holds, or None for no budget; the consumer's step in
+#: seconds). A step of 100 ms is slower than loading a batch, so the batches
+#: ahead pile up; at 8 ms one thread no longer keeps up and auto starts
+#: worker processes.
+BUDGETS = ((2, 0.1), (3, 0.1), (6, 0.1), (None, 0.1), (3, 0.008), (6, 0.008))
+
+
+def family_kib(pid: int) -> int:
+    """The proportional memory (PSS) of process ``pid`` and its descendants, in KiB: a
+    page several of them map (shared memory, or one a fork left shared) counts once in all."""
+    from drop_in import _family, rollup_kib
+
+    return sum(rollup_kib(member).get("Pss", 0) for member in _family(pid))
+
+
+def run_budget_child(batches: str, step: str) -> dict:
+    """One ``memory_budget`` loader over two epochs: the peak memory of its processes."""
     import threading
 
     from compare_torch import NumpyWork
-    from drop_in import _family, rollup_kib
 
     import dataloader as ours
 
@@ -170,45 +206,35 @@ def run_budget_child(batches: str) -> dict:
     budget = None if batches == "none" else int(batches) * batch_bytes
     loader = ours.DataLoader(dataset, batch_size=BATCH_SIZE, shuffle=True,
                              num_workers="auto", memory_budget=budget)
-    before = rollup_kib(os.getpid())
+    before = family_kib(os.getpid())
     peak = [0]
     stop = threading.Event()
 
-    def held_kib() -> int:
-        """This process's memory beyond ``before``, and the shared memory that any
-        process of the loader maps (the worker processes' slots: the machine's
-        ``Shmem`` would count other programs' too)."""
-        own = rollup_kib(os.getpid())
-        private = own.get("Pss", 0) - own.get("Pss_Shmem", 0)
-        held = private - (before.get("Pss", 0) - before.get("Pss_Shmem", 0))
-        shared = sum(rollup_kib(pid).get("Pss_Shmem", 0) for pid in _family(os.getpid()))
-        return held + shared - before.get("Pss_Shmem", 0)
-
     def sample() -> None:
         while not stop.wait(0.02):
-            peak[0] = max(peak[0], held_kib() * 1024)
+            peak[0] = max(peak[0], (family_kib(os.getpid()) - before) * 1024)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
+    chosen = []
     for _ in range(2):
         for batch in loader:
             touch(batch)
             del batch
-            time.sleep(STEP_SECONDS)  # a training step: the batches ahead pile up
+            time.sleep(float(step))  # a training step
+        chosen.append(worker_label(loader))
     stop.set()
     sampler.join()
-    count = loader.stats()["workers"]["count"]
-    kind = loader.worker_type
     loader.close()
     return {"budget_bytes": budget, "batch_bytes": batch_bytes, "peak_bytes": peak[0],
-            "chosen": f"{kind}-{count}"}
+            "chosen": runs(chosen)}
 
 
 def budget_rows() -> list[list[str]]:
     rows = []
-    for batches in BUDGET_BATCHES:
+    for batches, step in BUDGETS:
         name = "none" if batches is None else str(batches)
-        command = [sys.executable, __file__, "--budget-child", name]
+        command = [sys.executable, __file__, "--budget-child", name, str(step)]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"memory_budget {name} failed:\n{done.stderr[-3000:]}")
@@ -216,8 +242,7 @@ def budget_rows() -> list[list[str]]:
         batch, budget, peak = found["batch_bytes"], found["budget_bytes"], found["peak_bytes"]
         rows.append([
             "none" if budget is None else f"{budget / 2**20:.1f}", f"{batch / 2**20:.1f}",
-            found["chosen"],
-            f"{peak / 2**20:.1f}",
+            f"{step * 1e3:.0f}", found["chosen"], f"{peak / 2**20:.1f}",
             "-" if budget is None else f"{(peak - budget) / batch:+.2f}",
         ])
     return rows
@@ -237,13 +262,13 @@ def main() -> None:
     parser.add_argument("--workloads",
                         default="in_memory,pure_python,numpy_work,pillow,io,native")
     parser.add_argument("--images", type=int, default=640)
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--budget-child", metavar="BATCHES")
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--budget-child", nargs=2, metavar=("BATCHES", "STEP"))
     parser.add_argument("--no-budget", action="store_true",
                         help="skip the memory_budget measurement")
     options = parser.parse_args()
     if options.budget_child:
-        print(json.dumps(run_budget_child(options.budget_child)))
+        print(json.dumps(run_budget_child(*options.budget_child)))
         return
     if options.child:
         workload, name, root, epochs = options.child
@@ -257,28 +282,38 @@ def main() -> None:
     for workload in options.workloads.split(","):
         figures = {name: run_fresh(workload, name, root, options.epochs) for name in LOADERS}
         results[workload] = figures
-        best = max(EXPLICIT, key=lambda name: figures[name]["items_per_second"])
-        auto = figures["auto"]
-        print(workload, {name: round(found["items_per_second"]) for name, found in
-                         figures.items()}, file=sys.stderr, flush=True)
-        rows.append([
-            workload, auto["chosen"], best,
-            f"{auto['items_per_second']:,.0f}",
-            f"{auto['items_per_second'] / figures[best]['items_per_second']:.2f}",
-            f"{auto['items_per_second'] / figures['torch']['items_per_second']:.2f}",
-            f"{auto['first_batch_ms']:.1f}",
-            f"{auto['first_batch_ms'] / figures['direct']['first_batch_ms']:.2f}",
-        ])
-    print(f"batch size {BATCH_SIZE}, load average {load:.1f} at the start, "
-          f"{os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} CPUs")
-    print_table(["dataset", "auto chose", "best explicit", "auto items/s", "auto / best",
-                 "auto / torch(2)", "auto first batch ms", "vs direct"], rows)
+        print(workload, {name: found["chosen"] for name, found in figures.items()},
+              file=sys.stderr, flush=True)
+        rows.append(workload_row(workload, figures))
+    print(f"batch size {BATCH_SIZE}, {options.epochs} epochs, load average {load:.1f} at the "
+          f"start, {os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} CPUs")
+    print_table(["dataset", "auto ran on", "best explicit", "auto items/s", "auto / best",
+                 "auto / torch(2)", "1st epoch: auto / best", "auto / torch(2)",
+                 "auto first batch ms", "vs direct"], rows)
     budget = [] if options.no_budget else budget_rows()
     if budget:
         print(f"\nmemory_budget, numpy dataset, load average {os.getloadavg()[0]:.1f}")
-        print_table(["budget MiB", "batch MiB", "auto chose", "peak batch memory MiB",
+        print_table(["budget MiB", "batch MiB", "step ms", "auto ran on", "peak memory MiB",
                      "peak - budget, in batches"], budget)
     write_json(RESULTS, "auto", {"load_average": load, "results": results, "budget": budget})
+
+
+def workload_row(workload: str, figures: dict[str, dict]) -> list[str]:
+    """A table row: auto's steady state and first epoch against the best explicit
+    configuration's (each figure's best) and torch's, and its first batch."""
+    def ratios(figure: str) -> list[str]:
+        best = max(figures[name][figure] for name in EXPLICIT)
+        auto = figures["auto"][figure]
+        return [f"{auto / best:.2f}", f"{auto / figures['torch'][figure]:.2f}"]
+
+    steady = "items_per_second"
+    auto = figures["auto"]
+    return [
+        workload, auto["chosen"], max(EXPLICIT, key=lambda name: figures[name][steady]),
+        f"{auto[steady]:,.0f}", *ratios(steady), *ratios("first_epoch_items_per_second"),
+        f"{auto['first_batch_ms']:.1f}",
+        f"{auto['first_batch_ms'] / figures['direct']['first_batch_ms']:.2f}",
+    ]
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ which, so the :class:`Auto` kind measures. Each epoch:
    predicts to deliver batches fastest -- worker threads (one, unless the
    dataset is known to be safe on several, see
    ``dataloader._processes.choice``) or worker processes -- given the
-   consumer's own time between batches;
+   consumer's own time between batches; or, where the workers measured
+   slower than the calling thread would be (loading, then the consumer
+   working, in turn), on the calling thread;
 3. what the epoch then measures (a batch every how many seconds, how long
    processes took to start) replaces the prediction for the next epoch,
    so the loader moves back to threads when processes turned out slower.
@@ -25,11 +27,19 @@ loads on the calling thread (the fork comes first, so no thread of ours
 is in the dataset's code): the workers start while batch 0 loads. The
 items' cost is then read from the workers' own counters.
 
+A dataset safe on several threads (native work, items in memory, a class
+declaring ``thread_safe = True``) is measured only to size its threads
+and their window: batch 0 of its first epoch alone loads on the calling
+thread, later epochs load all their batches on the threads the figures
+so far choose.
+
 With ``num_workers="auto"`` the worker count is chosen too (one process
 per free core for items that compute, more for items that wait), and
-``memory_budget`` caps the batches in flight. The batches, their order,
-their seeds and ``state_dict`` are the same on every kind. The rule, its
-figures and its limits: ``docs/execution.md``, "How auto chooses".
+``memory_budget`` caps the batches in flight (and keeps them on threads:
+a worker process holds more than its batches). The batches, their
+order, their seeds and ``state_dict`` are the same on every kind. The
+rule, its figures and its limits: ``docs/execution.md``, "How auto
+chooses".
 """
 
 from __future__ import annotations
@@ -49,6 +59,7 @@ from dataloader._loading.arguments import epoch_window
 from dataloader._loading.handles import open_files
 from dataloader._loading.iterators import Engine, InlineEngine
 from dataloader._loading.stats import COLLATE, FETCH, TRANSFORM, WAIT
+from dataloader._loading.worker import one_torch_thread
 from dataloader._processes.kind import Processes
 
 if TYPE_CHECKING:
@@ -144,6 +155,9 @@ class Measurements:
     epochs: int = 0
     #: Starting worker processes until their first batch.
     startup_seconds: float | None = None
+    #: Loading one batch on worker threads, warm (batch 0 pays for first
+    #: calls), with ``load_seconds`` and the epoch, as ``intervals`` are.
+    thread_load: tuple[float, float, int] | None = None
 
     def add_load(self, seconds: float, cpu_seconds: float, python_seconds: float,
                  nbytes: int) -> None:
@@ -161,13 +175,29 @@ class Measurements:
     def interval(self, kind: str) -> float | None:
         """The interval measured on ``kind``, if its items cost within 2x of today's
         and it was measured within the last ``MEASUREMENT_EPOCHS`` epochs."""
-        interval, load, epoch = self.intervals.get(kind, (None, 0.0, 0))
+        return self._current(self.intervals.get(kind))
+
+    def add_thread_load(self, seconds: float) -> None:
+        """Record loading a batch on worker threads this epoch, warm."""
+        self.thread_load = (seconds, self.load_seconds or 0.0, self.epochs)
+
+    def warm_load(self) -> float:
+        """Loading one batch once warm: the least of batch 0's and what worker threads
+        measured (as long as it holds, as an interval does)."""
+        load = self.load_seconds or 0.0
+        warm = self._current(self.thread_load)
+        return load if warm is None else min(load, warm)
+
+    def _current(self, record: tuple[float, float, int] | None) -> float | None:
+        """``record``'s figure, if its items cost within 2x of today's and it was
+        measured within the last ``MEASUREMENT_EPOCHS`` epochs."""
+        figure, load, epoch = record if record is not None else (None, 0.0, 0)
         now = self.load_seconds or 0.0
-        if interval is None or not 0.5 * load <= now <= 2 * load:
+        if figure is None or not 0.5 * load <= now <= 2 * load:
             return None
         if self.epochs - epoch > MEASUREMENT_EPOCHS:
             return None
-        return interval
+        return figure
 
 
 @dataclass(frozen=True)
@@ -175,7 +205,7 @@ class Choice:
     """What an epoch runs on after its first batch, and why."""
 
     kind: str  # "thread" or "process"
-    workers: int
+    workers: int  # 0: no workers, the calling thread loads (kind "thread")
     window: int
     why: str
 
@@ -219,10 +249,22 @@ def decide(measured: Measurements, *, workers: int | None, safe_on_threads: bool
 
     if open_files:
         return on_threads(f"{open_files[0]}: worker processes would share its offset")
+    if memory_budget is not None:
+        # Each worker process keeps slots for its own batches and its copy of
+        # the pages it touches: more than the batches in flight that the budget
+        # counts (tens of MiB a process for a numpy dataset, in benchmarks/auto.py).
+        return on_threads(f"memory_budget={memory_budget}: worker processes would keep "
+                          "more than the batches in flight")
     thread_interval = measured.interval("thread") or _thread_interval(measured, threads)
     process_interval = measured.interval("process") or _process_interval(measured, count, cores)
     figures = (f"a batch every {_ms(thread_interval)} on {_count(threads, 'thread')}, every "
                f"{_ms(process_interval)} on {_count(count, 'process')}")
+    # The calling thread loads a batch, then the consumer works on it. Predicted
+    # workers never do worse; measured ones may (cheap items' hand-offs cost more
+    # than loading them), and then, clearly slower, no worker is started.
+    calling = measured.warm_load() + measured.consumer_seconds
+    if min(thread_interval, process_interval) > GAIN * calling:
+        return Choice("thread", 0, 1, f"{figures}, every {_ms(calling)} on the calling thread")
     needed = 1.0 if current == "process" else GAIN
     if process_interval * needed > thread_interval:
         return on_threads(f"{figures}; items take {_ms(load)} a batch")
@@ -284,10 +326,18 @@ def _ms(seconds: float) -> str:
 
 
 def _count(count: int, kind: str) -> str:
-    """``"1 thread"``, ``"2 processes"``."""
+    """``"1 worker thread"``, ``"2 worker processes"``, ``"the calling thread"`` (no workers)."""
+    if count == 0:
+        return "the calling thread"
     if count == 1:
         return f"1 worker {kind}"
     return f"{count} worker {kind}es" if kind == "process" else f"{count} worker {kind}s"
+
+
+def _phase(choice: Choice) -> str:
+    """The name an epoch's measurements of ``choice`` go by: its kind, or ``"inline"``
+    for the calling thread (predicted, not measured: see :func:`decide`)."""
+    return choice.kind if choice.workers else "inline"
 
 
 class Auto:
@@ -372,6 +422,8 @@ class Auto:
                 loader.num_workers = choice.workers
             return self.processes.map_engine(loader, dataclasses.replace(plan, recipe=None))
         self.processes.close(0.0)
+        if choice.workers == 0:  # no worker keeps up with the calling thread
+            return InlineEngine(plan)
         if self.threads is None or self.threads.threads != choice.workers:
             if self.threads is not None:
                 self.threads.close(CLOSE_WAIT_SECONDS)
@@ -385,7 +437,7 @@ class MeasuredEngine:
 
     __slots__ = ("_kind", "_loader", "_plan", "_engine", "_before", "_phase", "_consumer_at",
                  "_waited_at", "_phase_started", "_first_at", "_last_at", "_phase_batches",
-                 "_ended", "_ahead", "_ahead_started", "_remote_at")
+                 "_ended", "_ahead", "_ahead_started", "_remote_at", "_loading_at")
 
     def __init__(self, kind: Auto, loader: DataLoader, plan: EpochPlan) -> None:
         self._kind = kind
@@ -400,13 +452,20 @@ class MeasuredEngine:
         self._ahead: Engine | None = None
         self._ahead_started = 0
         self._remote_at: tuple[int, ...] | None = None
+        self._loading_at = 0  # the worker threads' loading stages when the phase began
         if kind.warm_processes():  # persistent workers: no need to start on this thread
             assert kind.choice is not None
             self._start_phase(kind.engine_for(loader, plan, kind.choice), "process")
         elif kind.kind == "process" and self._still_on_processes():
             self._start_phase(InlineEngine(plan), "ahead")  # nothing loaded yet
+        elif kind.choice is not None and loader._worker_type.safe_on_threads(loader):
+            # Threads whatever the items cost: only their count and window are
+            # chosen, by what the epochs measured; batch 0 loads on them too.
+            choice = kind.choose(loader, plan.total)
+            self._loading_at = self._thread_loading_ns()
+            self._start_phase(kind.engine_for(loader, plan, choice), _phase(choice))
         else:
-            self._start_phase(InlineEngine(plan), "inline")
+            self._start_phase(InlineEngine(plan), "first")
 
     def _still_on_processes(self) -> bool:
         """Whether the last epoch's measurements choose processes again, before batch 0."""
@@ -431,11 +490,17 @@ class MeasuredEngine:
     def next(self) -> Any:
         if self._phase == "ahead":
             self._start_ahead()
-        elif self._phase == "inline" and self._engine.delivered:
+        elif self._phase == "first" and self._engine.delivered:
             self._hand_over()
         try:
-            if self._phase == "inline" and self._ahead is None:
-                batch = self._next_measured()
+            if self._phase == "first":
+                # As a worker loads it: the caller's team of torch threads would spin
+                # against the workers starting beside it, and misstate the items' cost.
+                with one_torch_thread():
+                    if self._ahead is None:
+                        batch = self._next_measured()
+                    else:  # beside the workers started ahead: their counters measure
+                        batch = self._engine.next()
             else:
                 batch = self._engine.next()
         except StopIteration:
@@ -486,7 +551,7 @@ class MeasuredEngine:
         self._ahead_started = time.monotonic_ns()
         self._ahead = self._kind.engine_for(self._loader, rest, self._kind.choice)
         self._start_phase(InlineEngine(dataclasses.replace(plan, batches=iter([indices]))),
-                          "inline")
+                          "first")
 
     def _hand_over(self) -> None:
         """Batch 0 is out: run the rest of the epoch on what the measurements choose."""
@@ -501,7 +566,8 @@ class MeasuredEngine:
         self._before += self._engine.delivered
         rest = dataclasses.replace(self._plan, total=remaining,
                                    first=self._plan.progress.delivered)
-        self._start_phase(self._kind.engine_for(self._loader, rest, choice), choice.kind)
+        self._loading_at = self._thread_loading_ns()  # before the workers start
+        self._start_phase(self._kind.engine_for(self._loader, rest, choice), _phase(choice))
 
     def _end(self, finished: bool) -> None:
         """Record what this epoch measured (once), for the next epoch's choice."""
@@ -517,14 +583,23 @@ class MeasuredEngine:
             measured.consumer_seconds = consumer * 1e-9 / (batches - 1)
         if consumer + waited > 0:
             measured.wait_share = waited / (consumer + waited)
-        if self._phase == "inline" or self._phase_batches < MEASURED_BATCHES:
+        if self._phase == "first" or self._phase_batches < MEASURED_BATCHES:
             return
         if self._remote_at is not None and finished:
             self._measure_remote_load()
         interval = (self._last_at - self._first_at) * 1e-9 / (self._phase_batches - 1)
         measured.add_interval(self._phase, interval)
+        if self._phase == "thread":
+            loading = (self._thread_loading_ns() - self._loading_at) * 1e-9
+            measured.add_thread_load(loading / self._phase_batches)
         if self._phase == "process":
             measured.startup_seconds = (self._first_at - self._phase_started) * 1e-9
+
+    def _thread_loading_ns(self) -> int:
+        """The nanoseconds of the loading stages counted on the pool threads' rows so far
+        (rows are only added, each starting from nothing)."""
+        return sum(row.totals()[column + 1] for row in self._plan.stats.rows[1:]
+                   for column in (FETCH, TRANSFORM, COLLATE))
 
     def _measure_remote_load(self) -> None:
         """The seconds a batch took to load on a worker process, from the workers'

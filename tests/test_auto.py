@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import warnings
+from unittest.mock import ANY
 
 import numpy as np
 import pytest
@@ -51,12 +52,15 @@ class Heavy(Cheap):
         return super().__getitem__(index)
 
 
-def consume(loader):
-    """An epoch as a training loop takes it: each batch dropped before the next."""
+def consume(loader, step=0.0):
+    """An epoch as a training loop takes it: each batch dropped before the next, after a
+    training step of ``step`` seconds."""
     rows = []
     for batch in loader:
         rows += zip(batch["index"].tolist(), batch["pid"].tolist(), batch["thread"].tolist(),
                     strict=True)
+        if step:
+            time.sleep(step)
     return rows
 
 
@@ -64,7 +68,8 @@ def test_cheap_items_stay_on_one_thread_and_start_no_process():
     loader = DataLoader(Cheap(), batch_size=16, num_workers=2, shuffle=True, seed=3)
     direct = DataLoader(Cheap(), batch_size=16, shuffle=True, seed=3)
     for _ in range(2):
-        rows = consume(loader)
+        # A step of 1 ms: a worker thread loads beside it, which the calling thread cannot.
+        rows = consume(loader, step=0.001)
         assert [index for index, *_ in rows] == [index for index, *_ in consume(direct)]
         assert {pid for _, pid, _ in rows} == {os.getpid()}
         # Batch 0 on the calling thread, the rest on one worker thread.
@@ -327,6 +332,28 @@ def test_a_dataset_declared_thread_safe_loads_on_several_threads():
     loader.close()
 
 
+def test_a_dataset_safe_on_threads_loads_batch_0_here_in_its_first_epoch_alone():
+    class Shared(Cheap):
+        """Two threads wait in parallel: clearly faster than the calling thread."""
+
+        thread_safe = True
+
+        def __getitem__(self, index):
+            time.sleep(0.001)
+            return super().__getitem__(index)
+
+    loader = DataLoader(Shared(64), batch_size=8, num_workers="auto", shuffle=True, seed=6)
+    direct = DataLoader(Shared(64), batch_size=8, shuffle=True, seed=6)
+    for epoch in range(3):
+        rows = consume(loader)
+        assert [index for index, *_ in rows] == [index for index, *_ in consume(direct)]
+        here = [index for index, _, thread in rows if thread == threading.get_ident()]
+        assert here == ([index for index, *_ in rows[:8]] if epoch == 0 else [])
+        assert {pid for _, pid, _ in rows} == {os.getpid()}
+        assert loader.stats()["workers"]["type"] == "thread"
+    loader.close()
+
+
 @needs_two_cores
 def test_num_workers_auto_starts_more_processes_for_items_that_wait():
     class Waiting(Cheap):
@@ -405,7 +432,7 @@ def test_the_choice_is_logged_once_when_it_changes(caplog):
     loader = DataLoader(Cheap(64), batch_size=8, num_workers=2)
     with caplog.at_level(logging.INFO, logger="dataloader"):
         for _ in range(3):
-            consume(loader)
+            consume(loader, step=0.001)
     lines = [record.getMessage() for record in caplog.records]
     assert len(lines) == 1 and lines[0].startswith("DataLoader loads on 1 worker thread:")
     loader.close()
@@ -445,8 +472,64 @@ def test_decide_moves_back_to_threads_when_processes_measured_slower():
     assert decide(measured, current="thread", **arguments).kind == "thread"
 
 
+def test_decide_loads_on_the_calling_thread_where_workers_measured_slower():
+    # 64 cheap items: 10 us to load a batch, 5 us of the consumer's step. A
+    # worker thread is predicted to keep up; measured, its hand-offs cost more.
+    measured = Measurements(load_seconds=0.00001, consumer_seconds=0.000005)
+    arguments = dict(workers=2, safe_on_threads=False, cores=2, remaining=1000,
+                     prefetch_factor=2)
+    assert decide(measured, **arguments) == Choice("thread", 1, 2, ANY)
+    measured.add_interval("thread", 0.00004)
+    measured.add_interval("process", 0.0004)
+    choice = decide(measured, current="thread", **arguments)
+    assert (choice.kind, choice.workers) == ("thread", 0)
+    assert "on the calling thread" in choice.why
+    # Batch 0 paid for first calls (40 us): loading here looks as slow as the thread,
+    # until the worker thread measures what a warm batch costs to load.
+    measured = Measurements(load_seconds=0.00004, consumer_seconds=0.000005)
+    measured.add_interval("thread", 0.00004)
+    measured.add_interval("process", 0.0004)
+    assert decide(measured, current="thread", **arguments).workers == 1
+    measured.add_thread_load(0.00001)
+    assert decide(measured, current="thread", **arguments).workers == 0
+    # A step that dwarfs loading: the thread overlaps it, the calling thread cannot.
+    measured.consumer_seconds = 0.05
+    measured.add_interval("thread", 0.05)
+    measured.add_interval("process", 0.0503)
+    assert decide(measured, current="thread", **arguments) == Choice("thread", 1, 2, ANY)
+
+
+def test_an_epoch_whose_workers_measured_slow_loads_on_the_calling_thread():
+    class Steady(Cheap):
+        """A millisecond an item, every epoch: what was measured stays true."""
+
+        def __getitem__(self, index):
+            time.sleep(0.001)
+            return super().__getitem__(index)
+
+    loader = DataLoader(Steady(64), batch_size=8, num_workers=2, shuffle=True, seed=8)
+    direct = DataLoader(Steady(64), batch_size=8, shuffle=True, seed=8)
+    rows = consume(loader)
+    assert [index for index, *_ in rows] == [index for index, *_ in consume(direct)]
+    assert {thread for *_, thread in rows[8:]} != {threading.get_ident()}  # a worker thread
+    # What a busy machine may measure: hand-offs slower than loading here.
+    measured = loader._auto.measured
+    measured.add_interval("thread", 10 * (measured.load_seconds + measured.consumer_seconds))
+    measured.add_interval("process", 10 * (measured.load_seconds + measured.consumer_seconds))
+    for _ in range(2):
+        rows = consume(loader)
+        assert [index for index, *_ in rows] == [index for index, *_ in consume(direct)]
+        assert {thread for *_, thread in rows} == {threading.get_ident()}
+        figures = loader.stats()["workers"]
+        assert (figures["type"], figures["count"]) == ("thread", 0)
+        assert "on the calling thread" in figures["why"]
+    assert multiprocessing.active_children() == []
+    loader.close()
+
+
 def test_a_kind_measured_slow_once_is_predicted_again_after_a_few_epochs():
-    measured = Measurements(load_seconds=0.0001)  # cheap items: one thread predicted
+    # Cheap items, a 1 ms step: one thread predicted to keep up with the step.
+    measured = Measurements(load_seconds=0.0001, consumer_seconds=0.001)
     arguments = dict(workers=2, safe_on_threads=False, cores=2, remaining=1000,
                      prefetch_factor=2)
     assert decide(measured, **arguments).kind == "thread"
@@ -455,21 +538,67 @@ def test_a_kind_measured_slow_once_is_predicted_again_after_a_few_epochs():
     assert decide(measured, current="thread", **arguments).kind == "process"
     for _ in range(MEASUREMENT_EPOCHS):
         measured.epochs += 1
-        measured.add_interval("process", 0.0004)
+        measured.add_interval("process", 0.0013)
         assert decide(measured, current="process", **arguments).kind == "process"
     measured.epochs += 1
-    measured.add_interval("process", 0.0004)
+    measured.add_interval("process", 0.0013)
     assert decide(measured, current="process", **arguments).kind == "thread"
 
 
-def test_decide_keeps_the_window_within_the_memory_budget():
+def test_decide_keeps_python_work_on_threads_under_a_memory_budget():
+    # Worker processes would deliver faster, but each keeps its own slots and
+    # its copy of the training process's pages, beyond the batches in flight.
     measured = Measurements(load_seconds=0.05, batch_bytes=1000)
-    choice = decide(measured, workers=None, safe_on_threads=False, cores=4, remaining=100,
-                    prefetch_factor=2, memory_budget=3500)  # 1 held + 2 ahead
-    assert choice == Choice("process", 2, 2, choice.why)
+    arguments = dict(workers=None, safe_on_threads=False, cores=4, remaining=100,
+                     prefetch_factor=2)
+    assert decide(measured, **arguments).kind == "process"
+    choice = decide(measured, memory_budget=3500, **arguments)  # 1 held + 2 ahead
+    assert choice == Choice("thread", 1, 2, choice.why)
+    assert "memory_budget" in choice.why
+    # A dataset safe on several threads gets as many as the budget's batches ahead.
+    shared = decide(measured, memory_budget=3500, **{**arguments, "safe_on_threads": True})
+    assert (shared.kind, shared.workers, shared.window) == ("thread", 2, 2)
     few = decide(measured, workers=2, safe_on_threads=False, cores=2, remaining=1,
                  prefetch_factor=2)
     assert few.kind == "thread" and "do not repay" in few.why
+
+
+@needs_two_cores
+def test_a_memory_budget_keeps_python_work_on_one_thread_epoch_after_epoch():
+    loader = DataLoader(Heavy(64), batch_size=4, num_workers="auto", shuffle=True, seed=2,
+                        memory_budget=1 << 20)
+    direct = DataLoader(Heavy(64), batch_size=4, shuffle=True, seed=2)
+    for _ in range(2):
+        rows = consume(loader)
+        assert [index for index, *_ in rows] == [index for index, *_ in consume(direct)]
+        assert {pid for _, pid, _ in rows} == {os.getpid()}
+        assert multiprocessing.active_children() == []
+    figures = loader.stats()["workers"]
+    assert (figures["type"], figures["count"]) == ("thread", 1)
+    assert "memory_budget" in figures["why"]
+    loader.close()
+
+
+def test_the_first_batch_loads_with_one_torch_thread_as_a_worker_loads_it():
+    # The caller's intra-op threads would spin against the worker processes
+    # starting beside batch 0, and make its items look dearer than on a worker.
+    torch = pytest.importorskip("torch")
+
+    class TorchThreads(Cheap):
+        def __getitem__(self, index):
+            return torch.get_num_threads()
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        loader = DataLoader(TorchThreads(16), batch_size=4, num_workers=2)
+        for _ in range(2):
+            batches = [batch.tolist() for batch in loader]
+            assert batches == [[1] * 4] * 4  # batch 0 here, the rest on a worker thread
+            assert torch.get_num_threads() == 2  # the caller's own count, given back
+        loader.close()
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_decide_starts_no_more_workers_than_keep_up_with_the_consumer():

@@ -7,16 +7,18 @@ answers there).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 from dataloader._core.buffers import POOL_CAPACITY_MAX, BufferPool, pooled_array
 from dataloader._datasets.worker_info import WorkerInfo, answer_torch_worker_info, thread_state
 from dataloader._loading.collate import batch_allocator
 
-__all__ = ["WorkerSetup", "use_one_torch_thread"]
+__all__ = ["WorkerSetup", "one_torch_thread", "use_one_torch_thread"]
 
 
 def use_one_torch_thread() -> None:
@@ -33,6 +35,29 @@ def use_one_torch_thread() -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(1)
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run the block with one torch thread (:func:`use_one_torch_thread`), as on a
+    worker, then give the calling thread its own count back.
+
+    Examples
+    --------
+    >>> from dataloader._loading.worker import one_torch_thread
+    >>> with one_torch_thread():
+    ...     pass  # torch's operators here run on this thread alone
+    """
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 class WorkerSetup:
