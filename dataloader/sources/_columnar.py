@@ -225,8 +225,12 @@ class ColumnarDataset(Dataset[dict], ABC):
 
     def read_columns(self, number: int) -> GroupColumns:
         """The columns of group ``number`` (of :attr:`groups`), read now."""
+        return GroupColumns(self._group_table(number))
+
+    def _group_table(self, number: int) -> Any:
+        """Group ``number``'s table (or record batch) of the selected columns."""
         file, group = self.groups[number]
-        return GroupColumns(self._read_group(self._handle(file), group))
+        return self._read_group(self._handle(file), group)
 
     def group_start(self, number: int) -> int:
         """The index of group ``number``'s first row."""

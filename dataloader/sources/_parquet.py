@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Any
 
 from dataloader.sources._columnar import DEFAULT_CACHE_BYTES, ColumnarDataset
+from dataloader.sources._decoded import DecodedGroups
 from dataloader.sources._ranged import RemoteFile
 
 __all__ = ["ParquetDataset"]
@@ -39,6 +41,19 @@ class ParquetDataset(ColumnarDataset):
         Decoded row groups kept for later batches (per process); a shuffled
         epoch over a dataset larger than this reads a row group per batch
         and row group touched.
+    cache_dir : str or path, optional
+        A folder where each row group, once decoded, is kept as an Arrow IPC
+        file (uncompressed, as Hugging Face ``datasets`` caches a Parquet
+        file), and memory-mapped whenever it is needed again: by this
+        dataset once ``max_cached_bytes`` dropped it, by worker processes,
+        by other loaders and later runs on the machine. A batch whose row
+        groups are all kept costs no decoding, and its rows are views of
+        the page cache that all of them share. The files are named after
+        the Parquet file (a local one's path, size and modification time; a
+        remote one's URL and size), the row group and the columns, so a
+        changed file is decoded again; nothing removes them but you. The
+        cache fills as batches touch row groups, or at once with
+        :meth:`fill_cache`. By default nothing is written.
 
     Raises
     ------
@@ -66,6 +81,9 @@ class ParquetDataset(ColumnarDataset):
     >>> loader = DataLoader(ParquetDataset(path, columns=["label"]), batch_size=2)
     >>> [batch["label"].tolist() for batch in loader]
     [[0, 1], [0]]
+    >>> cached = ParquetDataset(path, cache_dir=path.parent / "decoded")
+    >>> cached.fill_cache(), cached[2]["tokens"]
+    (2, array([5, 6]))
     """
 
     def __init__(
@@ -74,8 +92,47 @@ class ParquetDataset(ColumnarDataset):
         *,
         columns: Sequence[str] | None = None,
         max_cached_bytes: int = DEFAULT_CACHE_BYTES,
+        cache_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__(paths, columns, max_cached_bytes)
+        self.decoded = None if cache_dir is None else \
+            DecodedGroups(cache_dir, self.files, self.columns)
+
+    def fill_cache(self) -> int:
+        """Decode into ``cache_dir`` every row group not kept there yet; how many were.
+
+        Worth doing once before a job whose every batch should start
+        without decoding (a job's ranks on one machine, say): afterwards
+        the rows are read from the mapped files only.
+
+        Raises
+        ------
+        ValueError
+            This dataset was made without ``cache_dir``.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import pyarrow as pa, pyarrow.parquet as pq
+        >>> from dataloader.sources import ParquetDataset
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "n.parquet"
+        >>> pq.write_table(pa.table({"n": range(6)}), path, row_group_size=4)
+        >>> dataset = ParquetDataset(path, cache_dir=path.parent / "decoded")
+        >>> dataset.fill_cache(), dataset.fill_cache()
+        (2, 0)
+        """
+        if self.decoded is None:
+            raise ValueError("fill_cache needs a cache_dir: ParquetDataset(..., cache_dir=...)")
+        missing = [number for number, key in enumerate(self.groups) if key not in self.decoded]
+        for number in missing:
+            self._group_table(number)
+        return len(missing)
+
+    def _group_table(self, number: int) -> Any:
+        if self.decoded is None:
+            return super()._group_table(number)
+        file, group = self.groups[number]
+        return self.decoded.table(file, group, partial(super()._group_table, number))
 
     def _open(self, file: str | RemoteFile) -> Any:
         import pyarrow.parquet as pq
