@@ -8,6 +8,7 @@ import pytest
 from resuming import run_in_pieces
 
 from dataloader import BucketBatchSampler, DataLoader, Dataset, PadCollator
+from dataloader._core.shuffle import shuffle_exact_into
 from dataloader._sampling.seeding import epoch_generator
 
 WORKER_KINDS = {
@@ -64,7 +65,9 @@ def reference_batches(padded, batch_size, max_tokens, window, seed, epoch, shuff
     """The epoch's batches by numpy: windows of the shuffled items sorted stably by padded
     length, cut greedily, the short last batch dropped, the batches shuffled."""
     rng = epoch_generator(seed, epoch)
-    order = rng.permutation(len(padded)) if shuffle else np.arange(len(padded))
+    order = np.arange(len(padded), dtype=np.int64)
+    if shuffle:  # Fisher-Yates seeded by four words of the epoch's generator
+        shuffle_exact_into(order, rng.bit_generator.random_raw(4))
     batches = []
     for start in range(0, len(padded), window):
         items = order[start:start + window]
@@ -82,7 +85,8 @@ def reference_batches(padded, batch_size, max_tokens, window, seed, epoch, shuff
 def test_batches_are_the_numpy_references(batch_size, max_tokens):
     rng = np.random.default_rng(batch_size or 0)
     for size, longest, window in [(0, 60, None), (1, 60, 5), (7, 60, 3), (300, 60, None),
-                                  (300, 1, 16), (500, 70_000, 64), (200, 1 << 20, 50)]:
+                                  (300, 1, 16), (500, 70_000, 64), (200, 1 << 20, 50),
+                                  (120, 1 << 26, 40)]:  # lengths past the packed entries
         lengths = rng.integers(0, longest, size)
         budget = max_tokens and max(max_tokens, int(lengths.max(initial=0)))
         for shuffle, drop_last, epoch in [(True, False, 0), (True, True, 3), (False, True, 0)]:

@@ -8,6 +8,7 @@ visible bias gives.
 
 import math
 import tracemalloc
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from dataloader import (
     SubsetRandomSampler,
     WeightedRandomSampler,
 )
-from dataloader._core.shuffle import Permutation
+from dataloader._core.shuffle import Permutation, shuffle_exact_into
 from dataloader._sampling.seeding import epoch_generator
 from dataloader._sampling.shuffle import CHUNK, EXACT_BELOW, Order, draw_key
 
@@ -137,6 +138,41 @@ def test_native_adjacent_pairs_are_uniform_over_keys(n):
         cells = np.bincount(first * n + second, minlength=n * n).reshape(n, n)
         pairs = cells[~np.eye(n, dtype=bool)]  # an index never follows itself
         assert chi_square(pairs) < chi_square_limit(n * (n - 1) - 1)
+
+
+# ---- the exact in-place shuffle (BucketBatchSampler's epochs) -------------------
+
+
+def exact_order(n, seed):
+    order = np.arange(n, dtype=np.int64)
+    shuffle_exact_into(order, np.random.default_rng(seed).bit_generator.random_raw(4))
+    return order
+
+
+def test_exact_shuffle_gives_every_order_of_four_equally_often():
+    draws = 24_000
+    codes = [int("".join(map(str, exact_order(4, seed)))) for seed in range(draws)]
+    counts = list(Counter(codes).values())
+    assert len(counts) == 24  # every permutation of 4 appears
+    assert chi_square(counts) < chi_square_limit(23)
+
+
+@pytest.mark.parametrize("n", [2, 7, 33, 1000])
+def test_exact_shuffle_places_each_index_uniformly_and_repeats_for_a_state(n):
+    seeds = max(4000, 40 * n)
+    positions = np.stack([exact_order(n, seed) for seed in range(seeds)])
+    assert (np.sort(positions, axis=1) == np.arange(n)).all()
+    index_zero_at = np.argmax(positions == 0, axis=1)  # where item 0 lands
+    assert chi_square(np.bincount(index_zero_at, minlength=n)) < chi_square_limit(n - 1)
+    np.testing.assert_array_equal(exact_order(n, 5), exact_order(n, 5))
+
+
+def test_exact_shuffle_of_an_all_zero_state_still_shuffles():
+    order = np.arange(100, dtype=np.int64)
+    shuffle_exact_into(order, np.zeros(4, np.uint64))
+    assert sorted(order.tolist()) == list(range(100)) and order.tolist() != list(range(100))
+    with pytest.raises(ValueError, match="4 words"):
+        shuffle_exact_into(order, np.zeros(3, np.uint64))
 
 
 # ---- orders past the switch (the Feistel side) ---------------------------------

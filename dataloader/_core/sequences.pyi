@@ -19,5 +19,8 @@ def assign_bins(lengths: np.ndarray, fill: np.ndarray, open_bins: int, capacity:
 def pack_into(documents: list[np.ndarray], counts: np.ndarray, row_ends: np.ndarray,
               tokens: np.ndarray, positions: np.ndarray, segments: np.ndarray,
               pad: bytes) -> None: ...
-def bucket_windows_into(order: np.ndarray, padded: np.ndarray, window: int, key_bytes: int,
-                        batch_size: int, max_tokens: int, ends: np.ndarray) -> int: ...
+PACKED_KEY_BYTES: int
+
+def bucket_epoch_into(padded: np.ndarray, key_bytes: int, state: np.ndarray | None, window: int,
+                      batch_size: int, max_tokens: int, order: np.ndarray,
+                      ends: np.ndarray) -> int: ...

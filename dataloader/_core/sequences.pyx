@@ -8,17 +8,19 @@ array of values and each item's offsets in it), which ``list_lengths_into``
 and ``gather_lists_into`` gather out of the groups' columns of lists
 (``gather_items_into`` out of their columns of numbers), once
 ``locate_rows_into`` has found each row's group and its position there.
-``bucket_windows_into`` sorts an epoch's windows of items by length and
-cuts them into batches under a budget.
+``bucket_epoch_into`` shuffles an epoch's items, sorts each window of them
+by length and cuts it into batches under a budget.
 ``assign_bins`` places documents into rows of a fixed capacity, first fit or
 best fit, and ``pack_into`` copies them there with their positions and
 segment ids. The Python layer (``dataloader._sequences``) checks every
 argument; these functions trust what they are given.
 """
 cimport numpy as cnp
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy, memset
+
+from dataloader._core.shuffle cimport dl_shuffle_exact
 
 cnp.import_array()
 
@@ -448,15 +450,52 @@ cdef void _radix_sort(int64_t* keys, int64_t* items, int64_t* spare_keys, int64_
         memcpy(spare_items, items, n * sizeof(int64_t))
 
 
-def bucket_windows_into(int64_t[::1] order, const int64_t[::1] padded,  # IN, OUT; IN
-                        Py_ssize_t window, int key_bytes, int64_t batch_size,  # IN
-                        int64_t max_tokens, int64_t[::1] ends):  # IN; OUT
-    """Sort each window of ``window`` entries of ``order`` (positions of ``padded``,
-    whose values are below ``256 ** key_bytes``) by their padded length, stably, and
-    cut it into batches as ``_cut`` does. ``ends`` (room for ``len(order)``)
-    gets each batch's end in ``order``; returns how many batches."""
-    cdef Py_ssize_t n = order.shape[0], start, j, size, written = 0
+cdef void _radix_sort_packed(int64_t* values, int64_t* spare, Py_ssize_t n,
+                             int key_bytes) noexcept nogil:
+    """Sort packed entries (``_packed``) by their key, stably, a byte at a time from
+    the lowest; ``spare`` (``n`` entries) is scratch."""
+    cdef Py_ssize_t counts[256]
+    cdef Py_ssize_t j, total, bucket
+    cdef int shift
+    cdef int64_t* swap
+    for shift in range(_PACK_SHIFT, _PACK_SHIFT + 8 * key_bytes, 8):
+        memset(counts, 0, sizeof(counts))
+        for j in range(n):
+            counts[(<uint64_t> values[j] >> shift) & 255] += 1
+        total = 0
+        for bucket in range(256):
+            total, counts[bucket] = total + counts[bucket], total
+        for j in range(n):
+            bucket = (<uint64_t> values[j] >> shift) & 255
+            spare[counts[bucket]] = values[j]
+            counts[bucket] += 1
+        values, spare = spare, values
+    if key_bytes % 2:  # the sorted entries are in the spare array: copy them back
+        memcpy(spare, values, n * sizeof(int64_t))
+
+
+# A packed entry holds an item's padded length above its index, so that the
+# shuffle and the sorts move both at once and no window gathers lengths by
+# index (a random read per item): indices below 2**40, lengths below 2**24.
+cdef int _PACK_SHIFT = 40
+cdef int64_t _INDEX_MASK = (<int64_t> 1 << 40) - 1
+PACKED_KEY_BYTES = 3
+
+
+def bucket_epoch_into(const int64_t[::1] padded, int key_bytes,  # IN
+                      const uint64_t[::1] state, Py_ssize_t window,  # IN (or None); IN
+                      int64_t batch_size, int64_t max_tokens,  # IN
+                      int64_t[::1] order, int64_t[::1] ends):  # OUT; OUT
+    """An epoch's plan of batches of similar lengths. ``order`` (``len(padded)``
+    entries) gets every item: shuffled (``dl_shuffle_exact`` from ``state``) or, with
+    ``state=None``, in order; then each window of ``window`` entries sorted by padded
+    length (``padded``, below ``256 ** key_bytes``), stably, and cut into batches as
+    ``_cut`` does. ``ends`` (room for ``len(padded)``) gets each batch's end in
+    ``order``; returns how many batches."""
+    cdef Py_ssize_t n = padded.shape[0], start, i, size, written = 0
     cdef Py_ssize_t stride = min(window, n)
+    cdef bint packed = key_bytes <= PACKED_KEY_BYTES and n <= _INDEX_MASK
+    cdef bint shuffled = state is not None
     cdef int64_t* scratch
     if n == 0:
         return 0
@@ -465,13 +504,23 @@ def bucket_windows_into(int64_t[::1] order, const int64_t[::1] padded,  # IN, OU
     if scratch == NULL:
         raise MemoryError()
     with nogil:
+        for i in range(n):
+            order[i] = <int64_t> (<uint64_t> padded[i] << _PACK_SHIFT) | i if packed else i
+        if shuffled:
+            dl_shuffle_exact(&order[0], n, &state[0])
         start = 0
         while start < n:
             size = min(window, n - start)
-            for j in range(size):
-                scratch[j] = padded[order[start + j]]
-            _radix_sort(scratch, &order[start], scratch + stride, scratch + 2 * stride,
-                        size, key_bytes)
+            if packed:
+                _radix_sort_packed(&order[start], scratch + stride, size, key_bytes)
+                for i in range(size):
+                    scratch[i] = <int64_t> (<uint64_t> order[start + i] >> _PACK_SHIFT)
+                    order[start + i] &= _INDEX_MASK
+            else:
+                for i in range(size):
+                    scratch[i] = padded[order[start + i]]
+                _radix_sort(scratch, &order[start], scratch + stride, scratch + 2 * stride,
+                            size, key_bytes)
             written += _cut(scratch, size, batch_size, max_tokens, start, &ends[written])
             start += size
     free(scratch)

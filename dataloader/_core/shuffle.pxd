@@ -1,4 +1,5 @@
-# The keyed random-access permutation (src/dl_shuffle.h), used by shuffle.pyx.
+# The keyed random-access permutation and the exact in-place shuffle (src/dl_shuffle.h),
+# used by shuffle.pyx and sequences.pyx.
 from libc.stddef cimport ptrdiff_t
 
 from dataloader._core._typedefs cimport int64_t, uint64_t
@@ -14,3 +15,4 @@ cdef extern from "dl_shuffle.h" nogil:
                          uint64_t stream)
     int dl_shuffle_fill(const dl_shuffle_t* shuffle, uint64_t start, uint64_t step,
                         int64_t* out, ptrdiff_t count)
+    void dl_shuffle_exact(int64_t* values, ptrdiff_t n, const uint64_t* state)

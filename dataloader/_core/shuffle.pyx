@@ -3,7 +3,8 @@
 ``Permutation(n, key0, key1, stream)`` is one fixed bijection of ``[0, n)``
 (a Feistel network with cycle-walking, ``src/dl_shuffle.c``); ``fill_into``
 writes the indices at evenly spaced positions into a buffer without the
-GIL. Arguments are checked by ``dataloader._sampling.shuffle`` before the call.
+GIL. ``shuffle_exact_into`` shuffles an array in place, exactly
+(Fisher-Yates from a seeded xoshiro256**). Arguments are checked by ``dataloader._sampling.shuffle`` before the call.
 """
 from dataloader._core._typedefs cimport int64_t, uint64_t
 
@@ -40,3 +41,13 @@ cdef class Permutation:
             status = dl_shuffle_fill(&self.state, start, step, &out[0], count)
         if status != 0:
             raise RuntimeError("the shuffle network is not a bijection (a bug in dl_shuffle.c)")
+
+
+def shuffle_exact_into(int64_t[::1] values, const uint64_t[::1] state):  # IN/OUT; IN
+    """Shuffle ``values`` in place, uniformly, from the 4-word generator ``state``
+    (``dl_shuffle_exact``): the same state gives the same order."""
+    if state.shape[0] != 4:
+        raise ValueError(f"state should hold 4 words, got {state.shape[0]}")
+    if values.shape[0] > 1:
+        with nogil:
+            dl_shuffle_exact(&values[0], values.shape[0], &state[0])

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from dataloader._core.sequences import bucket_windows_into
+from dataloader._core.sequences import bucket_epoch_into
 from dataloader._sampling.distributed import in_distributed_job, world
 from dataloader._sampling.remainder import Deal
 from dataloader._sampling.sampler import Sampler, trust_batch_indices
@@ -191,17 +191,18 @@ class BucketBatchSampler(Sampler[list[int]], EpochSeeded):
         return self._plan[1:]
 
     def _plan_epoch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Natively (``bucket_windows_into``), each window of the shuffled items sorted by
-        padded length (stably: equal lengths keep the shuffled order) and cut into batches;
-        then the batches shuffled. An array per epoch rather than an object per batch: the
-        plan is made before the epoch's first batch."""
+        """Natively (``bucket_epoch_into``), the items shuffled, each window of them sorted
+        by padded length (stably: equal lengths keep the shuffled order) and cut into
+        batches; then the batches shuffled. An array per epoch rather than an object per
+        batch: the plan is made before the epoch's first batch."""
         rng = epoch_generator(self.seed, self.epoch)
         n = len(self.lengths)
-        order = rng.permutation(n) if self.shuffle else np.arange(n, dtype=np.int64)
-        stops = np.empty(n, np.int64)
-        count = bucket_windows_into(order, self.padded, self.window, self._key_bytes,
-                                    self.batch_size or _UNBOUNDED, self.max_tokens or _UNBOUNDED,
-                                    stops)
+        # The item shuffle's generator state: four words of the epoch's generator.
+        state = rng.bit_generator.random_raw(4) if self.shuffle else None
+        order, stops = np.empty(n, np.int64), np.empty(n, np.int64)
+        count = bucket_epoch_into(self.padded, self._key_bytes, state, self.window,
+                                  self.batch_size or _UNBOUNDED, self.max_tokens or _UNBOUNDED,
+                                  order, stops)
         stops = stops[:count]
         starts = np.zeros(count, np.int64)
         starts[1:] = stops[:-1]

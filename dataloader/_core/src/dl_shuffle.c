@@ -119,3 +119,51 @@ int dl_shuffle_fill(const dl_shuffle_t *shuffle, uint64_t start, uint64_t step, 
         active = walking;
     }
 }
+
+static inline uint64_t rotl64(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+/* xoshiro256** (Blackman and Vigna, 2018): the next 64 random bits. */
+static inline uint64_t xoshiro_next(uint64_t s[4])
+{
+    const uint64_t result = rotl64(s[1] * 5, 7) * 9;
+    const uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl64(s[3], 45);
+    return result;
+}
+
+/* A uniform draw from [0, bound), bound >= 1 (Lemire, "Fast random integer
+ * generation in an interval", 2019). */
+static inline uint64_t draw_below(uint64_t s[4], uint64_t bound)
+{
+    __uint128_t product = (__uint128_t)xoshiro_next(s) * bound;
+    uint64_t low = (uint64_t)product;
+    if (low < bound) {
+        const uint64_t threshold = -bound % bound;
+        while (low < threshold) {
+            product = (__uint128_t)xoshiro_next(s) * bound;
+            low = (uint64_t)product;
+        }
+    }
+    return (uint64_t)(product >> 64);
+}
+
+void dl_shuffle_exact(int64_t *values, ptrdiff_t n, const uint64_t state[4])
+{
+    uint64_t s[4] = {state[0], state[1], state[2], state[3]};
+    if ((s[0] | s[1] | s[2] | s[3]) == 0)
+        s[0] = 0x9E3779B97F4A7C15ULL;
+    for (ptrdiff_t i = n - 1; i > 0; i--) {
+        const ptrdiff_t j = (ptrdiff_t)draw_below(s, (uint64_t)i + 1);
+        const int64_t kept = values[i];
+        values[i] = values[j];
+        values[j] = kept;
+    }
+}
