@@ -258,3 +258,26 @@ def test_a_file_that_is_no_video_fails_its_batches_alike_on_every_worker_kind(ro
     assert got[:2] == expected[:2]
     np.testing.assert_array_equal(got[2][0], expected[2][0])
     assert got[2][1] == expected[2][1]
+
+
+@pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
+def test_clips_of_a_file_that_is_no_video_are_skipped_alike_on_every_worker_kind(root, tmp_path,
+                                                                               workers):
+    """With on_error="skip" the first batch (shared out among the workers) and the next
+    leave out the failing clips, as the direct path does: no slot is left unwritten."""
+    shutil.copytree(root, tmp_path / "videos")
+    (tmp_path / "videos" / "a" / "vp9.webm").write_bytes(b"not a video" * 100)
+    folder = VideoFolder(tmp_path / "videos", ClipSampler(4, clips_per_video=2), size=SIZE)
+
+    def batches(num_workers, worker_type):
+        loader = DataLoader(folder, batch_size=3, seed=0, num_workers=num_workers,
+                            worker_type=worker_type, collate_fn=ClipCollator("NTHWC"),
+                            on_error="skip")
+        return [(clips.copy(), labels.tolist()) for clips, labels in loader]
+
+    expected, got = batches(0, "auto"), batches(*workers)
+    assert [labels for _, labels in expected] == [[0, 0], [1, 1], [1, 1]]   # items 2, 3 left out
+    assert len(got) == len(expected)
+    for (clips, labels), (reference, reference_labels) in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(clips, reference)
+        assert labels == reference_labels
