@@ -3,11 +3,14 @@ into their slots in a loader on every worker kind."""
 
 import functools
 import shutil
+import threading
+import time
 
 import numpy as np
 import pytest
 
 from dataloader import ClipCollator, ClipSampler, ClipTransform, DataLoader, VideoFolder
+from dataloader._media.clips import ClipSlots
 from dataloader.kernels import decode_video
 from dataloader.transforms import (
     CenterCrop,
@@ -183,3 +186,98 @@ def test_an_unsized_folder_collates_without_an_assembler(root):
     assert ClipCollator().assembler(folder.transform.bind_epoch(0, 0)) is None
     clips, _ = next(iter(DataLoader(folder, batch_size=4, collate_fn=ClipCollator())))
     assert clips.shape == (4, 3, 3, 40, 69)
+
+
+def test_an_epochs_first_batch_is_decoded_into_its_slots_by_every_worker(root, monkeypatch):
+    """The first batch of each epoch (and of a resumed one) is shared out item by item
+    among the worker threads, each clip decoded straight into its slot: the same batches
+    as collating the clips, the memory reused once a batch is dropped."""
+    putting_threads = set()
+    put = ClipSlots.put
+
+    def put_and_record(self, position, index, item):
+        putting_threads.add(threading.get_ident())
+        time.sleep(0.05)   # long enough for the other worker to claim the next item
+        put(self, position, index, item)
+
+    monkeypatch.setattr(ClipSlots, "put", put_and_record)
+    folder = VideoFolder(root, ClipSampler(4, stride=2, clips_per_video=3), size=SIZE)
+
+    def loader(collate_fn, num_workers=0):
+        return DataLoader(folder, batch_size=4, shuffle=True, seed=5, num_workers=num_workers,
+                          worker_type="thread", collate_fn=collate_fn)
+
+    expected = epochs_of(loader(functools.partial(collate_plainly, "NTHWC")), 3)
+    assert not putting_threads   # no worker thread, no slots: the plain collation
+    threads = loader(ClipCollator("NTHWC"), 2)
+    held = []
+    for epoch in range(2):
+        for step, (clips, _) in enumerate(threads):
+            np.testing.assert_array_equal(clips, expected[epoch][step])
+            if step == 0:
+                held.append((clips, expected[epoch][step]))
+        assert len(putting_threads) == 2, epoch   # both workers decoded into the first batch
+        putting_threads.clear()
+    it = iter(threads)   # the third epoch, saved after a batch and resumed
+    np.testing.assert_array_equal(next(it)[0], expected[2][0])
+    putting_threads.clear()
+    resumed = loader(ClipCollator("NTHWC"), 2)
+    resumed.load_state_dict(threads.state_dict())
+    for step, (clips, _) in enumerate(resumed, start=1):
+        np.testing.assert_array_equal(clips, expected[2][step])
+    assert len(putting_threads) == 2   # the resumed epoch's first batch is shared out too
+    for clips, kept in held:
+        np.testing.assert_array_equal(clips, kept)
+
+
+@pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
+def test_a_file_that_is_no_video_fails_its_batches_alike_on_every_worker_kind(root, tmp_path,
+                                                                             workers):
+    """Its clips fail the first batch and the next with the error of their lowest item,
+    the same on every kind of worker, and the batches after them load."""
+    shutil.copytree(root, tmp_path / "videos")
+    (tmp_path / "videos" / "a" / "vp9.webm").write_bytes(b"not a video" * 100)
+    folder = VideoFolder(tmp_path / "videos", ClipSampler(4, clips_per_video=2), size=SIZE)
+
+    def outcomes(num_workers, worker_type):
+        loader = DataLoader(folder, batch_size=3, seed=0, num_workers=num_workers,
+                            worker_type=worker_type, collate_fn=ClipCollator("NTHWC"))
+        it, seen = iter(loader), []
+        for _ in range(len(loader)):
+            try:
+                clips, labels = next(it)
+            except ValueError as exc:
+                seen.append((type(exc), str(exc)))
+            else:
+                seen.append((clips.copy(), labels.tolist()))
+        return seen
+
+    expected, got = outcomes(0, "auto"), outcomes(*workers)
+    assert [type(outcome[0]) for outcome in expected] == [type, type, np.ndarray]
+    assert "vp9.webm" in expected[0][1] and expected[0] == expected[1]
+    assert got[:2] == expected[:2]
+    np.testing.assert_array_equal(got[2][0], expected[2][0])
+    assert got[2][1] == expected[2][1]
+
+
+@pytest.mark.parametrize("workers", WORKERS, ids=WORKER_IDS)
+def test_clips_of_a_file_that_is_no_video_are_skipped_alike_on_every_worker_kind(root, tmp_path,
+                                                                               workers):
+    """With on_error="skip" the first batch (shared out among the workers) and the next
+    leave out the failing clips, as the direct path does: no slot is left unwritten."""
+    shutil.copytree(root, tmp_path / "videos")
+    (tmp_path / "videos" / "a" / "vp9.webm").write_bytes(b"not a video" * 100)
+    folder = VideoFolder(tmp_path / "videos", ClipSampler(4, clips_per_video=2), size=SIZE)
+
+    def batches(num_workers, worker_type):
+        loader = DataLoader(folder, batch_size=3, seed=0, num_workers=num_workers,
+                            worker_type=worker_type, collate_fn=ClipCollator("NTHWC"),
+                            on_error="skip")
+        return [(clips.copy(), labels.tolist()) for clips, labels in loader]
+
+    expected, got = batches(0, "auto"), batches(*workers)
+    assert [labels for _, labels in expected] == [[0, 0], [1, 1], [1, 1]]   # items 2, 3 left out
+    assert len(got) == len(expected)
+    for (clips, labels), (reference, reference_labels) in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(clips, reference)
+        assert labels == reference_labels

@@ -2,7 +2,9 @@
 
 import os
 import random
+import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -256,7 +258,7 @@ def test_without_ffmpeg_in_the_build_the_kernels_say_what_to_install(monkeypatch
 
 
 def test_a_file_rewritten_in_place_is_indexed_again(media, tmp_path):
-    # Each thread keeps the frame indexes it scanned, keyed by the file's identity.
+    # The process keeps the frame indexes scanned, keyed by the file's identity.
     path = tmp_path / "video.mkv"
     path.write_bytes(media["hevc.mkv"].read_bytes())
     first = decode_video(path, [70], size=(24, 40))
@@ -283,3 +285,89 @@ def test_clips_of_files_alike_in_turn_equal_pyavs(media, references, tmp_path):
                          ("h264_bframes.mp4", [7]), ("mirrored", [70, 3])]:
         np.testing.assert_array_equal(decode_video(paths[name], wanted), truth[name].rgb[wanted],
                                       err_msg=name)
+
+
+def test_a_files_frame_index_is_scanned_once_for_every_thread_and_loader(media, tmp_path):
+    # The process keeps the indexes scanned for every thread: a file opened again on
+    # another thread, or by a later loader's new threads, is not read through again.
+    from dataloader import ClipSampler, VideoFolder
+    from dataloader._core.media import index_scans
+
+    (tmp_path / "a").mkdir()
+    path = tmp_path / "a" / "video.mp4"
+    path.write_bytes(media["h264_bframes.mp4"].read_bytes())
+    before = index_scans()
+    expected = decode_video(path, [5, 40], size=(24, 40))
+    assert index_scans() == before + 1
+    decoded = []
+    threads = [threading.Thread(target=lambda: decoded.append(
+        decode_video(path, [5, 40], size=(24, 40)))) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for clip in decoded:
+        np.testing.assert_array_equal(clip, expected)
+    folder = VideoFolder(tmp_path, ClipSampler(4, stride=3, clips_per_video=6), size=(24, 40))
+    epochs = []
+    for _ in range(2):   # a new loader each time: new worker threads
+        loader = DataLoader(folder, batch_size=2, shuffle=True, seed=1, num_workers=2,
+                            worker_type="thread")
+        epochs.append([clips.copy() for clips, _ in loader])
+        loader.close()
+    for first, second in zip(*epochs, strict=True):
+        np.testing.assert_array_equal(first, second)
+    assert index_scans() == before + 1
+
+
+def test_a_child_forked_while_threads_index_files_indexes_its_own(media, tmp_path):
+    # Threads busy opening and indexing files when the process forks: the child
+    # indexes and decodes a file of its own (the shared index table's lock is taken
+    # around fork(), so no child inherits it held by a thread it does not have).
+    copies = []
+    for number in range(8):
+        copies.append(tmp_path / f"copy{number}.mkv")
+        copies[-1].write_bytes(media["hevc.mkv"].read_bytes())
+    expected = decode_video(media["hevc.mkv"], [3], size=(24, 40))
+    stop = threading.Event()
+
+    def index_again():
+        while not stop.is_set():
+            for path in copies:
+                os.utime(path)   # another identity: scanned and kept again
+                decode_video(path, [3], size=(24, 40))
+
+    threads = [threading.Thread(target=index_again) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        for _ in range(3):
+            pid = os.fork()
+            if pid == 0:
+                code = 3
+                try:
+                    fresh = tmp_path / f"child{os.getpid()}.mkv"
+                    fresh.write_bytes(media["hevc.mkv"].read_bytes())
+                    code = 0 if np.array_equal(decode_video(fresh, [3], size=(24, 40)),
+                                               expected) else 4
+                finally:
+                    os._exit(code)
+            assert exit_code(pid, seconds=60) == 0
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+
+
+def exit_code(pid, seconds):
+    """The exit code of child ``pid``, or ``None`` (and the child killed) if it is still
+    running after ``seconds``: a child stuck on a lock it inherited held."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return None

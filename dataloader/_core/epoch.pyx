@@ -7,22 +7,20 @@ Data flow (see ``docs/architecture.md``, "The threaded epoch"):
   (or ``item_concurrency`` lane tasks per batch, and one per pool thread for the
   first batch) to the pool.
 * Batches wait in a queue, in submission order, for a runner: a pool task
-  that attaches to the interpreter once and then claims queued batches one
-  after the other, loading each whole (``load.load_batch``; a stream's
-  batch, fetched already, by ``load.load_fetched``) and publishing it in
-  its slot, until the queue is empty. It then detaches and stays awake for
-  up to ``DL_SPIN_NS`` (``_idle``), attaching again for the batches queued
-  meanwhile once the consumer has detached to wait for one; a runner that
-  saw no batch in that time ends, and one runner at a time stays awake. A
-  new runner is started only when more batches wait than runners are free
-  to claim them and none is awake (at most one per pool thread): when the
-  consumer queues a batch, when a runner claims one while the consumer is
-  away, and when the consumer's spin ends without a hand-off. So a worker
-  keeping up attaches once for a run of batches, not once per batch, and
-  sleeps neither between runs nor on the interpreter.
+  that attaches once and claims queued batches one after the other, loading
+  each whole (``load.load_batch``; a stream's fetched batch by
+  ``load.load_fetched``) and publishing it in its slot, until the queue is
+  empty. It then detaches and stays awake for up to ``DL_SPIN_NS``
+  (``_idle``), attaching again for the batches queued meanwhile once the
+  consumer has detached to wait for one; one that saw no batch then ends,
+  and one at a time stays awake. A new runner starts only when more
+  batches wait than runners are free to claim them and none is awake (at
+  most one per pool thread): when the consumer queues a batch, when a
+  runner claims one while the consumer is away, and when the consumer's
+  spin ends without a hand-off: a worker keeping up attaches once per run.
 * Lanes share a batch: each claims the batch's next item, attaching once
-  per item (``load.load_item``); the last lane to finish collates
-  (``load.collate_items``) and publishes.
+  per item (``load.load_lane_item``); the last lane to finish collates
+  (``load.collate_lanes``) and publishes.
 * The consumer delivers slots in sampler order (``in_order``) or in
   completion order, waiting as every engine does (``consumer.Consumer``).
 
@@ -42,7 +40,7 @@ from dataloader._core._sync cimport (
 )
 from dataloader._core.consumer cimport Consumer
 from dataloader._core.load cimport (
-    Fetched, Recipe, collate_items, load_batch, load_fetched, load_item,
+    Fetched, Recipe, collate_lanes, load_batch, load_fetched, load_lane_item,
 )
 from dataloader._core.pool cimport Pool, current_thread_index, fork_generation, may_attach
 from dataloader._core.stats cimport Row
@@ -136,6 +134,7 @@ cdef class Epoch(Consumer):
     cdef object batches, check_indices, worker_setup, sampler_error
     cdef object interrupted_indices, stats
     cdef list slot_indices, slot_items, slot_results, slot_failed
+    cdef list slot_assembly        # the split first batch's ``recipe.slots(count)``, or None
 
     def __cinit__(self, Pool pool not None, plan):
         cdef Py_ssize_t window = plan.window
@@ -163,6 +162,7 @@ cdef class Epoch(Consumer):
         self.slot_items = [None] * window
         self.slot_results = [None] * window
         self.slot_failed = [False] * window
+        self.slot_assembly = [None] * window
 
     def __dealloc__(self):
         free(self.slots)
@@ -228,9 +228,8 @@ cdef class Epoch(Consumer):
             raise StopIteration
         result = self.slot_results[slot]
         failed = self.slot_failed[slot]
-        self.slot_results[slot] = None
-        self.slot_indices[slot] = None
-        self.slot_items[slot] = None
+        self.slot_results[slot] = self.slot_indices[slot] = self.slot_items[slot] = None
+        self.slot_assembly[slot] = None
         pthread_mutex_lock(&self.mutex)
         self.slots[slot].state = SLOT_FREE
         self.delivered += 1
@@ -311,7 +310,7 @@ cdef class Epoch(Consumer):
 
     cdef _submit(self, Py_ssize_t slot, indices):
         cdef Py_ssize_t position = self.submitted
-        cdef int lanes = 1
+        cdef int lanes
         cdef bint use_lanes, first
         checked = indices
         error = None
@@ -335,26 +334,26 @@ cdef class Epoch(Consumer):
             self._publish(slot, error, True)
             return
         self.slot_indices[slot] = checked
-        # A stream's batch (Fetched) has its items already: it is never split into lanes.
-        # The first batch goes to every pool thread when the recipe allows it ("First
-        # batch", docs/architecture.md).
+        # A stream's batch (Fetched) has its items already: never split into lanes. The
+        # first goes to every pool thread if the recipe allows ("First batch", architecture.md).
         first = position == 0 and self.max_runners > 1 and self.recipe.split_first
         use_lanes = ((self.item_concurrency > 1 or self.item_lanes or first)
                      and self.recipe.batched and type(checked) is not Fetched)
-        if use_lanes:
-            lanes = max(1, min(max(self.item_concurrency, self.max_runners if first else 1),
-                               len(checked)))
-            self.slot_items[slot] = [None] * len(checked)
-            pthread_mutex_lock(&self.mutex)
-            self.slots[slot].n_items = len(checked)
-            self.slots[slot].next_item = 0
-            self.slots[slot].failed_item = -1
-            self.slots[slot].lanes = lanes
-            self.slots[slot].lanes_done = 0
-            pthread_mutex_unlock(&self.mutex)
         if not use_lanes:
             self._enqueue(slot)
             return
+        lanes = max(1, min(max(self.item_concurrency, self.max_runners if first else 1),
+                           len(checked)))
+        self.slot_items[slot] = [None] * len(checked)
+        if first and self.recipe.slots is not None:   # items straight into the batch
+            self.slot_assembly[slot] = self.recipe.slots(len(checked))
+        pthread_mutex_lock(&self.mutex)
+        self.slots[slot].n_items = len(checked)
+        self.slots[slot].next_item = 0
+        self.slots[slot].failed_item = -1
+        self.slots[slot].lanes = lanes
+        self.slots[slot].lanes_done = 0
+        pthread_mutex_unlock(&self.mutex)
         for _ in range(lanes):
             if not self._submit_task(slot, True):
                 self._publish(slot, EpochClosedError("the DataLoader was closed"), True)
@@ -577,7 +576,8 @@ cdef class Epoch(Consumer):
         try:
             self.worker_setup(current_thread_index())
             # SKIPPED_ITEM for an item dropped within on_error="skip"'s budget.
-            self.slot_items[slot][item] = load_item(self.recipe, index, self._row())
+            self.slot_items[slot][item] = load_lane_item(
+                self.recipe, index, self._row(), self.slot_assembly[slot], item)
         except BaseException as exc:
             self._note(exc, slot, ITEM, index)
             pthread_mutex_lock(&self.mutex)
@@ -605,7 +605,8 @@ cdef class Epoch(Consumer):
             self._publish(slot, EpochClosedError("the DataLoader was closed"), True)
         else:
             try:
-                result = collate_items(self.recipe, self.slot_items[slot], self._row())
+                result = collate_lanes(self.recipe, self.slot_items[slot],
+                                       self.slot_assembly[slot], self._row())
             except BaseException as exc:
                 self._note(exc, slot, COLLATE)
                 self._publish(slot, exc, True)

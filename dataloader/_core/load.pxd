@@ -3,7 +3,7 @@ from dataloader._core.stats cimport Row
 
 cdef class Recipe:
     cdef readonly object fetch, getitem, transform, collate, assemble, skip
-    cdef readonly object rows
+    cdef readonly object rows, slots
     # Set by the first batch whose items would not pay for rows (a C flag:
     # worker threads may set it at once, also without a GIL).
     cdef bint rows_declined
@@ -17,5 +17,8 @@ cdef class Fetched:
 cpdef object load_batch(Recipe recipe, object indices, Row row, object items=*)
 cpdef object load_item(Recipe recipe, object index, Row row, object value=*)
 cpdef object collate_items(Recipe recipe, list items, Row row)
+cpdef object load_lane_item(Recipe recipe, object index, Row row, object slots,
+                            Py_ssize_t position)
+cpdef object collate_lanes(Recipe recipe, list items, object slots, Row row)
 cpdef tuple load_fetched(Recipe recipe, Fetched fetched, Row row)
 cpdef object load_direct(Recipe recipe, object indices, Row row)

@@ -9,7 +9,9 @@ Every way a batch is loaded goes through this module (see
   fetched, a stream's batch (``load_fetched``, from ``stream.pyx``,
   ``epoch.pyx`` or the consumer thread).
 * Lanes (``epoch.pyx``) load a batch item by item: ``load_item`` for each
-  item, then ``collate_items`` once, on the lane that finishes last.
+  item, then ``collate_items`` once, on the lane that finishes last; or,
+  with an assembler's ``slots``, each item into its slot of the batch
+  (``load_lane_item``, ``collate_lanes``).
 
 Each stage is timed into the calling thread's ``Row`` here and nowhere
 else. Under ``on_error="skip"`` (``recipe.skip`` is a ``SkipBudget``), an
@@ -67,7 +69,10 @@ cdef class Recipe:
         the end.
 
     ``split_first`` (read-only) says whether the epoch's first batch may be
-    loaded by lanes, item by item, on every pool thread (``epoch.pyx``).
+    loaded by lanes, item by item, on every pool thread (``epoch.pyx``), and
+    ``slots`` (read-only) whether those lanes write their items straight into
+    the batch: the assembler's ``slots(count)`` (``_loading/plugins.py``), or
+    ``None`` to collate the items at the end.
     """
 
     def __init__(self, fetch, getitem, transform, collate, bint batched,
@@ -85,6 +90,9 @@ cdef class Recipe:
         # batches are collate's (``same_as_collate``, _loading/plugins.py).
         self.split_first = batched and fetch is None and (
             self.assemble is None or getattr(self.assemble, "same_as_collate", False))
+        # Items put into their slots as they load; skipped items would leave holes.
+        self.slots = (getattr(self.assemble, "slots", None)
+                      if self.split_first and skip is None else None)
 
     def __repr__(self):
         return (f"Recipe(fetch={self.fetch!r}, transform={self.transform!r}, "
@@ -213,6 +221,30 @@ cpdef object collate_items(Recipe recipe, list items, Row row):
         if not items:
             return EMPTY_BATCH
     batch = recipe.collate(items)
+    record(row, COLLATE_COUNT, 1, started)
+    return batch
+
+
+cpdef object load_lane_item(Recipe recipe, object index, Row row, object slots,
+                            Py_ssize_t position):
+    """A lane's step: ``load_item``, or, given the batch's ``slots`` (``recipe.slots(count)``),
+    fetch the item and transform it straight into slot ``position`` (returns ``None``)."""
+    if slots is None:
+        return load_item(recipe, index, row)
+    cdef int64_t started = now_ns()
+    value = recipe.getitem(index)
+    started = record(row, FETCH_COUNT, 1, started)
+    slots.put(position, index, value)
+    record(row, TRANSFORM_COUNT, 1, started)
+    return None
+
+
+cpdef object collate_lanes(Recipe recipe, list items, object slots, Row row):
+    """The batch its lanes loaded: ``collate_items``, or the finished ``slots``."""
+    if slots is None:
+        return collate_items(recipe, items, row)
+    cdef int64_t started = now_ns()
+    batch = slots.finish()
     record(row, COLLATE_COUNT, 1, started)
     return batch
 

@@ -6,6 +6,8 @@ import numpy as np
 
 FILTERS: dict[str, int]
 
+def index_scans() -> int: ...
+
 class MediaFile:
     name: str
     def __init__(

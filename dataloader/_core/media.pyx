@@ -58,6 +58,7 @@ cdef extern from "dl_media.h" nogil:
     int dl_media_best_stream(const dl_media_t* media, int kind)
     int dl_video_scan(dl_media_t* media, int stream, char* msg)
     const int64_t* dl_video_frame_pts(const dl_media_t* media, int64_t* count)
+    int64_t dl_video_index_scans()
     int dl_video_decode(dl_media_t* media, const int64_t* frames, int64_t count,
                         const dl_video_output_t* output, uint8_t* dst, char* msg)
     int dl_audio_decode(dl_media_t* media, int stream, const dl_audio_output_t* output,
@@ -70,6 +71,12 @@ dl_media_init()
 FILTERS = {dl_video_filter_name(code).decode(): code for code in range(DL_VIDEO_FILTER_COUNT)}
 _KINDS = {DL_STREAM_VIDEO: "video", DL_STREAM_AUDIO: "audio", DL_STREAM_OTHER: "other"}
 _KIND_CODES = {"video": DL_STREAM_VIDEO, "audio": DL_STREAM_AUDIO}
+
+
+def index_scans():
+    """How many video streams this process has scanned for their frame index: files
+    opened when no thread had kept that file's index (``src/dl_media.c``)."""
+    return dl_video_index_scans()
 
 
 cdef int _raise(int status, const char* msg, str name, str what, int os_error=0) except -1:

@@ -15,7 +15,12 @@ the objects as plain callables:
   An assembler whose batches equal ``collate_fn`` of the items transformed
   one by one says so with an attribute ``same_as_collate = True``: the
   loader may then load an epoch's first batch item by item on every worker
-  thread and collate it (``Recipe.split_first``).
+  thread and collate it (``Recipe.split_first``). One that can also take
+  a batch's items one at a time, on any threads, offers ``slots(count)``:
+  an object whose ``put(position, index, item)`` transforms the fetched
+  ``item`` straight into slot ``position`` and whose ``finish()`` returns
+  the batch (``Recipe.slots``), so that the shared first batch is not
+  copied together at the end either.
 * :class:`TransformingDataset` -- a dataset whose items are its own
   ``transform`` applied to ``raw_item(index)`` (``ImageFolder(root,
   transform=chain)``, torchvision's way of writing a pipeline). When that

@@ -15,6 +15,7 @@ or written there by the chain's last op.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,8 +34,8 @@ from dataloader._loading.collate import (
     has_batch_memory,
 )
 
-__all__ = ["ClipCollator", "ClipTransform", "EpochClipTransform", "EpochClips", "check_clip",
-           "clip_seed", "run_frames"]
+__all__ = ["ClipCollator", "ClipSlots", "ClipTransform", "EpochClipTransform", "EpochClips",
+           "check_clip", "clip_seed", "run_frames"]
 
 _SEED_MASK = 2**63 - 1
 _LAYOUTS = ("NTCHW", "NTHWC")
@@ -329,6 +330,79 @@ class ClipCollator(PooledCollator):
                 return batch
             return (batch, *default_collate([tuple(item[1:]) for item in items]))
 
+        def slots(count: int) -> ClipSlots:
+            return ClipSlots(self, transform, count, (clip_shape, dtype))
+
         # The batches are this collator's of the clips transformed one by one.
         assemble.same_as_collate = True  # type: ignore[attr-defined]
+        assemble.slots = slots  # type: ignore[attr-defined]
         return assemble
+
+
+class ClipSlots:
+    """One batch of clips assembled an item at a time, from any threads.
+
+    ``put(position, index, item)`` writes item ``index``'s clip, made from
+    its raw ``item`` (``data`` or ``(data, label, ...)``), straight into
+    slot ``position`` of the batch; ``finish()``, once every slot is put,
+    returns what the assembler returns for the batch: the collator's
+    collation of the clips transformed one by one. Puts of different slots
+    may run at once on different threads (they write disjoint memory); the
+    batch memory is taken by the first put, from that thread's batch
+    memory (a worker thread's pool), as a whole batch's would be.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataloader import ClipCollator, ClipTransform
+    >>> from dataloader.transforms import CenterCrop
+    >>> bound = ClipTransform(CenterCrop(4)).bind_epoch(seed=0, epoch=0)
+    >>> class Fixed(type(bound)):
+    ...     def clip_shape(self):
+    ...         return (2, 4, 4, 3, "uint8")
+    >>> slots = ClipCollator("NTHWC").assembler(Fixed(bound.transform, 0, 0)).slots(2)
+    >>> for position in (1, 0):
+    ...     slots.put(position, position, (np.full((2, 8, 8, 3), position, np.uint8), position))
+    >>> clips, labels = slots.finish()
+    >>> clips.shape, clips[:, 0, 0, 0, 0].tolist(), labels.tolist()
+    ((2, 2, 4, 4, 3), [0, 1], [0, 1])
+    """
+
+    def __init__(self, collator: ClipCollator, transform: EpochClips, count: int,
+                 shape: tuple[tuple[int, ...], str]) -> None:
+        self.collator, self.transform, self.count, self.shape = collator, transform, count, shape
+        self.batch: np.ndarray | None = None
+        self.lock = threading.Lock()   # guards the batch's allocation, by the first put
+        # Each slot's item was a tuple, and what follows its clip (collated at the end).
+        self.labelled: list[bool | None] = [None] * count
+        self.rest: list[tuple[Any, ...]] = [()] * count
+
+    def put(self, position: int, index: int, item: Any) -> None:
+        """Write item ``index``'s clip into slot ``position``."""
+        labelled = isinstance(item, (tuple, list))
+        self.transform.clip_into(index, item[0] if labelled else item,
+                                 self._memory()[position], self.collator.chw)
+        self.labelled[position] = labelled
+        self.rest[position] = tuple(item[1:]) if labelled else ()
+
+    def finish(self) -> Any:
+        """The batch, once every slot is put: ``batch`` or ``(batch, labels, ...)``."""
+        if self.count == 0:
+            raise ValueError("ClipCollator got an empty batch")
+        for position, labelled in enumerate(self.labelled):
+            if labelled != self.labelled[0] or (labelled and len(self.rest[position]) !=
+                                                len(self.rest[0])):
+                raise ValueError(
+                    f"ClipCollator: item {position} and item 0 differ in structure: items "
+                    "must all be clips, or all tuples (clip, label, ...) of one length")
+        batch = self._memory()
+        if not self.labelled[0]:
+            return batch
+        return (batch, *default_collate(self.rest))
+
+    def _memory(self) -> np.ndarray:
+        with self.lock:
+            if self.batch is None:
+                clip_shape, dtype = self.shape
+                self.batch = self.collator.new_batch(self.count, clip_shape, dtype)
+            return self.batch

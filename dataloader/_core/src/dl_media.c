@@ -27,6 +27,8 @@
 #define DL_MEDIA_CONTAINERS "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,mpegts,mpeg,mpegvideo," \
     "ogg,wav,w64,aiff,caf,mp3,flac,aac,ivf,h264,hevc,obu,flv,asf,m4v"
 
+static void index_lock_at_fork(void);
+
 /* ---- FFmpeg's log: never printed; the last error kept per thread ---------- */
 
 static __thread char last_error[DL_MSG_LEN];
@@ -42,8 +44,10 @@ static void keep_log_line(void *context, int level, const char *format, va_list 
  * stderr, which a library must not do. */
 void dl_media_init(void)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
     av_log_set_level(AV_LOG_ERROR);
     av_log_set_callback(keep_log_line);
+    pthread_once(&once, index_lock_at_fork);
 }
 
 int dl_media_fail(char *msg, int status, int av_error, const char *format, ...)
@@ -436,14 +440,19 @@ static int index_packet(dl_media_t *m, const AVPacket *packet, int64_t *pts_capa
     return 1;
 }
 
-/* ---- the frame indexes a thread scanned, kept for the next opening ------- *
+/* ---- the frame indexes scanned, kept for the next opening --------------- *
  * Scanning reads every packet of the file: for a long video that is far more
- * than decoding a clip of it. Each thread keeps the last DL_INDEX_CACHE
- * indexes it made, of files only, keyed by the file's identity (a file
+ * than decoding a clip of it. The process keeps the last DL_INDEX_CACHE
+ * indexes made, of files only, keyed by the file's identity (a file
  * rewritten in place keeps its inode but not its size and modification
- * time), and an opening of the same file copies its index from there. */
+ * time), and an opening of the same file copies its index from there: on
+ * any thread, so a file is scanned once however many workers read it, and
+ * a loader's new threads find what an earlier loader's scanned. One mutex
+ * guards the table, held only to look an entry up and copy it in or out; a
+ * fork() in the middle of that waits for it (dl_media_init's handlers), so
+ * a child never inherits it held. */
 
-#define DL_INDEX_CACHE 64
+#define DL_INDEX_CACHE 256
 
 typedef struct {
     uint64_t device, inode, size, modified_ns;
@@ -453,43 +462,26 @@ typedef struct {
     dl_keyframe_t *keys;
 } cached_index_t;
 
-typedef struct {
+static struct {
     cached_index_t entries[DL_INDEX_CACHE];
     int next;   /* the entry replaced next: the oldest */
-} index_cache_t;
+    int64_t scans;   /* scans made, not found here */
+} index_cache;
+static pthread_mutex_t index_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static pthread_key_t index_key;
-static pthread_once_t index_once = PTHREAD_ONCE_INIT;
+static void index_lock_take(void) { pthread_mutex_lock(&index_lock); }
+static void index_lock_give(void) { pthread_mutex_unlock(&index_lock); }
 
-static void index_cache_free(void *raw)
+static void index_lock_at_fork(void)
 {
-    index_cache_t *cache = raw;
-    for (int k = 0; k < DL_INDEX_CACHE; k++) {
-        free(cache->entries[k].pts);
-        free(cache->entries[k].keys);
-    }
-    free(cache);
+    pthread_atfork(index_lock_take, index_lock_give, index_lock_give);
 }
 
-static void index_key_create(void) { pthread_key_create(&index_key, index_cache_free); }
-
-static index_cache_t *index_cache(void)
-{
-    pthread_once(&index_once, index_key_create);
-    index_cache_t *cache = pthread_getspecific(index_key);
-    if (cache == NULL && (cache = calloc(1, sizeof *cache)) != NULL &&
-        pthread_setspecific(index_key, cache) != 0) {
-        free(cache);
-        cache = NULL;
-    }
-    return cache;
-}
-
+/* The entry of m's file and stream, or NULL (index_lock held). */
 static cached_index_t *cached_index(const dl_media_t *m, int stream)
 {
-    index_cache_t *cache = m->identified ? index_cache() : NULL;
-    for (int k = 0; cache && k < DL_INDEX_CACHE; k++) {
-        cached_index_t *e = &cache->entries[k];
+    for (int k = 0; k < DL_INDEX_CACHE; k++) {
+        cached_index_t *e = &index_cache.entries[k];
         if (e->pts && e->stream == stream && e->device == m->device && e->inode == m->inode &&
             e->size == (uint64_t)m->size && e->modified_ns == m->modified_ns)
             return e;
@@ -509,11 +501,20 @@ static void *copy_of(const void *items, int64_t count, size_t size)
 /* m's index from the cache: 1 when found and copied. */
 static int index_from_cache(dl_media_t *m, int stream)
 {
-    const cached_index_t *e = cached_index(m, stream);
-    if (!e)
+    if (!m->identified)
         return 0;
-    int64_t *pts = copy_of(e->pts, e->frames, sizeof *pts);
-    dl_keyframe_t *keys = copy_of(e->keys, e->key_count, sizeof *keys);
+    int64_t *pts = NULL;
+    dl_keyframe_t *keys = NULL;
+    int64_t frames = 0, key_count = 0;
+    pthread_mutex_lock(&index_lock);
+    const cached_index_t *e = cached_index(m, stream);
+    if (e) {
+        frames = e->frames;
+        key_count = e->key_count;
+        pts = copy_of(e->pts, frames, sizeof *pts);
+        keys = copy_of(e->keys, key_count, sizeof *keys);
+    }
+    pthread_mutex_unlock(&index_lock);
     if (!pts || !keys) {
         free(pts);
         free(keys);
@@ -523,31 +524,44 @@ static int index_from_cache(dl_media_t *m, int stream)
     free(m->keys);
     m->pts = pts;
     m->keys = keys;
-    m->frames = e->frames;
-    m->key_count = e->key_count;
+    m->frames = frames;
+    m->key_count = key_count;
     m->stream = stream;
     return 1;
 }
 
-/* Keeps a copy of m's fresh index, in place of the oldest (nothing when out of memory). */
+/* Keeps a copy of m's fresh index, in place of the oldest (nothing when out of
+ * memory, or when another thread kept the same file's meanwhile). */
 static void index_to_cache(const dl_media_t *m)
 {
-    index_cache_t *cache = m->identified ? index_cache() : NULL;
-    if (!cache)
+    if (!m->identified)
         return;
     int64_t *pts = copy_of(m->pts, m->frames, sizeof *pts);
     dl_keyframe_t *keys = copy_of(m->keys, m->key_count, sizeof *keys);
-    if (!pts || !keys) {
-        free(pts);
-        free(keys);
-        return;
+    cached_index_t old = {0};
+    pthread_mutex_lock(&index_lock);
+    if (pts && keys && !cached_index(m, m->stream)) {
+        cached_index_t *e = &index_cache.entries[index_cache.next];
+        index_cache.next = (index_cache.next + 1) % DL_INDEX_CACHE;
+        old = *e;
+        *e = (cached_index_t){m->device, m->inode, (uint64_t)m->size, m->modified_ns,
+                              m->stream, m->frames, m->key_count, pts, keys};
+        pts = NULL;
+        keys = NULL;
     }
-    cached_index_t *e = &cache->entries[cache->next];
-    cache->next = (cache->next + 1) % DL_INDEX_CACHE;
-    free(e->pts);
-    free(e->keys);
-    *e = (cached_index_t){m->device, m->inode, (uint64_t)m->size, m->modified_ns, m->stream,
-                          m->frames, m->key_count, pts, keys};
+    pthread_mutex_unlock(&index_lock);
+    free(old.pts);
+    free(old.keys);
+    free(pts);
+    free(keys);
+}
+
+int64_t dl_video_index_scans(void)
+{
+    pthread_mutex_lock(&index_lock);
+    int64_t scans = index_cache.scans;
+    pthread_mutex_unlock(&index_lock);
+    return scans;
 }
 
 int dl_video_scan(dl_media_t *m, int stream, char *msg)
@@ -561,6 +575,9 @@ int dl_video_scan(dl_media_t *m, int stream, char *msg)
         return dl_fail(msg, DL_ERR_NOMEM, "out of memory indexing the frames");
     m->frames = m->key_count = 0;
     m->stream = stream;
+    pthread_mutex_lock(&index_lock);
+    index_cache.scans++;
+    pthread_mutex_unlock(&index_lock);
     /* Another stream's scan left the demuxer at the end. */
     if (m->scanned && (err = av_seek_frame(m->format, -1, INT64_MIN, AVSEEK_FLAG_BACKWARD)) < 0) {
         av_packet_free(&packet);

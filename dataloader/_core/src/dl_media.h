@@ -36,8 +36,9 @@ const char *dl_video_filter_name(int filter);
 
 typedef struct dl_media dl_media_t;
 
-/* Silences FFmpeg's log (which prints to stderr); called once before any
- * other function here, when the extension is imported. */
+/* Silences FFmpeg's log (which prints to stderr) and makes fork() wait for
+ * the shared frame-index table's lock; called once before any other
+ * function here, when the extension is imported. */
 void dl_media_init(void);
 
 enum { DL_STREAM_OTHER = 0, DL_STREAM_VIDEO = 1, DL_STREAM_AUDIO = 2 };
@@ -72,6 +73,9 @@ int dl_media_best_stream(const dl_media_t *media, int kind);
 int dl_video_scan(dl_media_t *media, int stream, char *msg);
 /* The scanned frames' timestamps, in the stream's time base, ascending. */
 const int64_t *dl_video_frame_pts(const dl_media_t *media, int64_t *count);
+/* How many scans this process has made: openings that found no index kept
+ * for their file (every thread shares the last indexes made, dl_media.c). */
+int64_t dl_video_index_scans(void);
 
 typedef struct {
     int crop_top, crop_left, crop_height, crop_width;   /* of the decoded frame */
