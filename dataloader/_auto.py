@@ -19,7 +19,10 @@ which, so the :class:`Auto` kind measures. Each epoch:
    working, in turn), on the calling thread;
 3. what the epoch then measures (a batch every how many seconds, how long
    processes took to start) replaces the prediction for the next epoch,
-   so the loader moves back to threads when processes turned out slower.
+   so the loader moves back to threads when processes turned out slower;
+   unless it is an outlier, far slower than the kind was expected to be
+   (an epoch slowed by the rest of the machine): that is set aside once,
+   and the kind measured again (``dataloader._measurements``).
 
 An epoch after one that ran on worker processes, which the measurements
 still favour, starts its processes on batches 1, 2, ... before batch 0
@@ -60,13 +63,21 @@ from dataloader._loading.handles import open_files
 from dataloader._loading.iterators import Engine, InlineEngine
 from dataloader._loading.stats import COLLATE, FETCH, TRANSFORM, WAIT
 from dataloader._loading.worker import one_torch_thread
+from dataloader._measurements import (
+    MEASUREMENT_EPOCHS,
+    OUTLIER,
+    Measurements,
+    batch_nbytes,
+    cpu_demand_ns,
+)
 from dataloader._processes.kind import Processes
 
 if TYPE_CHECKING:
     from dataloader._loader import DataLoader
     from dataloader._loading.plans import EpochPlan, StreamPlan
 
-__all__ = ["Auto", "Choice", "Measurements", "batch_nbytes", "decide", "usable_cores"]
+__all__ = ["MEASUREMENT_EPOCHS", "Auto", "Choice", "Measurements", "batch_nbytes", "decide",
+           "usable_cores"]
 
 logger = logging.getLogger("dataloader")
 
@@ -83,10 +94,6 @@ GAIN = 1.25
 WORKERS_PER_CORE = 4
 #: Epoch measurements need this many batches of a kind to replace a prediction.
 MEASURED_BATCHES = 4
-#: A kind's measured interval holds for this many epochs after its own; then
-#: the prediction stands in again, so that an epoch slowed by the rest of the
-#: machine does not keep the loader off that kind for good.
-MEASUREMENT_EPOCHS = 4
 
 
 def usable_cores() -> int:
@@ -97,109 +104,6 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def cpu_demand_ns() -> int:
-    """The calling thread's time on a CPU or waiting for one, in nanoseconds.
-
-    On a busy machine an item that computes also waits for a core; the
-    wait belongs to its CPU time, not to waiting on I/O, or a computing
-    dataset would look like one that waits and get too many workers.
-    Linux reports both in ``/proc/thread-self/schedstat``; elsewhere it is
-    the thread's CPU time alone.
-    """
-    try:
-        with open("/proc/thread-self/schedstat", "rb") as stat:
-            on_cpu, runnable, _ = stat.read().split()
-        return int(on_cpu) + int(runnable)
-    except (OSError, ValueError):
-        return time.thread_time_ns()
-
-
-def batch_nbytes(batch: Any) -> int:
-    """The bytes of the arrays and tensors in ``batch`` (nested lists, tuples and dicts).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> batch_nbytes({"image": np.zeros((2, 4), np.uint8), "label": [np.zeros(2)]})
-    24
-    """
-    if isinstance(batch, dict):
-        return sum(batch_nbytes(value) for value in batch.values())
-    if isinstance(batch, (list, tuple)):
-        return sum(batch_nbytes(value) for value in batch)
-    nbytes = getattr(batch, "nbytes", None)
-    return nbytes if isinstance(nbytes, int) else 0
-
-
-@dataclass
-class Measurements:
-    """What a loader measured of its batches, over its epochs (seconds are per batch)."""
-
-    #: Loading one batch on one thread (the calling thread's batch 0).
-    load_seconds: float | None = None
-    #: The share of ``load_seconds`` on a CPU or waiting for one (the rest
-    #: waits for I/O, a sleep).
-    cpu_share: float = 1.0
-    #: The share of ``load_seconds`` in Python code, holding the interpreter.
-    python_share: float = 1.0
-    batch_bytes: int = 0
-    #: The consumer's own work between two batches.
-    consumer_seconds: float = 0.0
-    #: The share of the epoch's time the consumer waited in ``next()``.
-    wait_share: float | None = None
-    #: A batch every how many seconds, measured on each kind, with the
-    #: ``load_seconds`` of its epoch and the epoch's number (a measurement
-    #: holds while items cost about as much, for a few epochs: see ``interval``).
-    intervals: dict[str, tuple[float, float, int]] = dataclasses.field(default_factory=dict)
-    #: The epochs measured so far.
-    epochs: int = 0
-    #: Starting worker processes until their first batch.
-    startup_seconds: float | None = None
-    #: Loading one batch on worker threads, warm (batch 0 pays for first
-    #: calls), with ``load_seconds`` and the epoch, as ``intervals`` are.
-    thread_load: tuple[float, float, int] | None = None
-
-    def add_load(self, seconds: float, cpu_seconds: float, python_seconds: float,
-                 nbytes: int) -> None:
-        """Record a batch loaded on the calling thread."""
-        self.load_seconds = seconds
-        if seconds > 0:
-            self.cpu_share = min(cpu_seconds / seconds, 1.0)
-            self.python_share = min(python_seconds / seconds, 1.0)
-        self.batch_bytes = max(self.batch_bytes, nbytes)
-
-    def add_interval(self, kind: str, seconds: float) -> None:
-        """Record a batch every ``seconds`` delivered on ``kind`` this epoch."""
-        self.intervals[kind] = (seconds, self.load_seconds or 0.0, self.epochs)
-
-    def interval(self, kind: str) -> float | None:
-        """The interval measured on ``kind``, if its items cost within 2x of today's
-        and it was measured within the last ``MEASUREMENT_EPOCHS`` epochs."""
-        return self._current(self.intervals.get(kind))
-
-    def add_thread_load(self, seconds: float) -> None:
-        """Record loading a batch on worker threads this epoch, warm."""
-        self.thread_load = (seconds, self.load_seconds or 0.0, self.epochs)
-
-    def warm_load(self) -> float:
-        """Loading one batch once warm: the least of batch 0's and what worker threads
-        measured (as long as it holds, as an interval does)."""
-        load = self.load_seconds or 0.0
-        warm = self._current(self.thread_load)
-        return load if warm is None else min(load, warm)
-
-    def _current(self, record: tuple[float, float, int] | None) -> float | None:
-        """``record``'s figure, if its items cost within 2x of today's and it was
-        measured within the last ``MEASUREMENT_EPOCHS`` epochs."""
-        figure, load, epoch = record if record is not None else (None, 0.0, 0)
-        now = self.load_seconds or 0.0
-        if figure is None or not 0.5 * load <= now <= 2 * load:
-            return None
-        if self.epochs - epoch > MEASUREMENT_EPOCHS:
-            return None
-        return figure
-
-
 @dataclass(frozen=True)
 class Choice:
     """What an epoch runs on after its first batch, and why."""
@@ -208,6 +112,9 @@ class Choice:
     workers: int  # 0: no workers, the calling thread loads (kind "thread")
     window: int
     why: str
+    #: A batch every how many seconds this choice was made on (measured or
+    #: predicted): what the epoch's own measurement is judged against.
+    expected: float | None = dataclasses.field(default=None, compare=False)
 
 
 def decide(measured: Measurements, *, workers: int | None, safe_on_threads: bool,
@@ -244,8 +151,8 @@ def decide(measured: Measurements, *, workers: int | None, safe_on_threads: bool
         size = epoch_window(kind_workers, prefetch_factor, remaining)
         return size if cap is None else max(min(size, cap), 1)
 
-    def on_threads(why: str) -> Choice:
-        return Choice("thread", threads, window(threads), why)
+    def on_threads(why: str, expected: float | None = None) -> Choice:
+        return Choice("thread", threads, window(threads), why, expected)
 
     if open_files:
         return on_threads(f"{open_files[0]}: worker processes would share its offset")
@@ -264,15 +171,16 @@ def decide(measured: Measurements, *, workers: int | None, safe_on_threads: bool
     # than loading them), and then, clearly slower, no worker is started.
     calling = measured.warm_load() + measured.consumer_seconds
     if min(thread_interval, process_interval) > GAIN * calling:
-        return Choice("thread", 0, 1, f"{figures}, every {_ms(calling)} on the calling thread")
+        return Choice("thread", 0, 1, f"{figures}, every {_ms(calling)} on the calling thread",
+                      calling)
     needed = 1.0 if current == "process" else GAIN
     if process_interval * needed > thread_interval:
-        return on_threads(f"{figures}; items take {_ms(load)} a batch")
+        return on_threads(f"{figures}; items take {_ms(load)} a batch", thread_interval)
     startup = measured.startup_seconds or STARTUP_SECONDS * count
     if remaining is not None and remaining * (thread_interval - process_interval) < startup:
         return on_threads(f"{figures}, but {remaining} batches left do not repay "
-                          f"{_ms(startup)} of starting processes")
-    return Choice("process", count, window(count), f"{figures}")
+                          f"{_ms(startup)} of starting processes", thread_interval)
+    return Choice("process", count, window(count), f"{figures}", process_interval)
 
 
 def _thread_interval(measured: Measurements, threads: int) -> float:
@@ -588,12 +496,31 @@ class MeasuredEngine:
         if self._remote_at is not None and finished:
             self._measure_remote_load()
         interval = (self._last_at - self._first_at) * 1e-9 / (self._phase_batches - 1)
-        measured.add_interval(self._phase, interval)
+        if not measured.add_interval(self._phase, interval, self._expected()):
+            # An outlier: this epoch's other figures (the startup, the threads'
+            # load) are set aside with it.
+            self._log_set_aside(interval)
+            return
         if self._phase == "thread":
             loading = (self._thread_loading_ns() - self._loading_at) * 1e-9
             measured.add_thread_load(loading / self._phase_batches)
         if self._phase == "process":
             measured.startup_seconds = (self._first_at - self._phase_started) * 1e-9
+
+    def _expected(self) -> float | None:
+        """The interval the epoch's choice was made on, for its kind of worker (the
+        calling thread's intervals choose nothing: see :func:`decide`)."""
+        choice = self._kind.choice
+        if choice is None or not choice.workers or _phase(choice) != self._phase:
+            return None
+        return choice.expected
+
+    def _log_set_aside(self, interval: float) -> None:
+        choice = self._kind.choice
+        kind = _count(choice.workers, choice.kind) if choice is not None else self._phase
+        logger.info("DataLoader measured a batch every %s on %s, more than %gx slower than "
+                    "expected: set aside, measured again next epoch", _ms(interval), kind,
+                    OUTLIER)
 
     def _thread_loading_ns(self) -> int:
         """The nanoseconds of the loading stages counted on the pool threads' rows so far

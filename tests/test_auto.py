@@ -518,10 +518,12 @@ def test_an_epoch_whose_workers_measured_slow_loads_on_the_calling_thread():
     rows = consume(loader)
     assert [index for index, *_ in rows] == [index for index, *_ in consume(direct)]
     assert {thread for *_, thread in rows[8:]} != {threading.get_ident()}  # a worker thread
-    # What a busy machine may measure: hand-offs slower than loading here.
+    # What a busy machine may measure, epoch after epoch (so it stands): hand-offs
+    # slower than loading here.
     measured = loader._auto.measured
-    measured.add_interval("thread", 10 * (measured.load_seconds + measured.consumer_seconds))
-    measured.add_interval("process", 10 * (measured.load_seconds + measured.consumer_seconds))
+    for _ in range(2):
+        measured.add_interval("thread", 10 * (measured.load_seconds + measured.consumer_seconds))
+        measured.add_interval("process", 10 * (measured.load_seconds + measured.consumer_seconds))
     for _ in range(2):
         rows = consume(loader)
         assert [index for index, *_ in rows] == [index for index, *_ in consume(direct)]
@@ -549,6 +551,78 @@ def test_a_kind_measured_slow_once_is_predicted_again_after_a_few_epochs():
     measured.epochs += 1
     measured.add_interval("process", 0.0013)
     assert decide(measured, current="process", **arguments).kind == "thread"
+    # Measured as slow as before, however long ago: it stands at once.
+    assert measured.add_interval("thread", 0.002, expected=0.001)
+    assert decide(measured, current="thread", **arguments).kind == "process"
+
+
+def test_a_measurement_far_slower_than_the_kinds_last_is_set_aside_once():
+    # Python work: two processes measured twice as fast as one thread.
+    measured = Measurements(load_seconds=0.025)
+    arguments = dict(workers=2, safe_on_threads=False, cores=2, remaining=100,
+                     prefetch_factor=2)
+    measured.add_interval("process", 0.0125)
+    assert decide(measured, current="process", **arguments).kind == "process"
+    # An epoch slowed by other programs: four times slower than the last. The
+    # loader stays where it was and measures the kind again.
+    assert not measured.add_interval("process", 0.05)
+    assert measured.interval("process") == 0.0125
+    assert decide(measured, current="process", **arguments).kind == "process"
+    # As slow again: it stands, and the loader moves to a thread.
+    assert measured.add_interval("process", 0.05)
+    assert decide(measured, current="process", **arguments).kind == "thread"
+    # A measurement back to normal after an outlier stands too.
+    measured.add_interval("process", 0.0125)
+    assert not measured.add_interval("process", 0.05)
+    assert measured.add_interval("process", 0.013)
+    assert not measured.set_aside
+
+
+def test_a_first_measurement_far_slower_than_its_prediction_is_set_aside_once():
+    measured = Measurements(load_seconds=0.025)
+    arguments = dict(workers=2, safe_on_threads=False, cores=2, remaining=100,
+                     prefetch_factor=2)
+    choice = decide(measured, **arguments)
+    assert choice.kind == "process" and choice.expected == pytest.approx(0.0128, rel=0.1)
+    assert not measured.add_interval("process", 4 * choice.expected, choice.expected)
+    assert decide(measured, current="process", **arguments).kind == "process"
+    assert measured.add_interval("process", 4 * choice.expected, choice.expected)
+    assert decide(measured, current="process", **arguments).kind == "thread"
+    # Faster than predicted is no outlier.
+    fresh = Measurements(load_seconds=0.025)
+    assert fresh.add_interval("process", choice.expected / 2, choice.expected)
+
+
+class SlowerOnWorkerProcesses(Cheap):
+    """5 ms of waiting an item in the training process, 25 ms in a worker process: as
+    processes measure while other programs take the cores, on any machine (a sleep)."""
+
+    def __init__(self, n):
+        super().__init__(n)
+        self.parent = os.getpid()
+
+    def __getitem__(self, index):
+        time.sleep(0.005 if os.getpid() == self.parent else 0.025)
+        return super().__getitem__(index)
+
+
+@needs_two_cores
+def test_an_epoch_measured_far_slower_than_predicted_does_not_move_the_next(caplog):
+    loader = DataLoader(SlowerOnWorkerProcesses(64), batch_size=4, num_workers=2)
+    kinds = []
+    with caplog.at_level(logging.INFO, logger="dataloader"):
+        for _ in range(2):
+            assert [index for index, *_ in consume(loader)] == list(range(64))
+            kinds.append(loader.worker_type)
+    # Batch 0 predicted processes twice as fast as a thread; they measured five
+    # times slower than that. Set aside, it left the second epoch on processes
+    # (a thread, had it stood), and what they measured there stands.
+    assert kinds == ["process", "process"]
+    assert any("set aside" in record.getMessage() for record in caplog.records)
+    assert loader._auto.measured.interval("process") is not None
+    assert not loader._auto.measured.set_aside
+    loader.close()
+    assert multiprocessing.active_children() == []
 
 
 def test_decide_keeps_python_work_on_threads_under_a_memory_budget():
