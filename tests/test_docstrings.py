@@ -28,6 +28,7 @@ NEEDS = {
     "dataloader._datasets.row_groups": "pyarrow",
     "dataloader.sources._arrow": "pyarrow",
     "dataloader.sources._columnar": "pyarrow",
+    "dataloader.sources._decoded": "pyarrow",
     "dataloader.sources._parquet": "pyarrow",
     "dataloader.sources._row_stream": "pyarrow",
 }
