@@ -148,11 +148,17 @@ cpdef object load_batch(Recipe recipe, object indices, Row row, object items=NOT
     count = len(indices) if recipe.batched else 1
     if (items is NOT_FETCHED and recipe.batched and recipe.fetch is None
             and recipe.assemble is None):
-        # Item by item, as lanes load them: the batch raises its lowest failing
-        # item's error, whichever way (and on however many threads) it loads.
-        items = [_fetch_transform(recipe, index, row, NOT_FETCHED, now_ns())
-                 for index in indices]
-        stage_end = now_ns()
+        if recipe.transform is None:  # fetched in order: the first failure is the lowest
+            stage_end = now_ns()
+            getitem = recipe.getitem
+            items = [getitem(index) for index in indices]
+            stage_end = record(row, FETCH_COUNT, count, stage_end)
+        else:
+            # Item by item, as lanes load them: the batch raises its lowest failing
+            # item's error, whichever way (and on however many threads) it loads.
+            items = [_fetch_transform(recipe, index, row, NOT_FETCHED, now_ns())
+                     for index in indices]
+            stage_end = now_ns()
         batch = recipe.collate(items)
         record(row, COLLATE_COUNT, 1, stage_end)
         return batch
