@@ -74,9 +74,9 @@ class DecodedGroups:
         if mapped is not None:
             return mapped
         table = decode()
-        if self._write(path, table):
-            return _mapped(path) or table
-        return table
+        if self._write(path, table):  # read back mapped: the decoded copy can be freed
+            mapped = _mapped(path)
+        return table if mapped is None else mapped
 
     def __contains__(self, key: tuple[int, int]) -> bool:
         return self.path(*key).exists()
