@@ -20,7 +20,7 @@ Two measurements, each against its peer in the same run:
   ``iter(loader)`` to the first batch (workers started, files opened, the
   row groups it touches decoded), and tokens per second over the
   ``--batches`` batches after it; medians of ``--repeats`` alternating
-  runs.
+  runs, each loader's workers stopped before the next starts.
 * ``tokens`` -- random windows of 1024 + 1 tokens from a flat ``uint16``
   token file (nanoGPT's layout), batches of 32 as int64 ``(x, y)``: ours is
   ``TokenDataset(stride=1)`` shuffled in our ``DataLoader`` on the calling
@@ -162,6 +162,10 @@ def parquet(rows: int, batches: int, repeats: int, folder: Path) -> dict[str, An
         for name in sorted(makers, reverse=n % 2 == 1):  # alternate who goes first
             loader = makers[name]()
             first, rate = timed(loader, batches)
+            # Torch's iterator joins its workers when dropped; ours lets batches in
+            # flight finish in the background, which the next loader timed would share
+            # the cores with: close() waits for them.
+            getattr(loader, "close", lambda: None)()
             del loader
             firsts[name].append(first)
             rates[name].append(rate)

@@ -58,7 +58,12 @@ from dataloader._sampling.sampler import (
     is_epoch_seeded,
     yields_valid_indices,
 )
-from dataloader._sampling.state import LoaderProgress, check_resumable, skip_batches
+from dataloader._sampling.state import (
+    EpochProgress,
+    LoaderProgress,
+    check_resumable,
+    skip_batches,
+)
 from dataloader._worker_kinds import WORKER_KINDS, WorkerKind, kind_name
 
 T_co = TypeVar("T_co", covariant=True)
@@ -540,15 +545,24 @@ class DataLoader(LoaderRandomness, Generic[T_co]):
             self.batch_sampler.load_state_dict(state["batch_sampler"])
         self.seed = self._progress.load_state_dict(state)
 
+    def _length_before_epoch(self, progress: EpochProgress) -> int | None:
+        """The epoch's batch count, when known before its first batch. A sampler whose
+        ``len()`` plans its whole epoch (``length_plans_epoch``) is asked when the count
+        is first needed, so that its first batch waits for no more than its own plan."""
+        if getattr(self._index_sampler, "length_plans_epoch", False):
+            progress.length = self.__len__
+            return None
+        try:
+            progress.total = len(self)
+        except TypeError:
+            progress.total = None
+        return progress.total
+
     def _start_map_epoch(self, kind: WorkerKind) -> MapIterator:
         """``iter(loader)`` over a map-style dataset: plan the epoch, start its engine."""
         progress, _resume = self._progress.start_epoch(self._epoch_samplers())
         skipped = progress.delivered
-        try:
-            total: int | None = len(self)
-        except TypeError:
-            total = None
-        progress.total = total
+        total = self._length_before_epoch(progress)
         if total is not None:
             total = max(total - skipped, 0)
         index_sampler = self._index_sampler

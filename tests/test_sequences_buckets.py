@@ -63,7 +63,7 @@ def reference_cuts(padded, batch_size, max_tokens):
 
 def reference_batches(padded, batch_size, max_tokens, window, seed, epoch, shuffle, drop_last):
     """The epoch's batches by numpy: windows of the shuffled items sorted stably by padded
-    length, cut greedily, the short last batch dropped, the batches shuffled."""
+    length, cut greedily, the short last batch dropped, each window's batches shuffled."""
     rng = epoch_generator(seed, epoch)
     order = np.arange(len(padded), dtype=np.int64)
     if shuffle:  # Fisher-Yates seeded by four words of the epoch's generator
@@ -73,11 +73,14 @@ def reference_batches(padded, batch_size, max_tokens, window, seed, epoch, shuff
         items = order[start:start + window]
         items = items[np.argsort(padded[items], kind="stable")]
         cuts = reference_cuts(padded[items].tolist(), batch_size, max_tokens)
-        batches += [items[a:b].tolist() for a, b in pairwise(cuts)]
-    if drop_last and max_tokens is None and batches and len(batches[-1]) < batch_size:
-        batches.pop()
-    if shuffle:
-        batches = [batches[i] for i in rng.permutation(len(batches)).tolist()]
+        window_batches = [items[a:b].tolist() for a, b in pairwise(cuts)]
+        last = start + window >= len(padded)
+        if last and drop_last and max_tokens is None and len(window_batches[-1]) < batch_size:
+            window_batches.pop()
+        if shuffle:
+            window_batches = [window_batches[i]
+                              for i in rng.permutation(len(window_batches)).tolist()]
+        batches += window_batches
     return batches
 
 
@@ -86,7 +89,9 @@ def test_batches_are_the_numpy_references(batch_size, max_tokens):
     rng = np.random.default_rng(batch_size or 0)
     for size, longest, window in [(0, 60, None), (1, 60, 5), (7, 60, 3), (300, 60, None),
                                   (300, 1, 16), (500, 70_000, 64), (200, 1 << 20, 50),
-                                  (120, 1 << 26, 40)]:  # lengths past the packed entries
+                                  (120, 1 << 26, 40),  # lengths past the packed entries
+                                  # Windows small enough for the first to be drawn alone.
+                                  (3000, 300, 25), (1000, 1 << 26, 40)]:
         lengths = rng.integers(0, longest, size)
         budget = max_tokens and max(max_tokens, int(lengths.max(initial=0)))
         for shuffle, drop_last, epoch in [(True, False, 0), (True, True, 3), (False, True, 0)]:
@@ -229,3 +234,28 @@ def test_the_loader_trusts_its_batches_but_checks_a_subclass_that_makes_its_own(
     loader = DataLoader(Texts(lengths), batch_sampler=shifted, collate_fn=PadCollator())
     with pytest.raises(ValueError, match="sampler yielded -1, expected a non-negative int"):
         next(iter(loader))
+
+
+@pytest.mark.parametrize("kind", WORKER_KINDS)
+def test_an_epoch_is_planned_a_window_at_a_time_and_its_length_known_when_asked(kind):
+    lengths = text_lengths(2000, seed=6) // 16 + 1
+    collator = PadCollator()
+    sampler = BucketBatchSampler(lengths, max_tokens=256, padding=collator, window=100, seed=2)
+    expected = list(sampler)
+    sampler._plan = None  # forget the epoch planned by list()
+    with DataLoader(Texts(lengths), batch_sampler=sampler, collate_fn=collator, timeout=120,
+                    **WORKER_KINDS[kind]) as loader:
+        iterator = iter(loader)
+        first = next(iterator)["index"].tolist()
+        # The loader asked for the batches in flight, a few of the 20 windows.
+        assert sampler._plan[1]._items < len(lengths) // 2
+        assert len(iterator) == len(expected) - 1  # the length is planned when asked
+        batches = [first]
+        for batch in iterator:
+            batches.append(batch["index"].tolist())
+            if len(batches) == len(expected):
+                # Saved after the epoch's last batch: the next epoch starts afresh.
+                assert loader.state_dict()["epoch"] == 1
+                assert loader.state_dict()["batches"] == 0
+            del batch
+    assert batches == expected

@@ -8,8 +8,9 @@ array of values and each item's offsets in it), which ``list_lengths_into``
 and ``gather_lists_into`` gather out of the groups' columns of lists
 (``gather_items_into`` out of their columns of numbers), once
 ``locate_rows_into`` has found each row's group and its position there.
-``bucket_epoch_into`` shuffles an epoch's items, sorts each window of them
-by length and cuts it into batches under a budget.
+``order_into`` and ``bucket_window_into`` plan an epoch a window at a time:
+they draw the window's items, sort them by length and cut them into batches
+under a budget.
 ``assign_bins`` places documents into rows of a fixed capacity, first fit or
 best fit, and ``pack_into`` copies them there with their positions and
 segment ids. The Python layer (``dataloader._sequences``) checks every
@@ -20,7 +21,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy, memset
 
-from dataloader._core.shuffle cimport dl_shuffle_exact
+from dataloader._core.shuffle cimport dl_shuffle_exact_steps
 
 cnp.import_array()
 
@@ -479,49 +480,59 @@ cdef void _radix_sort_packed(int64_t* values, int64_t* spare, Py_ssize_t n,
 # index (a random read per item): indices below 2**40, lengths below 2**24.
 cdef int _PACK_SHIFT = 40
 cdef int64_t _INDEX_MASK = (<int64_t> 1 << 40) - 1
-PACKED_KEY_BYTES = 3
+cdef int _PACKED_KEY_BYTES = 3
+PACKED_KEY_BYTES = _PACKED_KEY_BYTES
 
 
-def bucket_epoch_into(const int64_t[::1] padded, int key_bytes,  # IN
-                      const uint64_t[::1] state, Py_ssize_t window,  # IN (or None); IN
-                      int64_t batch_size, int64_t max_tokens,  # IN
-                      int64_t[::1] order, int64_t[::1] ends):  # OUT; OUT
-    """An epoch's plan of batches of similar lengths. ``order`` (``len(padded)``
-    entries) gets every item: shuffled (``dl_shuffle_exact`` from ``state``) or, with
-    ``state=None``, in order; then each window of ``window`` entries sorted by padded
-    length (``padded``, below ``256 ** key_bytes``), stably, and cut into batches as
-    ``_cut`` does. ``ends`` (room for ``len(padded)``) gets each batch's end in
-    ``order``; returns how many batches."""
-    cdef Py_ssize_t n = padded.shape[0], start, i, size, written = 0
-    cdef Py_ssize_t stride = min(window, n)
-    cdef bint packed = key_bytes <= PACKED_KEY_BYTES and n <= _INDEX_MASK
-    cdef bint shuffled = state is not None
-    cdef int64_t* scratch
-    if n == 0:
-        return 0
-    # The window's keys, then the sort's spare keys and spare positions.
-    scratch = <int64_t*> malloc(3 * stride * sizeof(int64_t))
-    if scratch == NULL:
-        raise MemoryError()
+cdef bint _packs(Py_ssize_t n, int key_bytes) noexcept nogil:
+    return key_bytes <= _PACKED_KEY_BYTES and n <= _INDEX_MASK
+
+
+cdef inline int64_t _entry(const int64_t[::1] padded, int64_t index, bint packed) noexcept nogil:
+    return <int64_t> (<uint64_t> padded[index] << _PACK_SHIFT) | index if packed else index
+
+
+def order_into(const int64_t[::1] padded, int key_bytes, int64_t[::1] order):  # IN; OUT
+    """An epoch's entries before its shuffle: item ``i``'s index, packed above its
+    padded length when ``key_bytes`` allows (``_PACK_SHIFT``)."""
+    cdef Py_ssize_t n = padded.shape[0], i
+    cdef bint packed = _packs(n, key_bytes)
     with nogil:
         for i in range(n):
             order[i] = <int64_t> (<uint64_t> padded[i] << _PACK_SHIFT) | i if packed else i
-        if shuffled:
-            dl_shuffle_exact(&order[0], n, &state[0])
-        start = 0
-        while start < n:
-            size = min(window, n - start)
-            if packed:
-                _radix_sort_packed(&order[start], scratch + stride, size, key_bytes)
-                for i in range(size):
-                    scratch[i] = <int64_t> (<uint64_t> order[start + i] >> _PACK_SHIFT)
-                    order[start + i] &= _INDEX_MASK
-            else:
-                for i in range(size):
-                    scratch[i] = padded[order[start + i]]
-                _radix_sort(scratch, &order[start], scratch + stride, scratch + 2 * stride,
-                            size, key_bytes)
-            written += _cut(scratch, size, batch_size, max_tokens, start, &ends[written])
-            start += size
-    free(scratch)
-    return written
+
+
+def bucket_window_into(const int64_t[::1] padded, int key_bytes,  # IN
+                       uint64_t[::1] state, int64_t[::1] order,  # IN/OUT (or None); IN/OUT
+                       Py_ssize_t start, Py_ssize_t size,  # IN
+                       int64_t batch_size, int64_t max_tokens,  # IN
+                       int64_t[::1] scratch, int64_t[::1] ends):  # SCRATCH; OUT
+    """Plan the window ``order[start:start + size]`` of an epoch (entries from
+    ``order_into``, windows planned first to last). With a ``state``, draw its
+    items first: the shuffle's steps ``start`` to ``start + size``
+    (``dl_shuffle_exact_steps``), which advance ``state``. Then sort the window
+    by padded length (below ``256 ** key_bytes``), stably, leave item indices in
+    it, and cut it into batches as ``_cut`` does. ``ends`` (room for ``size``)
+    gets each batch's end in ``order``; returns how many batches. ``scratch``
+    holds at least ``3 * size`` entries."""
+    cdef Py_ssize_t n = padded.shape[0], i, count
+    cdef bint packed = _packs(n, key_bytes)
+    cdef int64_t* window
+    cdef int64_t* keys
+    if size == 0:
+        return 0
+    window, keys = &order[start], &scratch[0]
+    with nogil:
+        if state is not None:
+            dl_shuffle_exact_steps(&order[0], n, start, start + size, &state[0])
+        if packed:
+            _radix_sort_packed(window, keys + size, size, key_bytes)
+            for i in range(size):
+                keys[i] = <int64_t> (<uint64_t> window[i] >> _PACK_SHIFT)
+                window[i] &= _INDEX_MASK
+        else:
+            for i in range(size):
+                keys[i] = padded[window[i]]
+            _radix_sort(keys, window, keys + size, keys + 2 * size, size, key_bytes)
+        count = _cut(keys, size, batch_size, max_tokens, start, &ends[0])
+    return count

@@ -16,3 +16,5 @@ cdef extern from "dl_shuffle.h" nogil:
     int dl_shuffle_fill(const dl_shuffle_t* shuffle, uint64_t start, uint64_t step,
                         int64_t* out, ptrdiff_t count)
     void dl_shuffle_exact(int64_t* values, ptrdiff_t n, const uint64_t* state)
+    void dl_shuffle_exact_steps(int64_t* values, ptrdiff_t n, ptrdiff_t start, ptrdiff_t stop,
+                                uint64_t* state)

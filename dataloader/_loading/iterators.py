@@ -53,12 +53,11 @@ class MapIterator:
     once: batches in flight finish in the background and are discarded.
     """
 
-    __slots__ = ("_owner", "_engine", "_total", "_progress", "_skipped", "_on_cancel", "_stats")
+    __slots__ = ("_owner", "_engine", "_progress", "_skipped", "_on_cancel", "_stats")
 
     def __init__(self, owner: Any, plan: EpochPlan, engine: Engine) -> None:
         self._owner = owner
         self._engine = engine
-        self._total = plan.total
         # The batch position lives in the loader's progress record alone.
         self._progress = plan.progress
         self._skipped = plan.progress.delivered
@@ -76,11 +75,12 @@ class MapIterator:
         return self._engine._workers  # type: ignore[attr-defined]
 
     def __len__(self) -> int:
-        if self._total is None:
+        total = self._progress.batches()
+        if total is None:
             raise TypeError("this epoch's length is unknown: its sampler has no __len__")
         if self._progress.finished:
             return 0
-        return max(self._total - self._engine.delivered, 0)
+        return max(total - self._skipped - self._engine.delivered, 0)
 
     def __next__(self) -> Any:
         engine = self._engine

@@ -21,7 +21,7 @@ recorded is the one of the last batch delivered from that stream.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain, islice
 from typing import Any
@@ -46,7 +46,10 @@ class EpochProgress:
     delivered : int
         Batches delivered (or raised) so far, skipped ones included.
     total : int or None
-        Batches in the whole epoch, when known.
+        Batches in the whole epoch, when known (see :meth:`batches`).
+    length : callable or None
+        Where the batch count is asked when it is first needed, for a
+        sampler whose ``len()`` plans its whole epoch (``length_plans_epoch``).
     finished : bool
         Whether the iterator reached its end.
     streams : dict or None
@@ -60,10 +63,18 @@ class EpochProgress:
     total: int | None = None
     finished: bool = False
     streams: dict[int, Any] | None = None
+    length: Callable[[], int] | None = None
+
+    def batches(self) -> int | None:
+        """Batches in the whole epoch, when known; asked of ``length`` the first time."""
+        if self.total is None and self.length is not None:
+            self.total, self.length = self.length(), None
+        return self.total
 
     @property
     def complete(self) -> bool:
-        return self.finished or (self.total is not None and self.delivered >= self.total)
+        total = None if self.finished else self.batches()
+        return self.finished or (total is not None and self.delivered >= total)
 
 
 @dataclass(slots=True)

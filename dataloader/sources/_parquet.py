@@ -43,7 +43,7 @@ class ParquetDataset(ColumnarDataset):
         and row group touched.
     cache_dir : str or path, optional
         A folder where each row group, once decoded, is kept as an Arrow IPC
-        file (uncompressed, as Hugging Face ``datasets`` caches a Parquet
+        stream (uncompressed, as Hugging Face ``datasets`` caches a Parquet
         file), and memory-mapped whenever it is needed again: by this
         dataset once ``max_cached_bytes`` dropped it, by worker processes,
         by other loaders and later runs on the machine. A batch whose row
@@ -132,7 +132,8 @@ class ParquetDataset(ColumnarDataset):
         if self.decoded is None:
             return super()._group_table(number)
         file, group = self.groups[number]
-        return self.decoded.table(file, group, partial(super()._group_table, number))
+        return self.decoded.table(file, group, self.group_rows(number),
+                                  partial(super()._group_table, number))
 
     def _open(self, file: str | RemoteFile) -> Any:
         import pyarrow.parquet as pq

@@ -74,7 +74,7 @@ def test_fill_cache_decodes_each_missing_group_once(parquet, tmp_path, monkeypat
     decoded = count_decodes(dataset, monkeypatch)
     assert dataset.fill_cache() == 6 and sorted(decoded) == [0, 1, 3, 4, 5, 6]
     assert dataset.fill_cache() == 0 and len(decoded) == 6
-    assert len(list((tmp_path / "decoded").glob("*.arrow"))) == 7
+    assert len(list((tmp_path / "decoded").glob("*.arrows"))) == 7
     assert not list((tmp_path / "decoded").glob("*.partial"))
     with pytest.raises(ValueError, match="cache_dir"):
         ParquetDataset(path).fill_cache()
@@ -106,7 +106,7 @@ def test_loader_batches_equal_the_uncached_datasets_epoch_after_epoch(parquet, t
             assert mine.keys() == theirs.keys()
             for name in mine:
                 np.testing.assert_array_equal(mine[name], theirs[name])
-    assert len(list((tmp_path / "decoded").glob("*.arrow"))) == 7
+    assert len(list((tmp_path / "decoded").glob("*.arrows"))) == 7
 
 
 def test_a_changed_file_or_other_columns_are_decoded_again(parquet, tmp_path, monkeypatch):
@@ -126,12 +126,24 @@ def test_a_changed_file_or_other_columns_are_decoded_again(parquet, tmp_path, mo
     assert [as_lists(dataset[i]) for i in range(100)] == changed.to_pylist()
 
 
-def test_an_unreadable_cached_file_is_decoded_and_written_again(parquet, tmp_path, monkeypatch):
+def schema_alone(kept):
+    """The stream's schema without its rows: cut at a message's end."""
+    with pa.memory_map(str(kept)) as source:
+        schema = pa.ipc.open_stream(source).schema
+    sink = pa.BufferOutputStream()
+    pa.ipc.new_stream(sink, schema).close()
+    return sink.getvalue().to_pybytes()
+
+
+@pytest.mark.parametrize("damage", [lambda kept: kept.read_bytes()[:100], schema_alone],
+                         ids=["cut in a message", "cut after the schema"])
+def test_an_unreadable_cached_file_is_decoded_and_written_again(parquet, tmp_path, monkeypatch,
+                                                                damage):
     path, reference = parquet
     dataset = ParquetDataset(path, cache_dir=tmp_path / "decoded", max_cached_bytes=0)
     dataset.fill_cache()
     kept = dataset.decoded.path(0, 1)
-    kept.write_bytes(kept.read_bytes()[:100])  # cut short, as by a full disk
+    kept.write_bytes(damage(kept))  # as by a full disk, or a copy cut short
     decoded = count_decodes(dataset, monkeypatch)
     assert [as_lists(dataset[i]) for i in range(16, 32)] == reference[16:32]
     assert decoded == [1]

@@ -155,15 +155,24 @@ static inline uint64_t draw_below(uint64_t s[4], uint64_t bound)
     return (uint64_t)(product >> 64);
 }
 
-void dl_shuffle_exact(int64_t *values, ptrdiff_t n, const uint64_t state[4])
+void dl_shuffle_exact_steps(int64_t *values, ptrdiff_t n, ptrdiff_t from, ptrdiff_t to,
+                            uint64_t state[4])
 {
-    uint64_t s[4] = {state[0], state[1], state[2], state[3]};
-    if ((s[0] | s[1] | s[2] | s[3]) == 0)
-        s[0] = 0x9E3779B97F4A7C15ULL;
-    for (ptrdiff_t i = n - 1; i > 0; i--) {
-        const ptrdiff_t j = (ptrdiff_t)draw_below(s, (uint64_t)i + 1);
+    if ((state[0] | state[1] | state[2] | state[3]) == 0)
+        state[0] = 0x9E3779B97F4A7C15ULL;
+    if (to > n - 1)
+        to = n - 1;  /* the last entry is final once all before it are */
+    for (ptrdiff_t i = from; i < to; i++) {
+        const ptrdiff_t j = i + (ptrdiff_t)draw_below(state, (uint64_t)(n - i));
         const int64_t kept = values[i];
         values[i] = values[j];
         values[j] = kept;
     }
 }
+
+void dl_shuffle_exact(int64_t *values, ptrdiff_t n, const uint64_t state[4])
+{
+    uint64_t s[4] = {state[0], state[1], state[2], state[3]};
+    dl_shuffle_exact_steps(values, n, 0, n, s);
+}
+

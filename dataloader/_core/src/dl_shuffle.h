@@ -41,13 +41,20 @@ void dl_shuffle_init(dl_shuffle_t *shuffle, uint64_t n, uint64_t key0, uint64_t 
 int dl_shuffle_fill(const dl_shuffle_t *shuffle, uint64_t start, uint64_t step, int64_t *out,
                     ptrdiff_t count);
 
-/* Shuffles values[0..n) in place, exactly: Fisher-Yates from the last
- * entry down, each draw below i + 1 unbiased (Lemire's multiply, rejecting
- * the few products that would favour small results), from xoshiro256**
- * seeded with state[0..4) (an all-zero state, which xoshiro cannot leave,
- * is replaced by a fixed one). The same state gives the same order. For
- * arrays the caller holds whole: ~5 ns an entry, where numpy's
- * Generator.shuffle takes ~13. */
+/* Shuffles values[0..n) in place, exactly: Fisher-Yates from the first
+ * entry up, entry i swapped with one drawn from [i, n), each draw unbiased
+ * (Lemire's multiply, rejecting the few products that would favour small
+ * results), from xoshiro256** seeded with state[0..4) (an all-zero state,
+ * which xoshiro cannot leave, is replaced by a fixed one). The same state
+ * gives the same order. For arrays the caller holds whole: ~5 ns an entry,
+ * where numpy's Generator.shuffle takes ~13. */
 void dl_shuffle_exact(int64_t *values, ptrdiff_t n, const uint64_t state[4]);
+
+/* Steps from..to of dl_shuffle_exact, advancing state in place: afterwards
+ * values[from..to) hold their final entries, drawn from values[from..n).
+ * Steps 0..k, then k..n, shuffle as dl_shuffle_exact(values, n, state) does,
+ * so an epoch's order can be drawn a window at a time as it is needed. */
+void dl_shuffle_exact_steps(int64_t *values, ptrdiff_t n, ptrdiff_t from, ptrdiff_t to,
+                            uint64_t state[4]);
 
 #endif
