@@ -20,7 +20,11 @@ photographs), ``io`` (10 ms of waiting per item, as a network read) and
 torch runs the same work on Pillow there).
 
 Each loader runs ``--epochs`` epochs (6 by default) over the same
-dataset, as a training run does, every loader measured the same way. Two
+dataset, as a training run does, every loader measured the same way.
+Every loader of a dataset runs once per round, the rounds alternating
+who goes first, and each figure is the median of ``--rounds`` (3): a
+shared machine's load moves between loaders minutes apart, and a
+loader's figures would otherwise be one draw of it. Two
 figures per loader: the first epoch (from making the loader to its last
 batch: where auto measures and changes its mind, and where worker
 processes start) and the steady state (the median items/s of the epochs
@@ -29,7 +33,8 @@ median is what most of a run sees). The ratios are auto's over the best
 explicit configuration's (the best of each figure, chosen separately)
 and over torch's, and auto's first batch over the direct path's
 (``num_workers=0``). The kind and count auto ran each epoch on are listed
-(``process-2 x5``: five epochs on two worker processes).
+(``process-2 x5``: five epochs on two worker processes; rounds that
+chose otherwise are listed after a ``|``).
 Run ``python benchmarks/auto.py`` (``--workloads`` to pick, ``--epochs``).
 
 Last, ``memory_budget=``: the numpy dataset (9.2 MiB batches) under
@@ -172,6 +177,16 @@ def run_child(workload: str, name: str, root: Path, epochs: int) -> dict:
             "chosen": runs(chosen)}
 
 
+def median_run(found: list[dict]) -> dict:
+    """A loader's runs as one: each figure's median, the epochs and choices of every run
+    (``"thread-2 x6 | thread-2 x6"``)."""
+    medians = {figure: statistics.median(run[figure] for run in found)
+               for figure in ("items_per_second", "first_epoch_items_per_second",
+                              "first_batch_ms")}
+    return {**medians, "epoch_seconds": [run["epoch_seconds"] for run in found],
+            "chosen": " | ".join(dict.fromkeys(run["chosen"] for run in found))}
+
+
 def runs(labels: list[str]) -> str:
     """``["thread-1", "process-2", "process-2"]`` as ``"thread-1, process-2 x2"``."""
     counted = [(label, len(list(group))) for label, group in itertools.groupby(labels)]
@@ -263,6 +278,8 @@ def main() -> None:
                         default="in_memory,pure_python,numpy_work,pillow,io,native")
     parser.add_argument("--images", type=int, default=640)
     parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs of every loader, taken in turn; a figure is the median")
     parser.add_argument("--budget-child", nargs=2, metavar=("BATCHES", "STEP"))
     parser.add_argument("--no-budget", action="store_true",
                         help="skip the memory_budget measurement")
@@ -280,12 +297,17 @@ def main() -> None:
     load = os.getloadavg()[0]
     rows, results = [], {}
     for workload in options.workloads.split(","):
-        figures = {name: run_fresh(workload, name, root, options.epochs) for name in LOADERS}
+        rounds: dict[str, list[dict]] = {name: [] for name in LOADERS}
+        for number in range(options.rounds):
+            for name in LOADERS if number % 2 == 0 else LOADERS[::-1]:  # alternate who goes first
+                rounds[name].append(run_fresh(workload, name, root, options.epochs))
+        figures = {name: median_run(found) for name, found in rounds.items()}
         results[workload] = figures
         print(workload, {name: found["chosen"] for name, found in figures.items()},
               file=sys.stderr, flush=True)
         rows.append(workload_row(workload, figures))
-    print(f"batch size {BATCH_SIZE}, {options.epochs} epochs, load average {load:.1f} at the "
+    print(f"batch size {BATCH_SIZE}, {options.epochs} epochs, medians of {options.rounds} "
+          f"rounds, load average {load:.1f} at the "
           f"start, {os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} CPUs")
     print_table(["dataset", "auto ran on", "best explicit", "auto items/s", "auto / best",
                  "auto / torch(2)", "1st epoch: auto / best", "auto / torch(2)",
