@@ -8,8 +8,8 @@ every later run on the machine shares. This is what Hugging Face
 ``datasets`` does with a Parquet file (an Arrow cache made once); here
 the cache fills a row group at a time, as batches first touch them, or
 all at once with ``ParquetDataset.fill_cache``. The stream format rather
-than the file format: its reader opens a file in about a third of the
-time, which a first batch touching every group pays per group.
+than the file format: its reader opens a mapped file in a quarter to a
+half of the time, which a first batch touching every group pays per group.
 
 A cached group is named by a hash of what it was decoded from: the file
 (a local file's real path, size and modification time; a remote file's
