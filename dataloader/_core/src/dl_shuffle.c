@@ -175,4 +175,3 @@ void dl_shuffle_exact(int64_t *values, ptrdiff_t n, const uint64_t state[4])
     uint64_t s[4] = {state[0], state[1], state[2], state[3]};
     dl_shuffle_exact_steps(values, n, 0, n, s);
 }
-
